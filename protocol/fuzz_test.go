@@ -1,0 +1,87 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// FuzzCanonicalMatchesJCS checks the fixed-shape id preimage encoder against
+// the general RFC 8785 implementation.
+func FuzzCanonicalMatchesJCS(f *testing.F) {
+	f.Add("d75a", int64(1763800000), int64(1), "t", "x<y&z", "hello\u2028\x7f\x01\"\\")
+	f.Add("", int64(0), int64(0), "", "", "")
+	f.Fuzz(func(t *testing.T, agent string, createdAt, kind int64, tagName, tagValue, content string) {
+		if !utf8.ValidString(agent) || !utf8.ValidString(tagName) || !utf8.ValidString(tagValue) || !utf8.ValidString(content) {
+			t.Skip()
+		}
+		if createdAt < 0 || createdAt > MaxSafeInteger || kind < 0 || kind > MaxSafeInteger {
+			t.Skip()
+		}
+		e := &Event{AgentID: agent, CreatedAt: createdAt, Kind: kind, Tags: [][]string{{tagName, tagValue}, {}}, Content: content}
+		plain, err := json.Marshal([]any{e.AgentID, e.CreatedAt, e.Kind, e.Tags, e.Content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jcs.Transform(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.CanonicalPayload(); !bytes.Equal(got, want) {
+			t.Fatalf("canonical mismatch\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// FuzzDecodeJSON: no panic; whatever decodes re-encodes to an equal event
+// through both JSON and CBOR.
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add(AppendJSON(nil, signed(1, "hi", []string{"t", "x"})))
+	f.Add([]byte(`{"id":1}`))
+	f.Add([]byte(`{"id":"","agent_id":"","created_at":0,"kind":0,"tags":[[]],"content":"","sig":""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeJSON(b)
+		if err != nil {
+			return
+		}
+		roundTrip(t, e)
+	})
+}
+
+// FuzzDecodeCBOR: no panic; whatever decodes re-encodes to an equal event.
+func FuzzDecodeCBOR(f *testing.F) {
+	good, _ := EncodeCBOR(signed(1, "hi", []string{"t", "x"}))
+	f.Add(good)
+	f.Add([]byte{0xa0})
+	f.Add([]byte{0xbf, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeCBOR(b)
+		if err != nil {
+			return
+		}
+		roundTrip(t, e)
+	})
+}
+
+func roundTrip(t *testing.T, e *Event) {
+	t.Helper()
+	j, err := DecodeJSON(AppendJSON(nil, e))
+	if err != nil {
+		t.Fatalf("re-decoding own JSON: %v", err)
+	}
+	cb, err := EncodeCBOR(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeCBOR(cb)
+	if err != nil {
+		t.Fatalf("re-decoding own CBOR: %v", err)
+	}
+	if !reflect.DeepEqual(j, c) || j.ComputeID() != e.ComputeID() {
+		t.Fatalf("round trip changed the event: %+v vs %+v", j, c)
+	}
+}
