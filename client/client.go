@@ -1,0 +1,167 @@
+// Package client is a small Go client for an ANP2 relay's HTTP API.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// Client talks to one relay.
+type Client struct {
+	// Base is the relay's base URL, e.g. http://127.0.0.1:8080 (or .../api).
+	Base string
+	HTTP *http.Client
+}
+
+// New returns a client for base using http.DefaultClient.
+func New(base string) *Client {
+	return &Client{Base: strings.TrimRight(base, "/"), HTTP: http.DefaultClient}
+}
+
+// Error is a non-200 answer from the relay.
+type Error struct {
+	Status int
+	Code   string
+	Detail any
+	Body   []byte
+}
+
+func (e *Error) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("relay answered %d %s: %v", e.Status, e.Code, e.Detail)
+	}
+	return fmt.Sprintf("relay answered %d: %s", e.Status, bytes.TrimSpace(e.Body))
+}
+
+// PublishResult is the relay's answer to a publish.
+type PublishResult struct {
+	ID        string `json:"id"`
+	Accepted  bool   `json:"accepted"`
+	Duplicate bool   `json:"duplicate"`
+	Stored    bool   `json:"stored"`
+}
+
+// Publish posts e as JSON, or as deterministic CBOR when cbor is true. A
+// non-200 answer is an *Error.
+func (c *Client) Publish(ctx context.Context, e *protocol.Event, cbor bool) (*PublishResult, error) {
+	body, ct := protocol.AppendJSON(nil, e), "application/json"
+	if cbor {
+		var err error
+		if body, err = protocol.EncodeCBOR(e); err != nil {
+			return nil, err
+		}
+		ct = protocol.ContentTypeCBOR
+	}
+	var res PublishResult
+	if err := c.do(ctx, http.MethodPost, "/events", ct, body, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// PostRaw posts body with content type ct to path and decodes a 200 answer
+// into out.
+func (c *Client) PostRaw(ctx context.Context, path, ct string, body []byte, out any) error {
+	return c.do(ctx, http.MethodPost, path, ct, body, out)
+}
+
+// GetJSON fetches path (with query) and decodes a 200 answer into out.
+func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, out any) error {
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	return c.do(ctx, http.MethodGet, path, "", nil, out)
+}
+
+// Events runs GET /events with query.
+func (c *Client) Events(ctx context.Context, query url.Values) ([]*protocol.Event, error) {
+	var evs []*protocol.Event
+	err := c.GetJSON(ctx, "/events", query, &evs)
+	return evs, err
+}
+
+func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, out any) error {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, r)
+	if err != nil {
+		return err
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp.StatusCode, b)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+func decodeError(status int, b []byte) error {
+	e := &Error{Status: status, Body: b}
+	var body struct {
+		Detail any    `json:"detail"`
+		Code   string `json:"code"`
+	}
+	if json.Unmarshal(b, &body) == nil {
+		e.Code, e.Detail = body.Code, body.Detail
+	}
+	return e
+}
+
+// Export streams GET /export?after=...&seq=true, calling fn for each event
+// with its log sequence number. It returns the last seq delivered, so a
+// broken transfer can resume from there.
+func (c *Client) Export(ctx context.Context, after int64, fn func(seq int64, raw json.RawMessage) error) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/export?after=%d&seq=true", c.Base, after), nil)
+	if err != nil {
+		return after, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return after, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return after, decodeError(resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		var line struct {
+			Seq   int64           `json:"seq"`
+			Event json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return after, fmt.Errorf("export line: %w", err)
+		}
+		if err := fn(line.Seq, line.Event); err != nil {
+			return after, err
+		}
+		after = line.Seq
+	}
+	return after, sc.Err()
+}

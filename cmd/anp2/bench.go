@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+)
+
+// benchCmd measures a relay: single-event publish throughput and latency
+// with N concurrent clients, latency at half that rate, and query latency,
+// beside the machine's raw Ed25519 verification rate measured in the same
+// run. Without --relay it starts a relay in-process on a temporary database
+// with rate limits off.
+type benchCmd struct {
+	out         io.Writer
+	progress    *progress
+	relayURL    string
+	events      int
+	agents      int
+	concurrency int
+	queries     int
+	paceFor     time.Duration
+}
+
+func (c *benchCmd) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&c.relayURL, "relay", "", "relay base URL (default: start one in-process on a temp database)")
+	fs.IntVar(&c.events, "events", 20000, "events to publish in the throughput run")
+	fs.IntVar(&c.agents, "agents", 2000, "distinct signing agents")
+	fs.IntVar(&c.concurrency, "concurrency", 32, "concurrent publishing clients")
+	fs.IntVar(&c.queries, "queries", 2000, "queries per query benchmark")
+	fs.DurationVar(&c.paceFor, "pace-for", 5*time.Second, "duration of the half-rate latency run")
+	return parse(fs, args)
+}
+
+func (c *benchCmd) Run(ctx context.Context) error {
+	base := c.relayURL
+	if base == "" {
+		dir, err := os.MkdirTemp("", "anp2-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv := newServe(io.Discard, io.Discard)
+		if err := srv.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "bench.db"), "--rate-agent", "0", "--rate-ip", "0"}); err != nil {
+			return err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if err := srv.Start(); err != nil {
+			return err
+		}
+		go srv.srv.Serve(sctx, srv.ln)
+		defer srv.Close()
+		base = "http://" + srv.Addr()
+	}
+	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	one, all := verifyCeiling(time.Second)
+	fmt.Fprintf(c.out, "ceiling: raw Ed25519 verify %.0f/s on 1 core, %.0f/s on %d cores\n", one, all, runtime.GOMAXPROCS(0))
+
+	keys := make([]ed25519.PrivateKey, c.agents)
+	for i := range keys {
+		seed := make([]byte, 32)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0xbe
+		keys[i] = ed25519.NewKeyFromSeed(seed)
+	}
+	evs := c.makeEvents(keys, c.events, time.Now().Unix())
+	cl := benchClient(base, c.concurrency)
+	lat, elapsed, errs := c.publishAll(ctx, cl, evs, c.concurrency, 0)
+	rate := float64(len(evs)-errs) / elapsed.Seconds()
+	fmt.Fprintf(c.out, "publish (%d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors\n",
+		c.concurrency, len(evs), elapsed.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), errs)
+	printLatency(c.out, "  publish latency", lat)
+
+	n := int(rate / 2 * c.paceFor.Seconds())
+	paced := c.makeEvents(keys, n, time.Now().Unix()+1)
+	lat, elapsed, errs = c.publishAll(ctx, cl, paced, c.concurrency, rate/2)
+	fmt.Fprintf(c.out, "publish paced at %.0f/s (half the measured rate): %d events in %s, %d errors\n", rate/2, n, elapsed.Round(time.Millisecond), errs)
+	printLatency(c.out, "  paced latency", lat)
+
+	for _, q := range []struct {
+		name string
+		mk   func(i int) url.Values
+	}{
+		{"GET /events?t=<topic>&limit=100", func(i int) url.Values { return url.Values{"t": {fmt.Sprint("topic", i%50)}, "limit": {"100"}} }},
+		{"GET /events?authors=<agent>&limit=100", func(i int) url.Values {
+			return url.Values{"authors": {protocol.AgentIDOf(keys[i%len(keys)])}, "limit": {"100"}}
+		}},
+	} {
+		lat := c.queryAll(ctx, cl, q.mk)
+		printLatency(c.out, q.name, lat)
+	}
+	return nil
+}
+
+func benchClient(base string, conns int) *client.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = conns * 2
+	tr.MaxConnsPerHost = conns * 2
+	return &client.Client{Base: base, HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// makeEvents signs n kind-1 posts spread over keys and 50 topics.
+func (c *benchCmd) makeEvents(keys []ed25519.PrivateKey, n int, createdAt int64) []*protocol.Event {
+	evs := make([]*protocol.Event, n)
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				e := &protocol.Event{CreatedAt: createdAt, Kind: 1, Content: fmt.Sprintf("bench event %d at %d", i, createdAt),
+					Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+				e.Sign(keys[i%len(keys)])
+				evs[i] = e
+			}
+		}(w)
+	}
+	wg.Wait()
+	return evs
+}
+
+// publishAll posts evs with conc workers, optionally paced to rate events/s
+// overall, and returns per-event latencies, wall time and the error count.
+func (c *benchCmd) publishAll(ctx context.Context, cl *client.Client, evs []*protocol.Event, conc int, rate float64) ([]time.Duration, time.Duration, int) {
+	lat := make([]time.Duration, len(evs))
+	var next, done, errs atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(evs) || ctx.Err() != nil {
+					return
+				}
+				if rate > 0 {
+					due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+					time.Sleep(time.Until(due))
+				}
+				t0 := time.Now()
+				if _, err := cl.Publish(ctx, evs[i], false); err != nil {
+					errs.Add(1)
+				}
+				lat[i] = time.Since(t0)
+				if d := done.Add(1); d%500 == 0 {
+					c.progress.update("published %d/%d", d, len(evs))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c.progress.done()
+	return lat, time.Since(start), int(errs.Load())
+}
+
+func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int) url.Values) []time.Duration {
+	lat := make([]time.Duration, c.queries)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= c.queries {
+					return
+				}
+				t0 := time.Now()
+				if _, err := cl.Events(ctx, mk(i)); err != nil {
+					fmt.Fprintln(c.out, "query error:", err)
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat
+}
+
+// verifyCeiling measures raw Ed25519 verifications per second on one core
+// and on all cores.
+func verifyCeiling(d time.Duration) (one, all float64) {
+	seed := make([]byte, 32)
+	key := ed25519.NewKeyFromSeed(seed)
+	msg := make([]byte, 32)
+	sig := ed25519.Sign(key, msg)
+	pub := key.Public().(ed25519.PublicKey)
+	count := func(workers int) float64 {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		stop := time.Now().Add(d)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					for i := 0; i < 64; i++ {
+						ed25519.Verify(pub, msg, sig)
+					}
+					n.Add(64)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n.Load()) / d.Seconds()
+	}
+	return count(1), count(runtime.GOMAXPROCS(0))
+}
+
+func printLatency(w io.Writer, name string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	s := append([]time.Duration(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	p := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	fmt.Fprintf(w, "%s: p50 %s  p90 %s  p99 %s  max %s  (n=%d)\n", name,
+		p(0.50).Round(time.Microsecond), p(0.90).Round(time.Microsecond), p(0.99).Round(time.Microsecond), s[len(s)-1].Round(time.Microsecond), len(s))
+}

@@ -1,0 +1,97 @@
+// Command anp2 is the ANP2 relay and its client tools in one binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand: it parses its flags, runs, and cleans up.
+type command interface {
+	ParseFlags(args []string) error
+	Run(ctx context.Context) error
+}
+
+var commands = map[string]func(stdout, stderr io.Writer) command{
+	"serve":   func(o, e io.Writer) command { return newServe(o, e) },
+	"keygen":  func(o, e io.Writer) command { return &keygenCmd{out: o} },
+	"publish": func(o, e io.Writer) command { return &publishCmd{out: o} },
+	"get":     func(o, e io.Writer) command { return &getCmd{out: o} },
+	"import":  func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
+	"bench":   func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
+}
+
+const usage = `anp2 — ANP2 relay and tools
+
+  anp2 serve    start the relay (SQLite log at --db, default ./anp2.db)
+  anp2 keygen   create an Ed25519 key file and print its agent_id
+  anp2 publish  build, mine, sign and post an event
+  anp2 get      query events and print them as JSON lines
+  anp2 import   load JSON-lines events (an export, a dataset) into a log
+  anp2 bench    measure ingest and query speed against the machine's ceiling
+
+Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>
+from the environment (dashes become underscores).`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "anp2:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, usage)
+		return nil
+	}
+	mk, ok := commands[args[0]]
+	if !ok {
+		return fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
+	}
+	cmd := mk(stdout, stderr)
+	if err := cmd.ParseFlags(args[1:]); err != nil {
+		return err
+	}
+	return cmd.Run(ctx)
+}
+
+// envDefaults sets every flag of fs that has an ANP2_<NAME> variable in the
+// environment, so the order is defaults, then environment, then flags.
+func envDefaults(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "ANP2_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s: %w", name, e)
+			}
+		}
+	})
+	return err
+}
+
+// parse applies environment defaults, then args.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := envDefaults(fs); err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/sqlite"
+)
+
+// serveCmd runs the relay. Tests drive it through ParseFlags, Start, Addr
+// and Close to run the real server on 127.0.0.1:0.
+type serveCmd struct {
+	out, errw io.Writer
+
+	addr, db, publicURL, proxies string
+	rateAgent, rateIP            int
+	now                          func() time.Time
+
+	store *sqlite.Store
+	ln    net.Listener
+	srv   *relay.Server
+	log   *slog.Logger
+}
+
+func newServe(out, errw io.Writer) *serveCmd { return &serveCmd{out: out, errw: errw, now: time.Now} }
+
+func (c *serveCmd) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(c.errw)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.db, "db", "./anp2.db", "SQLite database file")
+	fs.StringVar(&c.publicURL, "public-base-url", "", "public base URL for absolute links (default http://<addr>)")
+	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
+	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	return parse(fs, args)
+}
+
+// Start opens the log and begins listening; Run waits for ctx to end.
+func (c *serveCmd) Start() error {
+	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
+	st, err := sqlite.Open(c.db, nil)
+	if err != nil {
+		return err
+	}
+	c.store = st
+	cfg := relay.DefaultConfig()
+	cfg.Now, cfg.Logger = c.now, c.log
+	cfg.RatePerAgent, cfg.RatePerIP = c.rateAgent, c.rateIP
+	if c.proxies != "" {
+		cfg.TrustedProxies = strings.Split(c.proxies, ",")
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	c.ln = ln
+	cfg.PublicBaseURL = c.publicURL
+	if cfg.PublicBaseURL == "" {
+		cfg.PublicBaseURL = "http://" + ln.Addr().String()
+	}
+	srv, err := relay.New(cfg, st)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	c.srv = srv
+	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
+	return nil
+}
+
+// Addr is the address the relay listens on (after Start).
+func (c *serveCmd) Addr() string { return c.ln.Addr().String() }
+
+func (c *serveCmd) Run(ctx context.Context) error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	defer c.Close()
+	err := c.srv.Serve(ctx, c.ln)
+	c.log.Info("relay stopped")
+	return err
+}
+
+// Close releases the log.
+func (c *serveCmd) Close() error {
+	if c.store == nil {
+		return nil
+	}
+	return c.store.Close()
+}

@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/labstack/echo/v4"
+)
+
+// Relay-level error codes (protocol codes come from package protocol).
+const (
+	CodeRateLimited     = "rate_limited"
+	CodeNotFound        = "not_found"
+	CodeRevoked         = "revoked"
+	CodeRevokeNotOwner  = "revoke_not_owner"
+	CodeBadParameter    = "invalid_parameter"
+	CodeUnknownParam    = "unknown_parameter"
+	CodeBodyTooLarge    = "body_too_large"
+	CodeUnsupportedType = "unsupported_media_type"
+	CodeMethod          = "method_not_allowed"
+	CodeUnavailable     = "unavailable"
+	CodeUnauthorized    = "unauthorized"
+)
+
+// statusOf maps a stable code to its HTTP status; anything not listed is a 400.
+var statusOf = map[string]int{
+	CodeRateLimited:     http.StatusTooManyRequests,
+	CodeNotFound:        http.StatusNotFound,
+	CodeRevoked:         http.StatusNotFound,
+	CodeBodyTooLarge:    http.StatusRequestEntityTooLarge,
+	CodeUnsupportedType: http.StatusUnsupportedMediaType,
+	CodeMethod:          http.StatusMethodNotAllowed,
+	CodeUnavailable:     http.StatusServiceUnavailable,
+	CodeUnauthorized:    http.StatusUnauthorized,
+}
+
+// retryError is a 429/503 that tells the client when to come back.
+type retryError struct {
+	err   *protocol.Error
+	after int
+}
+
+func (e *retryError) Error() string { return e.err.Detail }
+func (e *retryError) Unwrap() error { return e.err }
+
+// errorHandler is the relay's single mapping from errors to HTTP answers:
+// {"detail","code"} bodies, 422 with per-field details, and a logged,
+// opaque 500 for anything unexpected.
+func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var env *protocol.EnvelopeError
+		var pe *protocol.Error
+		var re *retryError
+		var he *echo.HTTPError
+		switch {
+		case errors.As(err, &env):
+			m.rejected("malformed_envelope")
+			_ = c.JSON(http.StatusUnprocessableEntity, map[string]any{"detail": env.Fields})
+		case errors.As(err, &re):
+			c.Response().Header().Set("Retry-After", strconv.Itoa(re.after))
+			writeCoded(c, re.err)
+		case errors.As(err, &pe):
+			writeCoded(c, pe)
+		case errors.As(err, &he):
+			writeCoded(c, httpErrorCode(he))
+		default:
+			log.Error("internal error", "err", err, "method", c.Request().Method, "path", c.Request().URL.Path)
+			_ = c.JSON(http.StatusInternalServerError, map[string]string{"detail": "internal error", "code": "internal"})
+		}
+	}
+}
+
+func writeCoded(c echo.Context, pe *protocol.Error) {
+	status, ok := statusOf[pe.Code]
+	if !ok {
+		status = http.StatusBadRequest
+	}
+	_ = c.JSON(status, map[string]string{"detail": pe.Detail, "code": pe.Code})
+}
+
+func httpErrorCode(he *echo.HTTPError) *protocol.Error {
+	msg := http.StatusText(he.Code)
+	switch he.Code {
+	case http.StatusNotFound:
+		return protocol.Errorf(CodeNotFound, "no such route")
+	case http.StatusMethodNotAllowed:
+		return protocol.Errorf(CodeMethod, "method not allowed")
+	case http.StatusRequestEntityTooLarge:
+		return protocol.Errorf(CodeBodyTooLarge, "request body too large")
+	case http.StatusUnsupportedMediaType:
+		return protocol.Errorf(CodeUnsupportedType, "unsupported media type")
+	}
+	if he.Code >= 500 {
+		return protocol.Errorf(CodeUnavailable, "%s", msg)
+	}
+	return protocol.Errorf("http_"+strconv.Itoa(he.Code), "%s", msg)
+}

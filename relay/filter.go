@@ -1,0 +1,154 @@
+package relay
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+)
+
+// Query holds a parsed GET /events query.
+type Query struct {
+	Filter        sqlite.Filter
+	IncludeHidden bool
+	WantCBOR      bool
+}
+
+// queryParams are the parameters GET /events understands besides
+// single-letter tag names; anything else is rejected so a typo never widens
+// or empties a result silently.
+var queryParams = map[string]bool{
+	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
+	"limit": true, "as_of": true, "include_revoked": true, "include_hidden": true,
+}
+
+// ParseQuery parses GET /events parameters. Lists are comma-separated;
+// ids and authors are 64 lowercase hex; kinds, since, until and as_of are
+// non-negative integers; limit is 1..1000 (default 100). Errors are
+// *protocol.Error with code invalid_parameter or unknown_parameter.
+func ParseQuery(v url.Values) (Query, error) {
+	var q Query
+	f := &q.Filter
+	f.Limit = 100
+	for name, vals := range v {
+		if !queryParams[name] && !isTagParam(name) {
+			return q, protocol.Errorf(CodeUnknownParam, "unknown query parameter %q", name)
+		}
+		if len(vals) != 1 {
+			return q, protocol.Errorf(CodeBadParameter, "parameter %q given %d times; use one comma-separated list", name, len(vals))
+		}
+	}
+	var err error
+	if f.IDs, err = hexList(v, "ids"); err != nil {
+		return q, err
+	}
+	if f.Authors, err = hexList(v, "authors"); err != nil {
+		return q, err
+	}
+	if s := v.Get("kinds"); s != "" {
+		for _, k := range strings.Split(s, ",") {
+			n, err := nonNegative("kinds", k)
+			if err != nil {
+				return q, err
+			}
+			f.Kinds = append(f.Kinds, n)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  **int64
+	}{{"since", &f.Since}, {"until", &f.Until}, {"as_of", &f.AsOf}} {
+		if s, ok := v[p.name]; ok {
+			n, err := nonNegative(p.name, s[0])
+			if err != nil {
+				return q, err
+			}
+			*p.dst = &n
+		}
+	}
+	if s, ok := v["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > 1000 {
+			return q, protocol.Errorf(CodeBadParameter, "limit must be an integer from 1 to 1000")
+		}
+		f.Limit = n
+	}
+	if f.IncludeRevoked, err = boolParam(v, "include_revoked"); err != nil {
+		return q, err
+	}
+	if q.IncludeHidden, err = boolParam(v, "include_hidden"); err != nil {
+		return q, err
+	}
+	for name, vals := range v {
+		if name != "cap" && !isTagParam(name) {
+			continue
+		}
+		tagVals := strings.Split(vals[0], ",")
+		for _, tv := range tagVals {
+			if tv == "" || len(tv) > 1024 {
+				return q, protocol.Errorf(CodeBadParameter, "tag filter %q needs non-empty values of at most 1024 bytes", name)
+			}
+		}
+		if len(tagVals) > 100 {
+			return q, protocol.Errorf(CodeBadParameter, "tag filter %q lists more than 100 values", name)
+		}
+		if (name == "e" || name == "p") && !allHex64(tagVals) {
+			return q, protocol.Errorf(CodeBadParameter, "%s values must be 64 lowercase hex characters", name)
+		}
+		if f.Tags == nil {
+			f.Tags = map[string][]string{}
+		}
+		f.Tags[name] = tagVals
+	}
+	return q, nil
+}
+
+func isTagParam(name string) bool {
+	return len(name) == 1 && (name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z')
+}
+
+func hexList(v url.Values, name string) ([]string, error) {
+	s := v.Get(name)
+	if s == "" {
+		return nil, nil
+	}
+	list := strings.Split(s, ",")
+	if len(list) > 1000 {
+		return nil, protocol.Errorf(CodeBadParameter, "%s lists more than 1000 values", name)
+	}
+	if !allHex64(list) {
+		return nil, protocol.Errorf(CodeBadParameter, "%s must be 64 lowercase hex characters each", name)
+	}
+	return list, nil
+}
+
+func allHex64(list []string) bool {
+	for _, x := range list {
+		if !protocol.IsHex64(x) {
+			return false
+		}
+	}
+	return true
+}
+
+func nonNegative(name, s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > protocol.MaxSafeInteger {
+		return 0, protocol.Errorf(CodeBadParameter, "%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+func boolParam(v url.Values, name string) (bool, error) {
+	s, ok := v[name]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s[0])
+	if err != nil {
+		return false, protocol.Errorf(CodeBadParameter, "%s must be true or false", name)
+	}
+	return b, nil
+}

@@ -1,0 +1,225 @@
+package relay
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/labstack/echo/v4"
+)
+
+func wantsCBOR(c echo.Context) bool {
+	return strings.Contains(c.Request().Header.Get(echo.HeaderAccept), protocol.ContentTypeCBOR)
+}
+
+func (s *Server) getEvents(c echo.Context) error {
+	q, err := ParseQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	bodies, err := s.store.Query(c.Request().Context(), q.Filter)
+	if err != nil {
+		return err
+	}
+	return s.writeEvents(c, bodies)
+}
+
+// writeEvents answers a list of stored bodies as a JSON array, or as a CBOR
+// array when the client accepts application/anp+cbor.
+func (s *Server) writeEvents(c echo.Context, bodies [][]byte) error {
+	if wantsCBOR(c) {
+		evs := make([]*protocol.Event, 0, len(bodies))
+		for _, b := range bodies {
+			var e protocol.Event
+			if err := json.Unmarshal(b, &e); err != nil {
+				return err
+			}
+			evs = append(evs, &e)
+		}
+		out, err := protocol.EncodeCBORList(evs)
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, protocol.ContentTypeCBOR, out)
+	}
+	n := 2
+	for _, b := range bodies {
+		n += len(b) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, b := range bodies {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	out = append(out, ']')
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
+}
+
+func (s *Server) lookupStored(c echo.Context) (*sqlite.Stored, error) {
+	id := c.Param("id")
+	if !protocol.IsHex64(id) {
+		return nil, protocol.Errorf(CodeBadParameter, "event id must be 64 lowercase hex characters")
+	}
+	st, err := s.store.Get(c.Request().Context(), id)
+	if errors.Is(err, sqlite.ErrNotFound) {
+		return nil, protocol.Errorf(CodeNotFound, "event %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inc, err := boolParam(c.QueryParams(), "include_revoked")
+	if err != nil {
+		return nil, err
+	}
+	if !inc {
+		bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{IDs: []string{id}, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(bodies) == 0 {
+			return nil, protocol.Errorf(CodeRevoked, "event %s was revoked by its author; add include_revoked=true to see it", id)
+		}
+	}
+	return st, nil
+}
+
+func (s *Server) getEvent(c echo.Context) error {
+	st, err := s.lookupStored(c)
+	if err != nil {
+		return err
+	}
+	if wantsCBOR(c) {
+		var e protocol.Event
+		if err := json.Unmarshal(st.Body, &e); err != nil {
+			return err
+		}
+		out, err := protocol.EncodeCBOR(&e)
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, protocol.ContentTypeCBOR, out)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, st.Body)
+}
+
+// getRaw serves the exact bytes the event arrived as.
+func (s *Server) getRaw(c echo.Context) error {
+	st, err := s.lookupStored(c)
+	if err != nil {
+		return err
+	}
+	ct := echo.MIMEApplicationJSON
+	if st.RawType == "cbor" {
+		ct = protocol.ContentTypeCBOR
+	}
+	return c.Blob(http.StatusOK, ct, st.Raw)
+}
+
+func (s *Server) getHistory(c echo.Context) error {
+	agent := c.Param("agent_id")
+	if !protocol.IsHex64(agent) {
+		return protocol.Errorf(CodeBadParameter, "agent_id must be 64 lowercase hex characters")
+	}
+	kind := int64(protocol.KindProfile)
+	if k := c.QueryParam("kind"); k != "" {
+		n, err := strconv.ParseInt(k, 10, 64)
+		if err != nil || !protocol.OverwriteKinds[n] {
+			return protocol.Errorf(CodeBadParameter, "kind must be an overwrite kind (0, 4 or 16)")
+		}
+		kind = n
+	}
+	bodies, err := s.store.History(c.Request().Context(), agent, kind)
+	if err != nil {
+		return err
+	}
+	return s.writeEvents(c, bodies)
+}
+
+// export streams the log as JSON lines in log order from after= (exclusive),
+// up to the log's end when the request started (X-ANP2-Through-Seq). With
+// seq=true each line is {"seq":N,"event":{...}} so a reader can resume
+// exactly where a broken transfer stopped.
+func (s *Server) export(c echo.Context) error {
+	v := c.QueryParams()
+	var after int64
+	if a := v.Get("after"); a != "" {
+		n, err := nonNegative("after", a)
+		if err != nil {
+			return err
+		}
+		after = n
+	}
+	withSeq, err := boolParam(v, "seq")
+	if err != nil {
+		return err
+	}
+	res := c.Response()
+	w := bufio.NewWriterSize(res, 64<<10)
+	n := 0
+	start := func(through int64) error {
+		res.Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		res.Header().Set("X-ANP2-Through-Seq", strconv.FormatInt(through, 10))
+		res.WriteHeader(http.StatusOK)
+		return nil
+	}
+	err = s.store.Export(c.Request().Context(), after, start, func(seq int64, body []byte) error {
+		if withSeq {
+			w.WriteString(`{"seq":`)
+			w.WriteString(strconv.FormatInt(seq, 10))
+			w.WriteString(`,"event":`)
+			w.Write(body)
+			w.WriteByte('}')
+		} else {
+			w.Write(body)
+		}
+		if err := w.WriteByte('\n'); err != nil {
+			return err
+		}
+		if n++; n%1000 == 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			res.Flush()
+		}
+		return nil
+	})
+	if err != nil {
+		if res.Committed {
+			s.cfg.Logger.Warn("export interrupted", "err", err)
+			return nil
+		}
+		return err
+	}
+	return w.Flush()
+}
+
+func (s *Server) health(c echo.Context) error {
+	st, err := s.store.Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	return c.JSON(http.StatusOK, map[string]any{
+		"status": "ok", "events": st.Events, "max_seq": st.MaxSeq, "db_bytes": st.Bytes,
+		"now": now.Unix(), "uptime_s": int64(now.Sub(s.started).Seconds()),
+	})
+}
+
+func (s *Server) getMetrics(c echo.Context) error {
+	st, err := s.store.Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4")
+	c.Response().WriteHeader(http.StatusOK)
+	s.metrics.write(c.Response(), st.Events, st.Bytes, 0)
+	return nil
+}

@@ -1,0 +1,181 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+)
+
+// ImportStats counts what an import did.
+type ImportStats struct {
+	Read      int            `json:"read"`
+	Accepted  int            `json:"accepted"`
+	Duplicate int            `json:"duplicate"`
+	Rejected  map[string]int `json:"rejected"`
+}
+
+// Invalid describes one rejected line.
+type Invalid struct {
+	Line int    `json:"line"`
+	ID   string `json:"id,omitempty"`
+	Code string `json:"code"`
+	Err  string `json:"detail"`
+}
+
+// Importer verifies JSON-lines events on every core and appends the valid
+// ones in large group commits. It checks id, signature, PoW and kind rules
+// but not the freshness window (history is old by nature). Kind 11 beats
+// are skipped (never stored).
+type Importer struct {
+	Store   *sqlite.Store
+	Checker protocol.Checker
+	Now     int64
+	// OnInvalid, when set, receives every rejected line.
+	OnInvalid func(Invalid)
+	// OnProgress, when set, is called after each appended batch.
+	OnProgress func(ImportStats)
+}
+
+type importItem struct {
+	line int
+	ev   *protocol.Event
+	raw  []byte
+	err  error
+}
+
+// Import reads r to the end. Lines are event objects, or export lines
+// {"seq":N,"event":{...}}; blank lines are skipped.
+func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error) {
+	st := ImportStats{Rejected: map[string]int{}}
+	checker := im.Checker
+	checker.Limits.MaxAge = 0
+	lines := make(chan importItem, 1024)
+	results := make(chan importItem, 1024)
+	var readErr error
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 8<<20)
+		n := 0
+		for sc.Scan() {
+			n++
+			b := bytes.TrimSpace(sc.Bytes())
+			if len(b) == 0 {
+				continue
+			}
+			select {
+			case lines <- importItem{line: n, raw: append([]byte(nil), b...)}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr = sc.Err()
+	}()
+	var wg sync.WaitGroup
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range lines {
+				it.ev, it.raw, it.err = verifyLine(it.raw, checker, im.Now)
+				results <- it
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	err := im.appendAll(ctx, results, &st)
+	if err == nil {
+		err = readErr
+	}
+	return st, err
+}
+
+func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st *ImportStats) error {
+	batch := make([]sqlite.Record, 0, 2048)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := im.Store.AppendBatch(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+		for _, r := range res {
+			if r.Duplicate {
+				st.Duplicate++
+			} else {
+				st.Accepted++
+			}
+		}
+		batch = batch[:0]
+		if im.OnProgress != nil {
+			im.OnProgress(*st)
+		}
+		return nil
+	}
+	var failed error
+	for it := range results {
+		if failed != nil {
+			continue // drain so the workers finish
+		}
+		st.Read++
+		if it.err != nil {
+			code := "invalid"
+			var pe *protocol.Error
+			var env *protocol.EnvelopeError
+			switch {
+			case errors.As(it.err, &pe):
+				code = pe.Code
+			case errors.As(it.err, &env):
+				code = "malformed_envelope"
+			}
+			st.Rejected[code]++
+			if im.OnInvalid != nil {
+				inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
+				if it.ev != nil {
+					inv.ID = it.ev.ID
+				}
+				im.OnInvalid(inv)
+			}
+			continue
+		}
+		if it.ev.Kind == protocol.KindHealth {
+			st.Rejected["kind_11_not_stored"]++
+			continue
+		}
+		batch = append(batch, sqlite.Record{Event: it.ev, Raw: keepRaw(it.ev, it.raw), RawType: "json", ReceivedAt: im.Now})
+		if len(batch) == cap(batch) {
+			failed = flush()
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	return flush()
+}
+
+// verifyLine decodes one line (unwrapping export lines) and checks it.
+func verifyLine(b []byte, c protocol.Checker, now int64) (*protocol.Event, []byte, error) {
+	if bytes.Contains(b[:min(len(b), 16)], []byte(`"seq"`)) {
+		var wrapped struct {
+			Event json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal(b, &wrapped); err == nil && len(wrapped.Event) > 0 {
+			b = wrapped.Event
+		}
+	}
+	e, err := protocol.DecodeJSON(b)
+	if err != nil {
+		return nil, b, err
+	}
+	return e, b, c.CheckFirst(e, now)
+}

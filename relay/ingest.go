@@ -1,0 +1,215 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/labstack/echo/v4"
+)
+
+// publishAnswer is the body of a successful publish.
+type publishAnswer struct {
+	ID        string `json:"id"`
+	Accepted  bool   `json:"accepted"`
+	Duplicate bool   `json:"duplicate"`
+	Stored    bool   `json:"stored"`
+}
+
+// readEvent decodes the request body as JSON or, with
+// Content-Type application/anp+cbor, as deterministic CBOR.
+func readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, nil, "", protocol.Errorf(CodeBodyTooLarge, "request body too large")
+		}
+		return nil, nil, "", protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+	}
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch mt {
+	case protocol.ContentTypeCBOR:
+		e, err := protocol.DecodeCBOR(body)
+		return e, body, "cbor", err
+	case "", "application/json", "application/anp+json", "text/plain":
+		e, err := protocol.DecodeJSON(body)
+		return e, body, "json", err
+	}
+	return nil, nil, "", protocol.Errorf(CodeUnsupportedType, "unsupported Content-Type %q: send application/json or %s", ct, protocol.ContentTypeCBOR)
+}
+
+func (s *Server) postEvent(c echo.Context) error {
+	start := time.Now()
+	e, raw, rawType, err := readEvent(c)
+	if err != nil {
+		return s.reject(err)
+	}
+	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP())
+	if err != nil {
+		return s.reject(err)
+	}
+	s.metrics.observe(time.Since(start))
+	return c.JSON(http.StatusOK, ans)
+}
+
+// reject counts err under its code and passes it to the error handler.
+func (s *Server) reject(err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		s.metrics.rejected(pe.Code)
+	}
+	return err
+}
+
+// ingest applies every publish rule, in the documented order, and appends
+// e. It answers only after the event is committed.
+func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*publishAnswer, error) {
+	now := s.cfg.Now()
+	if errs := s.cfg.Checker.Limits.Check(e, now.Unix()); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if err := e.CheckID(); err != nil {
+		return nil, err
+	}
+	// A stored event with the same id and signature is a duplicate: answer
+	// without verifying or charging it again.
+	if sig, found, err := s.store.Lookup(ctx, e.ID); err != nil {
+		return nil, err
+	} else if found && sig == e.Sig {
+		s.metrics.duplicates.Add(1)
+		return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
+	}
+	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
+		return nil, err
+	}
+	if err := s.checkAgainstLog(ctx, e); err != nil {
+		return nil, err
+	}
+	if err := s.charge(e, ip, now); err != nil {
+		return nil, err
+	}
+	if e.Kind == protocol.KindHealth {
+		// Kind 11 beats are verified and rate-limited but never stored (D11).
+		return &publishAnswer{ID: e.ID, Accepted: true}, nil
+	}
+	res, err := s.store.Append(ctx, sqlite.Record{Event: e, Raw: keepRaw(e, raw), RawType: rawType, ReceivedAt: now.Unix()})
+	if err != nil {
+		return nil, err
+	}
+	if res.Duplicate {
+		s.metrics.duplicates.Add(1)
+	} else {
+		s.metrics.accepted.Add(1)
+	}
+	return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
+}
+
+// keepRaw returns the received bytes when they differ from the compact JSON
+// the log serves (nil otherwise, to store them once).
+func keepRaw(e *protocol.Event, raw []byte) []byte {
+	if bytes.Equal(raw, protocol.AppendJSON(nil, e)) {
+		return nil
+	}
+	return raw
+}
+
+// checkAgainstLog applies the rules that need the log (see logViolations)
+// and returns the first violation.
+func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
+	errs, err := s.logViolations(ctx, e)
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// logViolations returns every violation of the rules that need the log: a
+// revoke may only name the revoker's own events.
+func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
+	var out []error
+	if e.Kind == protocol.KindRevoke {
+		for _, target := range e.TagValues("e") {
+			author, err := s.store.Author(ctx, target)
+			if errors.Is(err, sqlite.ErrNotFound) {
+				continue // may arrive later; the revoke binds only the same author
+			}
+			if err != nil {
+				return nil, err
+			}
+			if author != e.AgentID {
+				out = append(out, protocol.Errorf(CodeRevokeNotOwner, "cannot revoke %s: only its author may revoke an event", target))
+			}
+		}
+	}
+	return out, nil
+}
+
+// charge applies the per-agent and per-IP rate limits (429 + Retry-After).
+func (s *Server) charge(e *protocol.Event, ip string, now time.Time) error {
+	okA, waitA := s.byAgent.allow(e.AgentID, now, false)
+	okI, waitI := s.byIP.allow(ip, now, false)
+	if !okA {
+		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per agent)", s.cfg.RatePerAgent, s.cfg.RateWindow), retrySeconds(waitA)}
+	}
+	if !okI {
+		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per IP)", s.cfg.RatePerIP, s.cfg.RateWindow), retrySeconds(waitI)}
+	}
+	s.byAgent.allow(e.AgentID, now, true)
+	s.byIP.allow(ip, now, true)
+	return nil
+}
+
+// dryRunAnswer lists every violation an event has, without storing it.
+type dryRunAnswer struct {
+	ID         string      `json:"id"`
+	Valid      bool        `json:"valid"`
+	Duplicate  bool        `json:"duplicate"`
+	Violations []violation `json:"violations"`
+}
+
+type violation struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func (s *Server) dryRun(c echo.Context) error {
+	e, _, _, err := readEvent(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	now := s.cfg.Now()
+	errs := s.cfg.Checker.CheckAll(e, now.Unix())
+	logErrs, err := s.logViolations(ctx, e)
+	if err != nil {
+		return err
+	}
+	errs = append(errs, logErrs...)
+	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
+		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
+	}
+	if ok, _ := s.byIP.allow(c.RealIP(), now, false); !ok {
+		errs = append(errs, protocol.Errorf(CodeRateLimited, "this address is currently rate limited"))
+	}
+	ans := dryRunAnswer{ID: e.ID, Violations: []violation{}}
+	for _, err := range errs {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			ans.Violations = append(ans.Violations, violation{pe.Code, pe.Detail})
+		}
+	}
+	_, ans.Duplicate, _ = s.store.Lookup(ctx, e.ID)
+	ans.Valid = len(ans.Violations) == 0
+	return c.JSON(http.StatusOK, ans)
+}

@@ -1,0 +1,62 @@
+package relay
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// limiter is a GCRA rate limiter: at most n events per window per key, with
+// bursts up to n. Its memory is bounded by sweeping idle keys.
+type limiter struct {
+	n      int
+	window time.Duration
+	mu     sync.Mutex
+	tat    map[string]time.Time // theoretical arrival time per key
+	swept  time.Time
+}
+
+func newLimiter(n int, window time.Duration) *limiter {
+	return &limiter{n: n, window: window, tat: map[string]time.Time{}}
+}
+
+// allow charges one event to key at now when take is true; it reports
+// whether the event is within the limit and, if not, how long to wait.
+func (l *limiter) allow(key string, now time.Time, take bool) (bool, time.Duration) {
+	if l == nil || l.n <= 0 {
+		return true, 0
+	}
+	interval := l.window / time.Duration(l.n)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep(now)
+	tat := l.tat[key]
+	if tat.Before(now) {
+		tat = now
+	}
+	// Allowed when the new TAT stays within one window of now.
+	next := tat.Add(interval)
+	if next.Sub(now) > l.window {
+		return false, next.Sub(now) - l.window
+	}
+	if take {
+		l.tat[key] = next
+	}
+	return true, 0
+}
+
+func (l *limiter) sweep(now time.Time) {
+	if now.Sub(l.swept) < l.window {
+		return
+	}
+	l.swept = now
+	for k, t := range l.tat {
+		if t.Before(now) {
+			delete(l.tat, k)
+		}
+	}
+}
+
+func retrySeconds(d time.Duration) int {
+	return int(math.Max(1, math.Ceil(d.Seconds())))
+}

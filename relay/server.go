@@ -1,0 +1,144 @@
+// Package relay is the ANP2 relay's HTTP adapter: it wires the protocol
+// rules, the SQLite log and the derived views to Echo routes.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Config holds the relay's settings.
+type Config struct {
+	// PublicBaseURL anchors absolute links the relay hands out.
+	PublicBaseURL string
+	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
+	TrustedProxies []string
+	// RatePerAgent and RatePerIP cap events per RateWindow (0 disables).
+	RatePerAgent int
+	RatePerIP    int
+	RateWindow   time.Duration
+	// Checker holds the shape limits and PoW policy.
+	Checker protocol.Checker
+	// Now is the relay clock (injectable for tests).
+	Now func() time.Time
+	// Logger receives structured logs.
+	Logger *slog.Logger
+	// MaxBody caps request bodies.
+	MaxBody int64
+}
+
+// DefaultConfig returns the seed's limits: 60 events per agent and 300 per IP
+// per 60 s, 1 MiB bodies, the default checker, the wall clock.
+func DefaultConfig() Config {
+	return Config{
+		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute,
+		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
+	}
+}
+
+// Server is a running relay: the Echo instance and what it serves.
+type Server struct {
+	cfg     Config
+	store   *sqlite.Store
+	echo    *echo.Echo
+	metrics *metrics
+	byAgent *limiter
+	byIP    *limiter
+	started time.Time
+}
+
+// New builds a relay over store. It does not listen; see Serve.
+func New(cfg Config, store *sqlite.Store) (*Server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, store: store, echo: echo.New(), metrics: newMetrics(),
+		byAgent: newLimiter(cfg.RatePerAgent, cfg.RateWindow),
+		byIP:    newLimiter(cfg.RatePerIP, cfg.RateWindow),
+		started: cfg.Now(),
+	}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(cfg.Logger, s.metrics)
+	extractor, err := ipExtractor(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	e.IPExtractor = extractor
+	e.Use(middleware.Recover())
+	if cfg.MaxBody > 0 {
+		e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
+	}
+	s.routes()
+	return s, nil
+}
+
+func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
+	if len(cidrs) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(c))
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", c, err)
+		}
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
+
+// route registers h at path and under /api (D1).
+func (s *Server) route(method, path string, h echo.HandlerFunc) {
+	s.echo.Add(method, path, h)
+	s.echo.Add(method, "/api"+path, h)
+}
+
+func (s *Server) routes() {
+	s.route(http.MethodPost, "/events", s.postEvent)
+	s.route(http.MethodPost, "/events/dry-run", s.dryRun)
+	s.route(http.MethodGet, "/events", s.getEvents)
+	s.route(http.MethodGet, "/events/:id", s.getEvent)
+	s.route(http.MethodGet, "/events/:id/raw", s.getRaw)
+	s.route(http.MethodGet, "/history/:agent_id", s.getHistory)
+	s.route(http.MethodGet, "/export", s.export)
+	s.route(http.MethodGet, "/health", s.health)
+	s.route(http.MethodGet, "/metrics", s.getMetrics)
+}
+
+// Handler returns the relay's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve answers on ln until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		err = errors.Join(err, e)
+	}
+	return err
+}

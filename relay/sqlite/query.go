@@ -1,0 +1,384 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// ErrNotFound is returned when no stored event has the requested id.
+var ErrNotFound = errors.New("event not found")
+
+// Filter selects events for Query. Empty lists do not filter.
+type Filter struct {
+	IDs     []string
+	Kinds   []int64
+	Authors []string
+	// Tags maps a tag name to accepted values; an event matches when, for
+	// every name, it carries a tag with one of the values.
+	Tags  map[string][]string
+	Since *int64
+	Until *int64
+	Limit int
+	AsOf  *int64
+	// IncludeRevoked keeps events their author revoked (§10.2).
+	IncludeRevoked bool
+}
+
+// Stored is an event as kept in the log.
+type Stored struct {
+	Seq        int64
+	Body       []byte
+	Raw        []byte
+	RawType    string
+	ReceivedAt int64
+}
+
+// Lookup reports whether id is stored and, if so, its signature, so the
+// relay can answer a duplicate without verifying it again.
+func (s *Store) Lookup(ctx context.Context, id string) (sig string, found bool, err error) {
+	idb, err := hex.DecodeString(id)
+	if err != nil {
+		return "", false, nil
+	}
+	var body string
+	err = s.read.QueryRowContext(ctx, `SELECT body FROM events WHERE id = ?`, idb).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("lookup: %w", err)
+	}
+	i := strings.LastIndex(body, `"sig":"`)
+	if i < 0 || len(body) < i+7+128 {
+		return "", true, nil
+	}
+	return body[i+7 : i+7+128], true, nil
+}
+
+// Get returns the stored event id, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*Stored, error) {
+	idb, err := hex.DecodeString(id)
+	if err != nil || len(idb) != 32 {
+		return nil, ErrNotFound
+	}
+	st := &Stored{}
+	var rawType sql.NullString
+	err = s.read.QueryRowContext(ctx, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE id = ?`, idb).
+		Scan(&st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get event: %w", err)
+	}
+	st.RawType = rawType.String
+	if st.Raw == nil {
+		st.Raw, st.RawType = st.Body, "json"
+	}
+	return st, nil
+}
+
+// GetEvent returns the decoded stored event id, or ErrNotFound.
+func (s *Store) GetEvent(ctx context.Context, id string) (*protocol.Event, error) {
+	st, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.DecodeJSON(st.Body)
+}
+
+// Author returns the agent_id of stored event id, or ErrNotFound.
+func (s *Store) Author(ctx context.Context, id string) (string, error) {
+	idb, err := hex.DecodeString(id)
+	if err != nil || len(idb) != 32 {
+		return "", ErrNotFound
+	}
+	var agent []byte
+	err = s.read.QueryRowContext(ctx, `SELECT agent_id FROM events WHERE id = ?`, idb).Scan(&agent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("author: %w", err)
+	}
+	return hex.EncodeToString(agent), nil
+}
+
+// Query returns the bodies of matching events, newest first by (created_at, id).
+func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
+	q, args := buildQuery(f)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// buildQuery turns f into SQL. With a tag filter the first tag name (in
+// sorted order) drives the scan through the tags primary key; other tag
+// names become EXISTS probes on the same key.
+func buildQuery(f Filter) (string, []any) {
+	var where []string
+	var args []any
+	from := "events e"
+	names := make([]string, 0, len(f.Tags))
+	for n := range f.Tags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	order := "e.created_at DESC, e.id DESC"
+	if len(names) > 0 {
+		first := names[0]
+		vals := f.Tags[first]
+		from = "tags t CROSS JOIN events e ON e.id = t.id" // CROSS JOIN fixes the order: tags drive
+		where = append(where, "t.name = ?")
+		args = append(args, first)
+		if len(vals) == 1 {
+			where = append(where, "t.value = ?")
+			args = append(args, vals[0])
+			order = "t.created_at DESC, t.id DESC"
+		} else {
+			where = append(where, "t.value IN ("+placeholders(len(vals))+")")
+			args = append(args, anySlice(vals)...)
+		}
+		for _, bound := range []struct {
+			op string
+			v  *int64
+		}{{">=", f.Since}, {"<=", f.Until}, {"<=", f.AsOf}} {
+			if bound.v != nil {
+				where = append(where, "t.created_at "+bound.op+" ?")
+				args = append(args, *bound.v)
+			}
+		}
+		for _, n := range names[1:] {
+			vals := f.Tags[n]
+			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = ? AND t2.value IN ("+
+				placeholders(len(vals))+") AND t2.created_at = e.created_at AND t2.id = e.id)")
+			args = append(args, n)
+			args = append(args, anySlice(vals)...)
+		}
+	}
+	if len(f.IDs) > 0 {
+		where = append(where, "e.id IN ("+placeholders(len(f.IDs))+")")
+		for _, id := range f.IDs {
+			b, _ := hex.DecodeString(id)
+			args = append(args, b)
+		}
+	}
+	if len(f.Authors) > 0 {
+		where = append(where, "e.agent_id IN ("+placeholders(len(f.Authors))+")")
+		for _, a := range f.Authors {
+			b, _ := hex.DecodeString(a)
+			args = append(args, b)
+		}
+	}
+	if len(f.Kinds) > 0 {
+		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	if f.Since != nil {
+		where = append(where, "e.created_at >= ?")
+		args = append(args, *f.Since)
+	}
+	if f.Until != nil {
+		where = append(where, "e.created_at <= ?")
+		args = append(args, *f.Until)
+	}
+	if f.AsOf != nil {
+		where = append(where, "e.created_at <= ?")
+		args = append(args, *f.AsOf)
+		where = append(where, overwriteLatestClause())
+		args = append(args, *f.AsOf)
+	}
+	if !f.IncludeRevoked {
+		clause := "NOT EXISTS (SELECT 1 FROM revokes r WHERE r.target = e.id AND r.author = e.agent_id"
+		if f.AsOf != nil {
+			clause += " AND r.created_at <= ?"
+			args = append(args, *f.AsOf)
+		}
+		where = append(where, clause+")")
+	}
+	q := "SELECT e.body FROM " + from
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q += " ORDER BY " + order + " LIMIT ?"
+	args = append(args, limit)
+	return q, args
+}
+
+// overwriteLatestClause keeps, for overwrite kinds, only the author's latest
+// event of that kind created at or before as_of.
+func overwriteLatestClause() string {
+	kinds := make([]string, 0, len(protocol.OverwriteKinds))
+	for k := range protocol.OverwriteKinds {
+		kinds = append(kinds, fmt.Sprint(k))
+	}
+	sort.Strings(kinds)
+	return "(e.kind NOT IN (" + strings.Join(kinds, ",") + ") OR NOT EXISTS (SELECT 1 FROM events n " +
+		"WHERE n.agent_id = e.agent_id AND n.kind = e.kind AND n.created_at <= ? " +
+		"AND (n.created_at > e.created_at OR (n.created_at = e.created_at AND n.id > e.id))))"
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// History returns every revision of agent's events of kind, oldest first
+// (§10.4), revoked ones included: history is an audit view.
+func (s *Store) History(ctx context.Context, agent string, kind int64) ([][]byte, error) {
+	a, _ := hex.DecodeString(agent)
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT body FROM events WHERE agent_id = ? AND kind = ? ORDER BY created_at, id`, a, kind)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// Export calls fn for every event with seq > after, in log order, until the
+// log's end as of the call (through, which it also returns first via
+// start). fn may stop the walk by returning an error.
+func (s *Store) Export(ctx context.Context, after int64, start func(through int64) error, fn func(seq int64, body []byte) error) error {
+	var through int64
+	if err := s.read.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&through); err != nil {
+		return fmt.Errorf("export bound: %w", err)
+	}
+	if err := start(through); err != nil {
+		return err
+	}
+	// Page through the log so no read transaction stays open for the whole
+	// export (which would pin the WAL).
+	const page = 2000
+	for after < through {
+		rows, err := s.read.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, after, through, page)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var seq int64
+			var body []byte
+			if err := rows.Scan(&seq, &body); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := fn(seq, body); err != nil {
+				rows.Close()
+				return err
+			}
+			after, n = seq, n+1
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// Stats are the log's size figures.
+type Stats struct {
+	Events int64 `json:"events"`
+	MaxSeq int64 `json:"max_seq"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Stats returns the number of events, the highest seq and the database size.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(seq),0) FROM events`).Scan(&st.Events, &st.MaxSeq)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	var pages, size int64
+	_ = s.read.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages)
+	_ = s.read.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size)
+	st.Bytes = pages * size
+	return st, nil
+}
+
+// RevokeClaim is one kind-9 claim: author asked to revoke target.
+type RevokeClaim struct {
+	Target, Author string
+}
+
+// Revokes returns every revocation claim in the log.
+func (s *Store) Revokes(ctx context.Context) ([]RevokeClaim, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT target, author FROM revokes`)
+	if err != nil {
+		return nil, fmt.Errorf("revokes: %w", err)
+	}
+	defer rows.Close()
+	var out []RevokeClaim
+	for rows.Next() {
+		var t, a []byte
+		if err := rows.Scan(&t, &a); err != nil {
+			return nil, err
+		}
+		out = append(out, RevokeClaim{Target: hex.EncodeToString(t), Author: hex.EncodeToString(a)})
+	}
+	return out, rows.Err()
+}
+
+// explain returns SQLite's query plan for f (tests assert index use).
+func (s *Store) explain(f Filter) (string, error) {
+	q, args := buildQuery(f)
+	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return "", err
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
+}
