@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "anp2-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "anp2")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// relayProc is a real anp2 serve process.
+type relayProc struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+var listenRe = regexp.MustCompile(`relay listening"? addr=(\S+)`)
+
+func startProc(t *testing.T, db string, extra ...string) *relayProc {
+	t.Helper()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, extra...)
+	cmd := exec.Command(binary, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	addr := ""
+	deadline := time.After(30 * time.Second)
+	found := make(chan string, 1)
+	go func() {
+		for sc.Scan() {
+			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case addr = <-found:
+	case <-deadline:
+		cmd.Process.Kill()
+		t.Fatal("relay did not start")
+	}
+	p := &relayProc{cmd: cmd, base: "http://" + addr}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	return p
+}
+
+// TestKill9LosesNoAcknowledgedEvent publishes from many clients, kills the
+// relay process with SIGKILL mid-load, restarts it on the same database and
+// requires every event that was answered 200 to be there.
+func TestKill9LosesNoAcknowledgedEvent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "crash.db")
+	p := startProc(t, db, "--rate-agent", "0", "--rate-ip", "0")
+	var mu sync.Mutex
+	var acked []string
+	var inflight atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	cl := client.New(p.base)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			seed := make([]byte, 32)
+			seed[0] = byte(w)
+			k := ed25519.NewKeyFromSeed(seed)
+			for i := 0; ctx.Err() == nil; i++ {
+				e := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: 1, Content: fmt.Sprint(w, "-", i), Tags: [][]string{{"t", "crash"}}}
+				e.Sign(k)
+				inflight.Add(1)
+				res, err := cl.Publish(ctx, e, i%2 == 0)
+				inflight.Add(-1)
+				if err == nil && res.Accepted {
+					mu.Lock()
+					acked = append(acked, e.ID)
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	// Let load build, then kill while requests are in flight.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n > 300 && inflight.Load() > 0 || time.Since(start) > 20*time.Second {
+			break
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	ids := append([]string(nil), acked...)
+	mu.Unlock()
+	if len(ids) < 100 {
+		t.Fatalf("only %d events acknowledged before the kill", len(ids))
+	}
+	q := startProc(t, db)
+	missing := 0
+	for _, id := range ids {
+		resp, err := http.Get(q.base + "/events/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged events lost after kill -9", missing, len(ids))
+	}
+	t.Logf("all %d acknowledged events survived kill -9", len(ids))
+}
+
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("anp2 %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestCLIFlow(t *testing.T) {
+	dir := t.TempDir()
+	p := startProc(t, filepath.Join(dir, "cli.db"))
+	keyPath := filepath.Join(dir, "me.key")
+	agent := strings.TrimSpace(runCLI(t, "keygen", "--key", keyPath))
+	if !protocol.IsHex64(agent) {
+		t.Fatalf("keygen printed %q", agent)
+	}
+	if st, _ := os.Stat(keyPath); st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v", st.Mode())
+	}
+	// kind 0 needs PoW: publish mines it.
+	out := runCLI(t, "publish", "--relay", p.base, "--key", keyPath, "--kind", "0", "--content", `{"name":"cli"}`)
+	if !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("publish profile: %s", out)
+	}
+	out = runCLI(t, "publish", "--relay", p.base+"/api", "--key", keyPath, "--content", "hello", "--tag", "t,cli", "--cbor")
+	if !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("publish cbor: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(runCLI(t, "get", "--relay", p.base, "--authors", agent)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("get: %q", lines)
+	}
+	var e protocol.Event
+	if err := json.Unmarshal([]byte(lines[1]), &e); err != nil || e.Kind != 0 {
+		t.Fatalf("oldest should be the profile: %s", lines[1])
+	}
+	id, _ := e.IDBytes()
+	if protocol.LeadingZeroBits(id) < 12 {
+		t.Fatal("profile was not mined")
+	}
+	// A rejected publish exits non-zero with the relay's code.
+	cmd := exec.Command(binary, "publish", "--relay", p.base, "--key", keyPath, "--kind", "0", "--pow", "0", "--content", "{}")
+	outb, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !bytes.Contains(outb, []byte("pow_required")) {
+		t.Fatalf("unmined profile: %v %s", err, outb)
+	}
+}
+
+func TestImportNetworkSample(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "import.db")
+	out := runCLI(t, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl")
+	if !strings.Contains(out, "read 443, accepted 196, duplicate 0, rejected 247") || !strings.Contains(out, "id_mismatch") {
+		t.Fatalf("import: %s", out)
+	}
+	// Importing again changes nothing.
+	out = runCLI(t, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl")
+	if !strings.Contains(out, "accepted 0, duplicate 196") {
+		t.Fatalf("re-import: %s", out)
+	}
+	// The export of that log re-imports into a fresh log identically.
+	p := startProc(t, db)
+	resp, err := http.Get(p.base + "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	f := filepath.Join(t.TempDir(), "export.jsonl")
+	os.WriteFile(f, exported, 0o644)
+	out = runCLI(t, "import", "--db", filepath.Join(t.TempDir(), "copy.db"), f)
+	if !strings.Contains(out, "read 196, accepted 196") {
+		t.Fatalf("export round trip: %s", out)
+	}
+}

@@ -1,0 +1,662 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Publish-time rules and parsers for the task lifecycle, kinds 50–55 (seed
+// §18). The parsers are the single reading of task content: the relay's
+// publish check and the tasks fold both use them, so an event the relay
+// accepts is an event the fold understands.
+//
+// Strictness follows what the derivation needs. Fields that decide a task's
+// status or its credit are strict: capability, constraints.deadline_unix,
+// constraints.high_stakes, the reward, the root e tag, verdict, score and
+// disposition. Fields the derivation never reads are checked for type only
+// when present, so the live network's events (which omit the t tag on kinds
+// 53 and 54) are accepted.
+
+// Codes for task-rule violations.
+const (
+	CodeInvalidTaskContent = "invalid_task_content"
+	CodeInvalidReward      = "invalid_reward"
+	CodeInvalidTag         = "invalid_tag"
+	CodePriceAboveMax      = "price_exceeds_max_cost"
+)
+
+// Roles of the e tags of kinds 51–55 (§18.7).
+const (
+	RoleRoot    = "root"
+	RoleAccept  = "accept"
+	RoleResult  = "result"
+	RoleVerify  = "verify"
+	RolePayment = "payment"
+	RoleCancel  = "cancel"
+)
+
+// Payment methods (§18.3, §18.8, §18.11).
+const (
+	PaymentLightning  = "lightning_bolt11"
+	PaymentEth        = "eth_tx"
+	PaymentBTC        = "btc_tx"
+	PaymentMocked     = "mocked"
+	PaymentANP2Credit = "anp2_credit"
+)
+
+// Verdicts of kind 53 (§18.6) and dispositions of kind 54 (§18.8).
+const (
+	VerdictPassed   = "passed"
+	VerdictFailed   = "failed"
+	VerdictDisputed = "disputed"
+
+	DispositionRelease = "release"
+	DispositionRefund  = "refund"
+)
+
+var (
+	paymentMethods = map[string]bool{PaymentLightning: true, PaymentEth: true, PaymentBTC: true, PaymentMocked: true, PaymentANP2Credit: true}
+	escrowMethods  = map[string]bool{"none": true, "lightning_hold_invoice": true, "eth_htlc": true, "mocked": true}
+	verdicts       = map[string]bool{VerdictPassed: true, VerdictFailed: true, VerdictDisputed: true}
+	dispositions   = map[string]bool{DispositionRelease: true, DispositionRefund: true}
+
+	// mandatoryRoles lists the e-tag roles each kind must carry (§18.7).
+	mandatoryRoles = map[int64][]string{
+		KindTaskAccept: {RoleRoot, RoleAccept},
+		KindTaskResult: {RoleRoot, RoleResult, RoleAccept},
+		KindTaskVerify: {RoleRoot, RoleVerify, RoleResult},
+		KindPayment:    {RoleRoot, RolePayment},
+		KindTaskCancel: {RoleRoot, RoleCancel},
+	}
+	taskRoles = map[string]bool{RoleRoot: true, RoleAccept: true, RoleResult: true, RoleVerify: true, RolePayment: true, RoleCancel: true}
+
+	decimalText   = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+	highStakesUSD = big.NewRat(10, 1)
+)
+
+func init() {
+	kindRules[KindTaskRequest] = func(e *Event) []error { _, errs := ParseTaskRequest(e); return errs }
+	kindRules[KindTaskAccept] = func(e *Event) []error { _, errs := ParseTaskAccept(e); return errs }
+	kindRules[KindTaskResult] = func(e *Event) []error { _, errs := ParseTaskResult(e); return errs }
+	kindRules[KindTaskVerify] = func(e *Event) []error { _, errs := ParseTaskVerify(e); return errs }
+	kindRules[KindPayment] = func(e *Event) []error { _, errs := ParseTaskPayment(e); return errs }
+	kindRules[KindTaskCancel] = func(e *Event) []error { _, errs := ParseTaskCancel(e); return errs }
+}
+
+// TaskReward is the reward object of a kind 50 (§18.3, §18.11).
+type TaskReward struct {
+	Currency      string
+	Amount        string // as published: the string, or the JSON number's literal
+	PaymentMethod string
+	EscrowMethod  string // "" when absent
+	// Credits is the whole number of credits when PaymentMethod is
+	// anp2_credit, else -1.
+	Credits int64
+}
+
+// TaskRequest is the parsed content of a kind 50 task.request.
+type TaskRequest struct {
+	Capability string
+	Deadline   int64  // constraints.deadline_unix
+	MaxCostUSD string // constraints.max_cost_usd as published
+	// HighStakes is true when constraints.high_stakes is true or the reward
+	// is above 10 in currency USD or USD-stable (§18.6.1).
+	HighStakes  bool
+	Reward      TaskReward
+	Constraints json.RawMessage // compact JSON
+	RewardJSON  json.RawMessage // compact JSON
+}
+
+// PriceQuote is a kind 51 price_quote.
+type PriceQuote struct {
+	Currency string `json:"currency"`
+	Amount   string `json:"amount"`
+}
+
+// TaskAccept is the parsed content of a kind 51 task.accept.
+type TaskAccept struct {
+	TaskID     string
+	PriceQuote PriceQuote
+	EtaUnix    int64 // 0 when absent
+}
+
+// TaskResult is the parsed content of a kind 52 task.result.
+type TaskResult struct {
+	TaskID       string
+	OutputFormat string
+}
+
+// TaskVerify is the parsed content of a kind 53 task.verify.
+type TaskVerify struct {
+	TaskID   string
+	Verdict  string
+	Score    float64
+	HasScore bool
+}
+
+// TaskPayment is the parsed content of a kind 54 payment.release/refund.
+type TaskPayment struct {
+	TaskID          string
+	Disposition     string
+	PaymentMethod   string
+	Amount          string
+	Currency        string
+	TxHash          string
+	PaymentProofURL string
+}
+
+// TaskCancel is the parsed content of a kind 55 task.cancel.
+type TaskCancel struct {
+	TaskID string
+	Reason string
+}
+
+// TaskRoot returns the task_id of a kind 51–55 event: the value of its
+// ["e", <task_id>, "root"] tag. It returns "" when there is none, when the
+// value is not a 64-hex id, or when root tags disagree.
+func TaskRoot(e *Event) string {
+	root := ""
+	for _, t := range e.Tags {
+		if len(t) >= 3 && t[0] == "e" && t[2] == RoleRoot {
+			if !IsHex64(t[1]) || root != "" && root != t[1] {
+				return ""
+			}
+			root = t[1]
+		}
+	}
+	return root
+}
+
+// ParseTaskRequest parses and checks a kind 50 (§18.3). It returns every
+// violation: invalid_task_content, invalid_reward, missing_tag.
+//
+// Required: capability (non-empty string), input (any JSON value),
+// constraints.max_cost_usd (non-negative decimal string or JSON number),
+// constraints.deadline_unix (JSON integer 0..2^53-1), reward.currency
+// (non-empty string), reward.amount, reward.payment_method (enum), and the
+// tags ["t", <capability>] and ["cap_wanted", <capability>]. Optional but
+// typed when present: accept_languages (array of strings), min_provider_trust
+// (number), high_stakes (boolean), reward.escrow_method (enum; the §18.11
+// credit reward has none). With payment_method anp2_credit the amount must be
+// a JSON integer literal 0..2^53-1 (a string such as "10" is rejected, so a
+// credit amount has exactly one spelling); otherwise a non-negative decimal
+// string or JSON number.
+func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
+	var errs errList
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	r := &TaskRequest{}
+	if s, ok := jsonString(obj["capability"]); !ok || strings.TrimSpace(s) == "" {
+		errs.add(CodeInvalidTaskContent, "capability must be a non-empty string")
+	} else {
+		r.Capability = s
+	}
+	if len(obj["input"]) == 0 {
+		errs.add(CodeInvalidTaskContent, "input is required")
+	}
+	parseConstraints(obj["constraints"], r, &errs)
+	parseReward(obj["reward"], r, &errs)
+	if r.Capability != "" {
+		for _, name := range []string{"t", "cap_wanted"} {
+			if !hasTagValue(e, name, r.Capability) {
+				errs.add(CodeMissingTag, "kind 50 needs a [%q, %q] tag", name, r.Capability)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return r, nil
+}
+
+func parseConstraints(raw json.RawMessage, r *TaskRequest, errs *errList) {
+	c, ok := jsonObject(raw)
+	if !ok {
+		errs.add(CodeInvalidTaskContent, "constraints must be an object")
+		return
+	}
+	r.Constraints = compact(raw)
+	if s, ok := jsonDecimal(c["max_cost_usd"]); ok {
+		r.MaxCostUSD = s
+	} else {
+		errs.add(CodeInvalidTaskContent, "constraints.max_cost_usd must be a non-negative decimal string")
+	}
+	if n, ok := jsonInt(c["deadline_unix"]); ok {
+		r.Deadline = n
+	} else {
+		errs.add(CodeInvalidTaskContent, "constraints.deadline_unix must be an integer 0..2^53-1")
+	}
+	if v, present := c["accept_languages"]; present && !isStringArray(v) {
+		errs.add(CodeInvalidTaskContent, "constraints.accept_languages must be an array of strings")
+	}
+	if v, present := c["min_provider_trust"]; present {
+		if _, ok := jsonFloat(v); !ok {
+			errs.add(CodeInvalidTaskContent, "constraints.min_provider_trust must be a number")
+		}
+	}
+	if v, present := c["high_stakes"]; present {
+		switch string(bytes.TrimSpace(v)) {
+		case "true":
+			r.HighStakes = true
+		case "false":
+		default:
+			errs.add(CodeInvalidTaskContent, "constraints.high_stakes must be a boolean")
+		}
+	}
+}
+
+func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList) {
+	o, ok := jsonObject(raw)
+	if !ok {
+		errs.add(CodeInvalidReward, "reward must be an object")
+		return
+	}
+	r.RewardJSON = compact(raw)
+	rw := &r.Reward
+	rw.Credits = -1
+	if s, ok := jsonString(o["currency"]); ok && s != "" {
+		rw.Currency = s
+	} else {
+		errs.add(CodeInvalidReward, "reward.currency must be a non-empty string")
+	}
+	if s, ok := jsonString(o["payment_method"]); ok && paymentMethods[s] {
+		rw.PaymentMethod = s
+	} else {
+		errs.add(CodeInvalidReward, "reward.payment_method must be one of lightning_bolt11, eth_tx, btc_tx, mocked, anp2_credit")
+	}
+	if v, present := o["escrow_method"]; present {
+		if s, ok := jsonString(v); ok && escrowMethods[s] {
+			rw.EscrowMethod = s
+		} else {
+			errs.add(CodeInvalidReward, "reward.escrow_method must be one of none, lightning_hold_invoice, eth_htlc, mocked")
+		}
+	}
+	amount := o["amount"]
+	if rw.PaymentMethod == PaymentANP2Credit {
+		if n, ok := jsonInt(amount); ok {
+			rw.Credits = n
+			rw.Amount = strconv.FormatInt(n, 10)
+		} else {
+			errs.add(CodeInvalidReward, "with payment_method anp2_credit, reward.amount must be a JSON integer 0..2^53-1")
+		}
+		return
+	}
+	s, ok := jsonDecimal(amount)
+	if !ok {
+		errs.add(CodeInvalidReward, "reward.amount must be a non-negative decimal string or number")
+		return
+	}
+	rw.Amount = s
+	if isUSD(rw.Currency) {
+		if x, ok := new(big.Rat).SetString(s); ok && x.Cmp(highStakesUSD) > 0 {
+			r.HighStakes = true
+		}
+	}
+}
+
+// ParseTaskAccept parses and checks a kind 51 (§18.4): tags root and accept,
+// a p tag, and content with price_quote {currency, amount}; eta_unix and
+// terms_hash are typed when present.
+func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
+	var errs errList
+	root := checkLifecycleTags(e, &errs)
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	a := &TaskAccept{TaskID: root}
+	checkContentTaskID(obj, root, &errs)
+	if q, ok := jsonObject(obj["price_quote"]); ok {
+		cur, ok1 := jsonString(q["currency"])
+		amt, ok2 := jsonDecimal(q["amount"])
+		if !ok1 || cur == "" || !ok2 {
+			errs.add(CodeInvalidTaskContent, "price_quote needs a currency string and a non-negative decimal amount")
+		}
+		a.PriceQuote = PriceQuote{Currency: cur, Amount: amt}
+	} else {
+		errs.add(CodeInvalidTaskContent, "price_quote must be an object")
+	}
+	if v, present := obj["eta_unix"]; present {
+		if n, ok := jsonInt(v); ok {
+			a.EtaUnix = n
+		} else {
+			errs.add(CodeInvalidTaskContent, "eta_unix must be an integer 0..2^53-1")
+		}
+	}
+	if v, present := obj["terms_hash"]; present {
+		if s, ok := jsonString(v); !ok || s != "" && !IsHex64(s) {
+			errs.add(CodeInvalidTaskContent, "terms_hash must be 64 lowercase hex characters")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return a, nil
+}
+
+// ParseTaskResult parses and checks a kind 52 (§18.5): tags root, result and
+// accept, a p tag, and an object content; output is free-form (verifiers
+// judge it), output_format and runtime_ms are typed when present.
+func ParseTaskResult(e *Event) (*TaskResult, []error) {
+	var errs errList
+	root := checkLifecycleTags(e, &errs)
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	r := &TaskResult{TaskID: root}
+	checkContentTaskID(obj, root, &errs)
+	if v, present := obj["output_format"]; present {
+		if s, ok := jsonString(v); ok {
+			r.OutputFormat = s
+		} else {
+			errs.add(CodeInvalidTaskContent, "output_format must be a string")
+		}
+	}
+	if v, present := obj["runtime_ms"]; present {
+		if f, ok := jsonFloat(v); !ok || f < 0 {
+			errs.add(CodeInvalidTaskContent, "runtime_ms must be a non-negative number")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return r, nil
+}
+
+// ParseTaskVerify parses and checks a kind 53 (§18.6): tags root, verify and
+// result, a p tag, verdict in {passed, failed, disputed}, score a number in
+// [0, 1] when present, reasons and evidence_event_ids arrays of strings when
+// present.
+func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
+	var errs errList
+	root := checkLifecycleTags(e, &errs)
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	v := &TaskVerify{TaskID: root}
+	checkContentTaskID(obj, root, &errs)
+	if s, ok := jsonString(obj["verdict"]); ok && verdicts[s] {
+		v.Verdict = s
+	} else {
+		errs.add(CodeInvalidTaskContent, "verdict must be one of passed, failed, disputed")
+	}
+	if raw, present := obj["score"]; present {
+		if f, ok := jsonFloat(raw); ok && f >= 0 && f <= 1 {
+			v.Score, v.HasScore = f, true
+		} else {
+			errs.add(CodeInvalidTaskContent, "score must be a number in [0, 1]")
+		}
+	}
+	for _, name := range []string{"reasons", "evidence_event_ids"} {
+		if raw, present := obj[name]; present && !isStringArray(raw) {
+			errs.add(CodeInvalidTaskContent, "%s must be an array of strings", name)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return v, nil
+}
+
+// ParseTaskPayment parses and checks a kind 54 (§18.8): tags root and
+// payment, a p tag, disposition in {release, refund}, payment_method one of
+// the reward methods (anp2_credit announcements included, §18.11); amount,
+// currency, tx_hash and payment_proof_url are typed when present.
+func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
+	var errs errList
+	root := checkLifecycleTags(e, &errs)
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	p := &TaskPayment{TaskID: root}
+	checkContentTaskID(obj, root, &errs)
+	if s, ok := jsonString(obj["disposition"]); ok && dispositions[s] {
+		p.Disposition = s
+	} else {
+		errs.add(CodeInvalidTaskContent, "disposition must be release or refund")
+	}
+	if s, ok := jsonString(obj["payment_method"]); ok && paymentMethods[s] {
+		p.PaymentMethod = s
+	} else {
+		errs.add(CodeInvalidTaskContent, "payment_method must be one of lightning_bolt11, eth_tx, btc_tx, mocked, anp2_credit")
+	}
+	if raw, present := obj["amount"]; present {
+		if s, ok := jsonDecimal(raw); ok {
+			p.Amount = s
+		} else {
+			errs.add(CodeInvalidTaskContent, "amount must be a non-negative decimal string or number")
+		}
+	}
+	optional := []struct {
+		name string
+		dst  *string
+	}{{"currency", &p.Currency}, {"tx_hash", &p.TxHash}, {"payment_proof_url", &p.PaymentProofURL}}
+	for _, f := range optional {
+		if raw, present := obj[f.name]; present {
+			if s, ok := jsonString(raw); ok {
+				*f.dst = s
+			} else {
+				errs.add(CodeInvalidTaskContent, "%s must be a string", f.name)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return p, nil
+}
+
+// ParseTaskCancel parses and checks a kind 55 (§18.9): tags root and cancel
+// and an object content; reason is typed when present.
+func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
+	var errs errList
+	root := checkLifecycleTags(e, &errs)
+	obj, ok := contentObject(e, &errs)
+	if !ok {
+		return nil, errs
+	}
+	c := &TaskCancel{TaskID: root}
+	checkContentTaskID(obj, root, &errs)
+	if raw, present := obj["reason"]; present {
+		if s, ok := jsonString(raw); ok {
+			c.Reason = s
+		} else {
+			errs.add(CodeInvalidTaskContent, "reason must be a string")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// CheckAcceptPrice checks §18.4 for an accept whose request is known:
+// price_quote.amount ≤ constraints.max_cost_usd when the quote's currency is
+// USD (compared exactly, as decimals). Quotes in any other currency are not
+// compared: the relay has no reference exchange rate (§18.12 q4). It returns
+// an invalid_task_content *Error when accept is not a well-formed kind 51
+// for request, and a price_exceeds_max_cost *Error when the quote is over.
+func CheckAcceptPrice(accept, request *Event) error {
+	a, errs := ParseTaskAccept(accept)
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	r, errs := ParseTaskRequest(request)
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	if a.TaskID != request.ID {
+		return Errorf(CodeInvalidTaskContent, "accept does not reference this request (root %s)", a.TaskID)
+	}
+	if !strings.EqualFold(a.PriceQuote.Currency, "USD") {
+		return nil
+	}
+	quote, ok1 := new(big.Rat).SetString(a.PriceQuote.Amount)
+	limit, ok2 := new(big.Rat).SetString(r.MaxCostUSD)
+	if ok1 && ok2 && quote.Cmp(limit) > 0 {
+		return Errorf(CodePriceAboveMax, "price_quote.amount %s exceeds the request's max_cost_usd %s", a.PriceQuote.Amount, r.MaxCostUSD)
+	}
+	return nil
+}
+
+// checkLifecycleTags checks the §18.7 tag schema of kinds 51–55 and returns
+// the root (task_id), "" when it is missing or bad. The mandatory e-tag roles
+// must be present with 64-hex values; kinds 51–54 need a ["p", <agent_id>]
+// tag. The t tag is optional (the live network omits it on kinds 53 and 54).
+func checkLifecycleTags(e *Event, errs *errList) string {
+	roles := map[string]bool{}
+	for _, t := range e.Tags {
+		if len(t) >= 3 && t[0] == "e" && taskRoles[t[2]] {
+			roles[t[2]] = true
+			if !IsHex64(t[1]) {
+				errs.add(CodeInvalidTag, "[\"e\", _, %q] must hold a 64-hex event id", t[2])
+			}
+		}
+	}
+	for _, role := range mandatoryRoles[e.Kind] {
+		if !roles[role] {
+			errs.add(CodeMissingTag, "kind %d needs an [\"e\", <id>, %q] tag", e.Kind, role)
+		}
+	}
+	root := TaskRoot(e)
+	if roles[RoleRoot] && root == "" {
+		errs.add(CodeInvalidTag, "root e tags must name one 64-hex task_id")
+	}
+	if e.Kind != KindTaskCancel {
+		ps := e.TagValues("p")
+		if len(ps) == 0 {
+			errs.add(CodeMissingTag, "kind %d needs a [\"p\", <agent_id>] tag", e.Kind)
+		}
+		for _, p := range ps {
+			if !IsHex64(p) {
+				errs.add(CodeInvalidTag, "p tag must hold a 64-hex agent_id")
+				break
+			}
+		}
+	}
+	return root
+}
+
+// checkContentTaskID rejects a content task_id that names another task than
+// the root tag: the derivation reads the tag, and the two must not disagree.
+func checkContentTaskID(obj map[string]json.RawMessage, root string, errs *errList) {
+	raw, present := obj["task_id"]
+	if !present {
+		return
+	}
+	if s, ok := jsonString(raw); !ok || root != "" && s != root {
+		errs.add(CodeInvalidTaskContent, "content task_id must equal the root e tag")
+	}
+}
+
+func hasTagValue(e *Event, name, value string) bool {
+	for _, v := range e.TagValues(name) {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
+
+func isUSD(currency string) bool {
+	return strings.EqualFold(currency, "USD") || strings.EqualFold(currency, "USD-stable")
+}
+
+// errList collects kind-rule violations.
+type errList []error
+
+func (l *errList) add(code, format string, args ...any) {
+	*l = append(*l, Errorf(code, format, args...))
+}
+
+// contentObject decodes e.Content as one JSON object (members as raw JSON).
+func contentObject(e *Event, errs *errList) (map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(strings.NewReader(e.Content))
+	var obj map[string]json.RawMessage
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		errs.add(CodeInvalidTaskContent, "kind %d content must be a JSON object", e.Kind)
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		errs.add(CodeInvalidTaskContent, "kind %d content has trailing data", e.Kind)
+		return nil, false
+	}
+	return obj, true
+}
+
+func jsonObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// jsonInt accepts a JSON integer literal 0..2^53-1 (no sign, fraction or
+// exponent).
+func jsonInt(raw json.RawMessage) (int64, bool) {
+	s := string(raw)
+	if !decimalInt.MatchString(s) || len(s) > 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n <= MaxSafeInteger
+}
+
+// jsonFloat accepts any finite JSON number.
+func jsonFloat(raw json.RawMessage) (float64, bool) {
+	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return 0, false
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+}
+
+// jsonDecimal accepts a non-negative decimal as a string ("0.10") or as a
+// JSON number, and returns its text.
+func jsonDecimal(raw json.RawMessage) (string, bool) {
+	if s, ok := jsonString(raw); ok {
+		return s, decimalText.MatchString(s)
+	}
+	f, ok := jsonFloat(raw)
+	if !ok || f < 0 || raw[0] == '-' {
+		return "", false
+	}
+	return string(raw), true
+}
+
+func isStringArray(raw json.RawMessage) bool {
+	var a []string
+	return len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &a) == nil
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return nil
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,227 @@
+package trust
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// MaxReasonRunes bounds the vote and flag reasons this package keeps and
+// reports (§5.4.1: "truncated to 120 chars"), counted in runes.
+const MaxReasonRunes = 120
+
+// Options tune when published snapshots are refreshed. They never change a
+// computed value, only how fresh the published one is.
+type Options struct {
+	// MinInterval is the least wall-clock time between two background
+	// refreshes triggered by new events (default 2 s). A change of the
+	// evaluation minute always triggers a refresh.
+	MinInterval time.Duration
+	// MaxLag is how far (in seconds) the published snapshot's Now may trail
+	// the requested evaluation time before Current computes synchronously
+	// instead of answering from it (default 300).
+	MaxLag int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinInterval == 0 {
+		o.MinInterval = 2 * time.Second
+	}
+	if o.MaxLag == 0 {
+		o.MaxLag = 300
+	}
+	return o
+}
+
+// voteRec is one stored kind 6 vote for one (voter, target) pair.
+type voteRec struct {
+	id        string
+	createdAt int64
+	score     float64
+	reason    string
+}
+
+func (a *voteRec) less(b *voteRec) bool {
+	if a.createdAt != b.createdAt {
+		return a.createdAt < b.createdAt
+	}
+	return a.id < b.id
+}
+
+type pairKey struct{ voter, target int32 }
+
+// pairState holds every live vote of one (voter, target) pair; latest is
+// the index of the one that counts (-1 when none is left).
+type pairState struct {
+	recs   []voteRec
+	latest int
+}
+
+func (p *pairState) relatest() {
+	p.latest = -1
+	for i := range p.recs {
+		if p.latest < 0 || p.recs[p.latest].less(&p.recs[i]) {
+			p.latest = i
+		}
+	}
+}
+
+// Graph is the trust.v1 view: it folds kind 6 votes and answers trust
+// queries. It is safe for one writer (Add, Remove) and many readers.
+type Graph struct {
+	opts Options
+
+	mu      sync.RWMutex
+	agents  agentTable
+	pairs   map[pairKey]*pairState
+	inbound map[int32][]int32 // target → voters that ever had a pair with it
+	version atomic.Uint64
+
+	snap       atomic.Pointer[Snapshot]
+	refreshMu  sync.Mutex
+	refreshing atomic.Bool
+	lastStart  atomic.Int64 // wall clock (unix nanoseconds) of the last refresh
+}
+
+// NewGraph returns an empty trust graph.
+func NewGraph(opts Options) *Graph {
+	return &Graph{
+		opts:    opts.withDefaults(),
+		agents:  newAgentTable(),
+		pairs:   make(map[pairKey]*pairState),
+		inbound: make(map[int32][]int32),
+	}
+}
+
+// Version counts the changes folded in so far; a Snapshot records the
+// version it was computed from.
+func (g *Graph) Version() uint64 { return g.version.Load() }
+
+// voteTargets returns the distinct 64-hex p tags of ev other than its author.
+// Self-votes are ignored: an agent cannot raise its own trust.
+func voteTargets(ev *protocol.Event) []string {
+	var out []string
+	for _, p := range ev.TagValues("p") {
+		if !protocol.IsHex64(p) || p == ev.AgentID || contains(out, p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Add folds a kind 6 vote in, one vote per distinct p tag; other kinds,
+// malformed content and self-votes are ignored.
+func (g *Graph) Add(ev *protocol.Event) {
+	if ev.Kind != protocol.KindTrustVote {
+		return
+	}
+	score, reason, err := protocol.ParseVote(ev.Content)
+	targets := voteTargets(ev)
+	if err != nil || len(targets) == 0 {
+		return
+	}
+	rec := voteRec{id: strings.Clone(ev.ID), createdAt: ev.CreatedAt, score: score, reason: truncateRunes(reason, MaxReasonRunes)}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	voter := g.agents.intern(ev.AgentID)
+	for _, t := range targets {
+		target := g.agents.intern(t)
+		k := pairKey{voter, target}
+		p := g.pairs[k]
+		if p == nil {
+			p = &pairState{latest: -1}
+			g.pairs[k] = p
+			g.inbound[target] = append(g.inbound[target], voter)
+		}
+		p.recs = append(p.recs, rec)
+		if p.latest < 0 || p.recs[p.latest].less(&rec) {
+			p.latest = len(p.recs) - 1
+		}
+	}
+	g.version.Add(1)
+}
+
+// Remove withdraws a previously added vote (revoked by its author with
+// kind 9). Unknown events are ignored.
+func (g *Graph) Remove(ev *protocol.Event) {
+	if ev.Kind != protocol.KindTrustVote {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	voter, ok := g.agents.lookup(ev.AgentID)
+	if !ok {
+		return
+	}
+	changed := false
+	for _, t := range voteTargets(ev) {
+		target, ok := g.agents.lookup(t)
+		if !ok {
+			continue
+		}
+		p := g.pairs[pairKey{voter, target}]
+		if p == nil {
+			continue
+		}
+		for i := range p.recs {
+			if p.recs[i].id == ev.ID {
+				p.recs = append(p.recs[:i:i], p.recs[i+1:]...)
+				p.relatest()
+				changed = true
+				break
+			}
+		}
+	}
+	if changed {
+		g.version.Add(1)
+	}
+}
+
+// agentTable interns agent ids to dense indices. Names only grow, so a copy
+// of the names slice header taken under the lock stays valid after it.
+type agentTable struct {
+	index map[string]int32
+	names []string
+}
+
+func newAgentTable() agentTable { return agentTable{index: make(map[string]int32)} }
+
+func (a *agentTable) intern(id string) int32 {
+	if i, ok := a.index[id]; ok {
+		return i
+	}
+	id = strings.Clone(id)
+	i := int32(len(a.names))
+	a.index[id] = i
+	a.names = append(a.names, id)
+	return i
+}
+
+func (a *agentTable) lookup(id string) (int32, bool) {
+	i, ok := a.index[id]
+	return i, ok
+}
+
+func truncateRunes(s string, n int) string {
+	count := 0
+	for i := range s {
+		if count == n {
+			return strings.Clone(s[:i])
+		}
+		count++
+	}
+	return strings.Clone(s)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
