@@ -41,6 +41,15 @@ const vectorTime = 1763800000
 
 func startRelay(t *testing.T, tweak ...func(*Config)) *testRelay {
 	t.Helper()
+	return startRelayTB(t, tweak...)
+}
+
+func startRelayB(b *testing.B) *testRelay {
+	return startRelayTB(b, func(c *Config) { c.RatePerAgent, c.RatePerIP = 0, 0 })
+}
+
+func startRelayTB(t testing.TB, tweak ...func(*Config)) *testRelay {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "relay.db"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -47,19 +47,14 @@ func (s *Store) Lookup(ctx context.Context, id string) (sig string, found bool, 
 	if err != nil {
 		return "", false, nil
 	}
-	var body string
-	err = s.read.QueryRowContext(ctx, `SELECT body FROM events WHERE id = ?`, idb).Scan(&body)
+	err = s.lookup.QueryRowContext(ctx, idb).Scan(&sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("lookup: %w", err)
 	}
-	i := strings.LastIndex(body, `"sig":"`)
-	if i < 0 || len(body) < i+7+128 {
-		return "", true, nil
-	}
-	return body[i+7 : i+7+128], true, nil
+	return sig, true, nil
 }
 
 // Get returns the stored event id, or ErrNotFound.
@@ -101,7 +96,7 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 		return "", ErrNotFound
 	}
 	var agent []byte
-	err = s.read.QueryRowContext(ctx, `SELECT agent_id FROM events WHERE id = ?`, idb).Scan(&agent)
+	err = s.author.QueryRowContext(ctx, idb).Scan(&agent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}

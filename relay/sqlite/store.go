@@ -29,8 +29,11 @@ type Store struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	mu       sync.Mutex
 	maxBatch int
+	// Statements prepared once: the writer's on its single connection,
+	// the readers' lazily per pooled connection by database/sql.
+	insEvent, insTag, insRevoke, selSeq *sql.Stmt
+	lookup, author                      *sql.Stmt
 }
 
 // Committed is an event that has just been made durable.
@@ -89,9 +92,37 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 4096), hook: hook, closed: make(chan struct{}), maxBatch: 512}
+	if err := s.prepare(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
+}
+
+func (s *Store) prepare() error {
+	for _, p := range []struct {
+		db  *sql.DB
+		dst **sql.Stmt
+		q   string
+	}{
+		{s.write, &s.insEvent, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`},
+		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id) VALUES(?,?,?,?)`},
+		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
+		{s.write, &s.selSeq, `SELECT seq FROM events WHERE id = ?`},
+		{s.read, &s.lookup, `SELECT substr(body, -130, 128) FROM events WHERE id = ?`},
+		{s.read, &s.author, `SELECT agent_id FROM events WHERE id = ?`},
+	} {
+		st, err := p.db.Prepare(p.q)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
 }
 
 func dsn(path string, readOnly bool) string {
@@ -101,6 +132,8 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "cache_size(-65536)")
 	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "mmap_size(268435456)")
+	q.Add("_pragma", "wal_autocheckpoint(8192)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	}
@@ -220,21 +253,11 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.Prepare(`INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
-		VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`)
-	if err != nil {
-		return nil, nil, fmt.Errorf("prepare insert: %w", err)
-	}
-	defer ins.Close()
-	tagIns, err := tx.Prepare(`INSERT OR IGNORE INTO tags(name, value, created_at, id) VALUES(?,?,?,?)`)
-	if err != nil {
-		return nil, nil, fmt.Errorf("prepare tags: %w", err)
-	}
-	defer tagIns.Close()
+	st := txStmts{tx.Stmt(s.insEvent), tx.Stmt(s.insTag), tx.Stmt(s.insRevoke), tx.Stmt(s.selSeq)}
 	results := make([]Result, len(batch))
 	var committed []Committed
 	for i, r := range batch {
-		seq, dup, err := insertOne(ins, tagIns, tx, r.rec)
+		seq, dup, err := st.insertOne(r.rec)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -249,7 +272,9 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	return results, committed, nil
 }
 
-func insertOne(ins, tagIns *sql.Stmt, tx *sql.Tx, rec Record) (seq int64, dup bool, err error) {
+type txStmts struct{ event, tag, revoke, seq *sql.Stmt }
+
+func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 	e := rec.Event
 	id, _ := hex.DecodeString(e.ID)
 	agent, _ := hex.DecodeString(e.AgentID)
@@ -258,12 +283,12 @@ func insertOne(ins, tagIns *sql.Stmt, tx *sql.Tx, rec Record) (seq int64, dup bo
 	if rec.Raw != nil {
 		raw, rawType = rec.Raw, rec.RawType
 	}
-	res, err := ins.Exec(id, agent, e.CreatedAt, e.Kind, protocol.AppendJSON(nil, e), raw, rawType, rec.ReceivedAt)
+	res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, protocol.AppendJSON(nil, e), raw, rawType, rec.ReceivedAt)
 	if err != nil {
 		return 0, false, fmt.Errorf("insert event: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		err := tx.QueryRow(`SELECT seq FROM events WHERE id = ?`, id).Scan(&seq)
+		err := st.seq.QueryRow(id).Scan(&seq)
 		return seq, true, err
 	}
 	seq, _ = res.LastInsertId()
@@ -271,7 +296,7 @@ func insertOne(ins, tagIns *sql.Stmt, tx *sql.Tx, rec Record) (seq int64, dup bo
 		if len(t) < 2 {
 			continue
 		}
-		if _, err := tagIns.Exec(t[0], t[1], e.CreatedAt, id); err != nil {
+		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id); err != nil {
 			return 0, false, fmt.Errorf("insert tag: %w", err)
 		}
 	}
@@ -281,8 +306,7 @@ func insertOne(ins, tagIns *sql.Stmt, tx *sql.Tx, rec Record) (seq int64, dup bo
 			if err != nil || len(tid) != 32 {
 				continue
 			}
-			if _, err := tx.Exec(`INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`,
-				tid, agent, id, e.CreatedAt); err != nil {
+			if _, err := st.revoke.Exec(tid, agent, id, e.CreatedAt); err != nil {
 				return 0, false, fmt.Errorf("insert revoke: %w", err)
 			}
 		}
