@@ -18,6 +18,7 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // benchCmd measures a relay: single-event publish throughput and latency
@@ -34,6 +35,8 @@ type benchCmd struct {
 	concurrency int
 	queries     int
 	paceFor     time.Duration
+	fill        int
+	queryConc   int
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -44,6 +47,8 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.concurrency, "concurrency", 32, "concurrent publishing clients")
 	fs.IntVar(&c.queries, "queries", 2000, "queries per query benchmark")
 	fs.DurationVar(&c.paceFor, "pace-for", 5*time.Second, "duration of the half-rate latency run")
+	fs.IntVar(&c.fill, "fill", 0, "preload this many signed events into the in-process relay's log before measuring queries")
+	fs.IntVar(&c.queryConc, "query-concurrency", 4, "concurrent query clients")
 	return parse(fs, args)
 }
 
@@ -67,6 +72,13 @@ func (c *benchCmd) Run(ctx context.Context) error {
 		go srv.srv.Serve(sctx, srv.ln)
 		defer srv.Close()
 		base = "http://" + srv.Addr()
+		if c.fill > 0 {
+			if err := c.fillLog(ctx, srv.store); err != nil {
+				return err
+			}
+		}
+	} else if c.fill > 0 {
+		return fmt.Errorf("--fill needs the in-process relay (no --relay)")
 	}
 	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
 	one, all := verifyCeiling(time.Second)
@@ -175,7 +187,7 @@ func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int)
 	lat := make([]time.Duration, c.queries)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
+	for w := 0; w < c.queryConc; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -194,6 +206,45 @@ func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int)
 	}
 	wg.Wait()
 	return lat
+}
+
+// fillLog signs c.fill kind-1 events from c.agents agents over 50 topics,
+// spread over the last six days, and appends them in large group commits.
+func (c *benchCmd) fillLog(ctx context.Context, st *sqlite.Store) error {
+	keys := make([]ed25519.PrivateKey, c.agents)
+	for i := range keys {
+		seed := make([]byte, 32)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0xbe
+		keys[i] = ed25519.NewKeyFromSeed(seed)
+	}
+	start, now := time.Now(), time.Now().Unix()
+	const chunk = 20000
+	for done := 0; done < c.fill; done += chunk {
+		n := min(chunk, c.fill-done)
+		recs := make([]sqlite.Record, n)
+		var wg sync.WaitGroup
+		for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := w; i < n; i += runtime.GOMAXPROCS(0) {
+					j := done + i
+					e := &protocol.Event{CreatedAt: now - int64(j%(6*86400)), Kind: int64(1 + j%3), Content: fmt.Sprint("fill ", j),
+						Tags: [][]string{{"t", fmt.Sprint("topic", j%50)}, {"p", protocol.AgentIDOf(keys[(j+1)%len(keys)])}}}
+					e.Sign(keys[j%len(keys)])
+					recs[i] = sqlite.Record{Event: e, ReceivedAt: now}
+				}
+			}(w)
+		}
+		wg.Wait()
+		if _, err := st.AppendBatch(ctx, recs); err != nil {
+			return err
+		}
+		c.progress.update("filled %d/%d events (%.0f/s)", done+n, c.fill, float64(done+n)/time.Since(start).Seconds())
+	}
+	c.progress.done()
+	fmt.Fprintf(c.out, "filled the log with %d events in %s\n", c.fill, time.Since(start).Round(time.Second))
+	return nil
 }
 
 // verifyCeiling measures raw Ed25519 verifications per second on one core
