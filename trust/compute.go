@@ -50,9 +50,9 @@ func (g *Graph) extract() (uint64, []string, []edge) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	edges := make([]edge, 0, len(g.pairs))
-	for k, p := range g.pairs {
-		if p.latest >= 0 {
-			edges = append(edges, edge{voter: k.voter, target: k.target, rec: p.recs[p.latest]})
+	for i := range g.pairs {
+		if p := &g.pairs[i]; p.latest >= 0 {
+			edges = append(edges, edge{voter: p.key.voter, target: p.key.target, rec: p.recs[p.latest]})
 		}
 	}
 	return g.version.Load(), g.agents.names, edges
@@ -66,20 +66,16 @@ func computeSnapshot(at int64, version uint64, names []string, edges []edge) *Sn
 	for i := range edges {
 		edges[i].voter, edges[i].target = remap[edges[i].voter], remap[edges[i].target]
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.target, b.target); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.voter, b.voter)
-	})
 	n := len(ids)
+	edges = sortEdges(n, edges)
 	in := buildIncoming(n, edges, at)
 	trust, iterations, converged := jacobi(n, in)
 	return assemble(at, version, ids, edges, in, trust, iterations, converged)
 }
 
 // canonicalAgents returns the agents named by edges sorted by id, and the
-// map from table index to position in that order (-1 for absent agents).
+// map from table index to position in that order (meaningless for agents
+// no edge names).
 func canonicalAgents(names []string, edges []edge) ([]string, []int32) {
 	used := make([]bool, len(names))
 	for _, e := range edges {
@@ -99,6 +95,28 @@ func canonicalAgents(names []string, edges []edge) ([]string, []int32) {
 		ids[pos] = names[i]
 	}
 	return ids, remap
+}
+
+// sortEdges orders edges by (target, voter): a counting sort on the target,
+// then a sort of each target's (few) voters.
+func sortEdges(n int, edges []edge) []edge {
+	start := make([]int32, n+1)
+	for _, e := range edges {
+		start[e.target+1]++
+	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	out := make([]edge, len(edges))
+	fill := slices.Clone(start[:n])
+	for _, e := range edges {
+		out[fill[e.target]] = e
+		fill[e.target]++
+	}
+	for t := 0; t < n; t++ {
+		slices.SortFunc(out[start[t]:start[t+1]], func(a, b edge) int { return cmp.Compare(a.voter, b.voter) })
+	}
+	return out
 }
 
 // incoming is the nonzero-vote graph in compressed form: the contributions

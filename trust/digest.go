@@ -64,5 +64,5 @@ func (s *Snapshot) document() trustDocument {
 func (s *Snapshot) Digest() [32]byte { return canonicalDigest(s.document()) }
 
 // Digest returns SHA-256 over the canonical serialization of the trust state
-// at EvalTime(now), computed exactly (Compute).
-func (g *Graph) Digest(now int64) [32]byte { return g.Compute(now).Digest() }
+// at EvalTime(now), exact for the current version (At).
+func (g *Graph) Digest(now int64) [32]byte { return g.At(now).Digest() }

@@ -56,6 +56,7 @@ type pairKey struct{ voter, target int32 }
 // pairState holds every live vote of one (voter, target) pair; latest is
 // the index of the one that counts (-1 when none is left).
 type pairState struct {
+	key    pairKey
 	recs   []voteRec
 	latest int
 }
@@ -76,7 +77,8 @@ type Graph struct {
 
 	mu      sync.RWMutex
 	agents  agentTable
-	pairs   map[pairKey]*pairState
+	pairIdx map[pairKey]int32 // pair → index into pairs
+	pairs   []pairState       // every pair that ever had a vote
 	inbound map[int32][]int32 // target → voters that ever had a pair with it
 	version atomic.Uint64
 
@@ -91,7 +93,7 @@ func NewGraph(opts Options) *Graph {
 	return &Graph{
 		opts:    opts.withDefaults(),
 		agents:  newAgentTable(),
-		pairs:   make(map[pairKey]*pairState),
+		pairIdx: make(map[pairKey]int32),
 		inbound: make(map[int32][]int32),
 	}
 }
@@ -130,13 +132,7 @@ func (g *Graph) Add(ev *protocol.Event) {
 	voter := g.agents.intern(ev.AgentID)
 	for _, t := range targets {
 		target := g.agents.intern(t)
-		k := pairKey{voter, target}
-		p := g.pairs[k]
-		if p == nil {
-			p = &pairState{latest: -1}
-			g.pairs[k] = p
-			g.inbound[target] = append(g.inbound[target], voter)
-		}
+		p := g.pair(pairKey{voter, target}, true)
 		p.recs = append(p.recs, rec)
 		if p.latest < 0 || p.recs[p.latest].less(&rec) {
 			p.latest = len(p.recs) - 1
@@ -163,7 +159,7 @@ func (g *Graph) Remove(ev *protocol.Event) {
 		if !ok {
 			continue
 		}
-		p := g.pairs[pairKey{voter, target}]
+		p := g.pair(pairKey{voter, target}, false)
 		if p == nil {
 			continue
 		}
@@ -179,6 +175,21 @@ func (g *Graph) Remove(ev *protocol.Event) {
 	if changed {
 		g.version.Add(1)
 	}
+}
+
+// pair returns the state of pair k, creating it when create is set (nil
+// otherwise when it does not exist).
+func (g *Graph) pair(k pairKey, create bool) *pairState {
+	if i, ok := g.pairIdx[k]; ok {
+		return &g.pairs[i]
+	}
+	if !create {
+		return nil
+	}
+	g.pairIdx[k] = int32(len(g.pairs))
+	g.pairs = append(g.pairs, pairState{key: k, latest: -1})
+	g.inbound[k.target] = append(g.inbound[k.target], k.voter)
+	return &g.pairs[len(g.pairs)-1]
 }
 
 // agentTable interns agent ids to dense indices. Names only grow, so a copy

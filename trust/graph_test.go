@@ -315,3 +315,19 @@ func TestTrustReceived(t *testing.T) {
 		t.Fatalf("unknown agent: %+v", r)
 	}
 }
+
+func TestAtReusesOnlyAnExactSnapshot(t *testing.T) {
+	g := NewGraph(Options{})
+	g.Add(vote(1, t0, 1, "", 2))
+	pub := g.Refresh(t0 + 10)
+	if g.At(t0+50) != pub || g.Latest() != pub {
+		t.Fatal("At recomputed the published snapshot")
+	}
+	if s := g.At(t0 + 60); s == pub || s.Now != t0+60 || g.Latest() != pub {
+		t.Fatal("At served another minute, or published")
+	}
+	g.Add(vote(3, t0, 1, "", 2))
+	if s := g.At(t0); s == pub || s.Version != g.Version() || s.Agent(agent(2), false).VoterCount != 2 {
+		t.Fatal("At served a stale version")
+	}
+}

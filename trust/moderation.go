@@ -110,10 +110,9 @@ func (m *Moderation) Add(ev *protocol.Event) {
 	times := m.activity[a]
 	i, _ := slices.BinarySearch(times, ev.CreatedAt)
 	m.activity[a] = slices.Insert(times, i, ev.CreatedAt)
-	if ev.Kind == protocol.KindFlag {
-		if m.addFlag(ev, a) {
-			m.flagVersion.Add(1)
-		}
+	_, flagged := m.targets[ev.ID] // its author is now known
+	if ev.Kind == protocol.KindFlag && m.addFlag(ev, a) || flagged {
+		m.flagVersion.Add(1)
 	}
 	m.version.Add(1)
 }
@@ -154,10 +153,13 @@ func (m *Moderation) Remove(ev *protocol.Event) {
 	if i, found := slices.BinarySearch(m.activity[a], ev.CreatedAt); found {
 		m.activity[a] = slices.Delete(m.activity[a], i, i+1)
 	}
+	_, flagged := m.targets[ev.ID]
 	if ev.Kind == protocol.KindFlag {
 		for _, t := range distinctHex(ev.TagValues("e"), "") {
 			m.removeFlag(t, ev.ID)
 		}
+	}
+	if ev.Kind == protocol.KindFlag || flagged {
 		m.flagVersion.Add(1)
 	}
 	m.version.Add(1)

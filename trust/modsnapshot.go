@@ -43,7 +43,8 @@ type ModSnapshot struct {
 	ActiveAgents  int
 	HideThreshold float64
 	// Changed lists the events whose visibility differs from the previous
-	// published snapshot, by event id (empty for Compute results).
+	// published snapshot, by event id: every hidden event for the first
+	// published snapshot (Seq 1), none for Compute results.
 	Changed []VisibilityChange
 
 	flagVersion uint64
@@ -145,9 +146,9 @@ func (s *ModSnapshot) diff(prev *ModSnapshot) {
 }
 
 // Compute returns the exact moderation state at EvalTime(now), weighing
-// flaggers with an exact trust computation at the same time. It does not
-// publish the result.
-func (m *Moderation) Compute(now int64) *ModSnapshot { return m.compute(m.g.Compute(now)) }
+// flaggers with the exact trust snapshot at the same time (Graph.At). It
+// does not publish the result.
+func (m *Moderation) Compute(now int64) *ModSnapshot { return m.compute(m.g.At(now)) }
 
 // moderationDocument is the canonical state of the moderation view.
 type moderationDocument struct {

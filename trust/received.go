@@ -38,7 +38,7 @@ func (g *Graph) TrustReceived(agentID string, since int64, minScore float64, lim
 	target, ok := g.agents.lookup(agentID)
 	if ok {
 		for _, voter := range g.inbound[target] {
-			p := g.pairs[pairKey{voter, target}]
+			p := g.pair(pairKey{voter, target}, false)
 			if p.latest < 0 {
 				continue
 			}

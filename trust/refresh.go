@@ -24,6 +24,17 @@ func (g *Graph) Current(now int64) *Snapshot {
 	return s
 }
 
+// At returns the exact snapshot at EvalTime(now) for the current version:
+// the published one when it is exactly that, otherwise a fresh Compute
+// (not published). Derivations that must be exact for a time (task
+// consensus weights, digests, replays) use it.
+func (g *Graph) At(now int64) *Snapshot {
+	if s := g.snap.Load(); s != nil && s.Now == EvalTime(now) && s.Version == g.version.Load() {
+		return s
+	}
+	return g.Compute(now)
+}
+
 // Latest returns the latest published snapshot without refreshing, or nil
 // before the first refresh.
 func (g *Graph) Latest() *Snapshot { return g.snap.Load() }
