@@ -105,8 +105,10 @@ type TaskRequest struct {
 	Capability string
 	Deadline   int64  // constraints.deadline_unix
 	MaxCostUSD string // constraints.max_cost_usd as published
-	// HighStakes is true when constraints.high_stakes is true or the reward
-	// is above 10 in currency USD or USD-stable (§18.6.1).
+	// HighStakes is true when constraints.high_stakes is true or a
+	// non-credit reward is above 10 in currency USD or USD-stable (§18.6.1;
+	// compared exactly as decimals, currency case-insensitive). Credit
+	// rewards are high-stakes only by the flag.
 	HighStakes  bool
 	Reward      TaskReward
 	Constraints json.RawMessage // compact JSON
@@ -485,8 +487,9 @@ func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
 // price_quote.amount ≤ constraints.max_cost_usd when the quote's currency is
 // USD (compared exactly, as decimals). Quotes in any other currency are not
 // compared: the relay has no reference exchange rate (§18.12 q4). It returns
-// an invalid_task_content *Error when accept is not a well-formed kind 51
-// for request, and a price_exceeds_max_cost *Error when the quote is over.
+// the first kind-rule violation of either event, an invalid_task_content
+// *Error when accept's root is not request.ID, and a price_exceeds_max_cost
+// *Error when the quote is over; nil otherwise.
 func CheckAcceptPrice(accept, request *Event) error {
 	a, errs := ParseTaskAccept(accept)
 	if len(errs) > 0 {

@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"math"
-	"sort"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -18,6 +17,8 @@ type derivation struct {
 	// window), by (created_at, id), superseded ones included; the replay
 	// keeps each verifier's latest. Empty without a counting result.
 	verdicts   []*rec
+	latest     []*rec // each verifier's latest of verdicts, by (created_at, id)
+	verifiers  int    // distinct authors of verdicts (len(latest))
 	highStakes bool
 	windowEnd  int64 // high-stakes verification window end (0 when none)
 	fixed      *run  // consensus of an ordinary task (weight-free)
@@ -58,11 +59,19 @@ func computeDerivation(t *task) *derivation {
 	if d.highStakes {
 		d.windowEnd = d.result.at + 2*max(0, req.Deadline-t.req.at)
 	}
+	last := map[uint32]*rec{}
 	for _, v := range t.list(protocol.KindTaskVerify) {
 		if v.valid && v.agent != requester && v.agent != accept.agent && (!d.highStakes || v.at <= d.windowEnd) {
 			d.verdicts = append(d.verdicts, v)
+			last[v.agent] = v
 		}
 	}
+	for _, v := range d.verdicts {
+		if last[v.agent] == v {
+			d.latest = append(d.latest, v)
+		}
+	}
+	d.verifiers = len(d.latest)
 	if !d.highStakes {
 		d.fixed = replay(d, nil)
 	}
@@ -94,11 +103,12 @@ type step struct {
 
 // run is the replay of a task's verdicts in (created_at, id) order.
 type run struct {
-	final   outcome
-	steps   []step
-	latest  []*rec           // each verifier's counting verdict, by (created_at, id)
-	weights map[uint32]int64 // micro-unit weight per counting verifier
-	score   *float64
+	final    outcome
+	steps    []step
+	latest   []*rec           // each verifier's counting verdict, by (created_at, id)
+	latestBy map[uint32]*rec  // the same, by verifier
+	weights  map[uint32]int64 // micro-unit weight per counting verifier
+	score    *float64
 }
 
 var verdictOrder = [3]string{protocol.VerdictPassed, protocol.VerdictFailed, protocol.VerdictDisputed}
@@ -131,6 +141,9 @@ func replay(d *derivation, weight func(agent uint32) int64) *run {
 				w = weight(v.agent)
 				ru.weights[v.agent] = w
 			}
+			if w == 0 {
+				continue // a verifier of no weight neither weighs nor counts
+			}
 		}
 		if old := cur[v.agent]; old != nil {
 			i := verdictIndex(old.verify().Verdict)
@@ -149,7 +162,9 @@ func replay(d *derivation, weight func(agent uint32) int64) *run {
 			ru.steps = append(ru.steps, step{r: v, verdict: o.verdict})
 		}
 	}
+	o.verdict = decide(&o, weight != nil) // unchanged; sets m when no verdict counted
 	ru.final = o
+	ru.latestBy = cur
 	for _, v := range d.verdicts {
 		if cur[v.agent] == v {
 			ru.latest = append(ru.latest, v)
@@ -216,6 +231,31 @@ func consensusScore(ru *run, highStakes bool) *float64 {
 // round6 rounds to 1e-6, the precision of every float this package reports.
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
+// finalOutcome is the consensus of d under w without the replay: each
+// verifier's latest verdict, as the replay ends. It serves status filters
+// and settlements; TestFinalOutcomeMatchesReplay holds the two together.
+func (f *Fold) finalOutcome(d *derivation, w WeightFunc) outcome {
+	if d.result == nil {
+		return outcome{}
+	}
+	if d.fixed != nil {
+		return d.fixed.final
+	}
+	var o outcome
+	for _, v := range d.latest {
+		q := quantize(w, f.names[v.agent])
+		if q == 0 {
+			continue
+		}
+		i := verdictIndex(v.verify().Verdict)
+		o.n++
+		o.counts[i]++
+		o.weights[i] += q
+	}
+	o.verdict = decide(&o, true)
+	return o
+}
+
 // consensusRun returns the replay for d: cached for ordinary tasks, computed
 // under w for high-stakes ones.
 func (f *Fold) consensusRun(d *derivation, w WeightFunc) *run {
@@ -239,8 +279,10 @@ type timeline struct {
 }
 
 // buildTimeline is the status derivation. It emits the transitions in
-// lifecycle order; the status is the last one.
-func (f *Fold) buildTimeline(t *task, d *derivation, ru *run, now int64, withHistory bool) timeline {
+// lifecycle order; the status is the last one. final is the consensus; steps
+// are its changes, needed only for the history (without them the consensus
+// enters in one step).
+func (f *Fold) buildTimeline(t *task, d *derivation, final outcome, steps []step, now int64, withHistory bool) timeline {
 	tl := timeline{expiry: math.MaxInt64}
 	last := int64(math.MinInt64)
 	emit := func(s Status, at int64, r *rec, verdict string) {
@@ -278,10 +320,14 @@ func (f *Fold) buildTimeline(t *task, d *derivation, ru *run, now int64, withHis
 		}
 	} else {
 		emit(StatusCompleted, d.result.at, d.result, "")
-		for _, s := range ru.steps {
-			emit(statusOf(s.verdict), s.r.at, s.r, s.verdict)
+		if withHistory {
+			for _, s := range steps {
+				emit(statusOf(s.verdict), s.r.at, s.r, s.verdict)
+			}
+		} else if final.verdict != "" {
+			emit(statusOf(final.verdict), d.result.at, nil, final.verdict)
 		}
-		if d.highStakes && ru.final.verdict == "" {
+		if d.highStakes && final.verdict == "" {
 			tl.expiry = d.windowEnd
 			if now > d.windowEnd && (p == nil || p.at > d.windowEnd) {
 				emit(StatusDisputed, d.windowEnd, nil, "")
@@ -307,9 +353,4 @@ func statusOf(verdict string) Status {
 		return StatusDisputed
 	}
 	return StatusCompleted
-}
-
-// sortRecs orders records by (created_at, id).
-func sortRecs(l []*rec) {
-	sort.Slice(l, func(i, j int) bool { return recLess(l[i], l[j]) })
 }

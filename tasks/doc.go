@@ -47,13 +47,14 @@
 // disputed. Weights play no part.
 //
 // Consensus, high-stakes tasks ("m_of_n", §18.6.1). A task is high-stakes
-// when constraints.high_stakes is true or its reward is above 10 in currency
-// USD or USD-stable. Verdicts count only when created_at ≤ window_end =
+// when constraints.high_stakes is true or its (non-credit) reward is above 10
+// in currency USD or USD-stable. Verdicts count only when created_at ≤ window_end =
 // result.created_at + 2 × max(0, deadline_unix − request.created_at); after
 // it they are ignored (after_window). Each verifier's weight is w(agent_id),
 // clamped to [0, 1e6] (NaN counts 0) and quantized to integer micro-units,
-// so sums are exact and independent of order and CPU. With N the number of
-// counting verifiers and M = max(3, ceil(0.51 × N)), the consensus is the
+// so sums are exact and independent of order and CPU. A verifier of weight 0
+// neither weighs nor counts (zero_weight). With N the number of counting
+// verifiers of positive weight and M = max(3, ceil(0.51 × N)), the consensus is the
 // verdict whose summed weight is strictly the largest and positive, provided
 // at least M verifiers gave it; otherwise there is none yet. A consensus of
 // "disputed" makes the task disputed. With none at now > window_end the task
@@ -84,7 +85,12 @@
 // History. The transitions in lifecycle order: pending (the request),
 // accepted, completed, each change of consensus (verified or disputed, with
 // the verdict), timed_out or the window's disputed, paid/refunded or
-// cancelled. Each entry names the event that caused it (none for the time
-// transitions) and is dated at its cause, but never before the previous
-// entry.
+// cancelled (preceded by timed_out when the cancel came after the deadline).
+// Each entry names the event that caused it (none for the time transitions)
+// and is dated at its cause, but never before the previous entry.
+//
+// Weights. Only high-stakes consensus reads w; it is called once per
+// counting verifier per query. Views, statuses and settlements under a given
+// (set, now, w) are deterministic: integer weight sums, scores summed in
+// (created_at, id) order without fused multiply-add, floats rounded to 1e-6.
 package tasks

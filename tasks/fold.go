@@ -16,9 +16,12 @@ type Fold struct {
 	tasks  map[[32]byte]*task
 	order  []*task // tasks with a valid request, by the request's (created_at, id)
 	credit []*task // tasks whose request ever paid anp2_credit
-	agents map[string]uint32
-	names  []string
-	gen    uint64
+	// creditLog lists changes to credit tasks by generation; an entry is
+	// current when its gen equals its task's gen. Compacted as it grows.
+	creditLog []logEntry
+	agents    map[string]uint32
+	names     []string
+	gen       uint64
 }
 
 // New returns an empty Fold. w is the weight function Digest uses (nil: every
@@ -110,10 +113,27 @@ func (f *Fold) prepare(ev *protocol.Event) ([32]byte, *rec, bool) {
 	return key, r, true
 }
 
+type logEntry struct {
+	gen uint64
+	t   *task
+}
+
 func (f *Fold) touch(t *task) {
 	f.gen++
 	t.gen = f.gen
 	t.cache.Store(nil)
+	if !t.inCredit {
+		return
+	}
+	f.creditLog = append(f.creditLog, logEntry{f.gen, t})
+	if len(f.creditLog) > 2*len(f.credit)+1024 {
+		log := make([]logEntry, 0, len(f.credit))
+		for _, ct := range f.credit {
+			log = append(log, logEntry{ct.gen, ct})
+		}
+		sort.Slice(log, func(i, j int) bool { return log[i].gen < log[j].gen })
+		f.creditLog = log
+	}
 }
 
 func (f *Fold) intern(agent string) uint32 {

@@ -1,0 +1,282 @@
+package protocol
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+const (
+	taskID   = "a06f54f5f9c50dbcb707d04ae63d982401ec08d7a91a77ef65c53afbc1a19821"
+	otherID  = "494d78f11e9448c220269dc9a9396bbd9e4ca08208c9abfb77b5f7a9a2dd3244"
+	someAgnt = "37915e52fad55c4a321cf55c0f861cc478a55e281f44fe3dbb2a67debea9c646"
+)
+
+// patch returns base's JSON with path set to v (nil deletes it).
+func patch(base string, path string, v any) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(base), &m); err != nil {
+		panic(err)
+	}
+	keys := strings.Split(path, ".")
+	cur := m
+	for _, k := range keys[:len(keys)-1] {
+		cur = cur[k].(map[string]any)
+	}
+	if v == nil {
+		delete(cur, keys[len(keys)-1])
+	} else {
+		cur[keys[len(keys)-1]] = v
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// raw splices a JSON literal in place of a marker, for numbers
+// json.Marshal would not write (1e1, 10.0, huge integers).
+type raw string
+
+func patchRaw(base, path string, lit raw) string {
+	const marker = "__RAW__"
+	return strings.Replace(patch(base, path, marker), `"`+marker+`"`, string(lit), 1)
+}
+
+const request50 = `{"capability":"transform.text.demo","input":{"text":"Bonjour"},"constraints":{"max_cost_usd":"0.10","deadline_unix":1763886400},"reward":{"currency":"credit","amount":10,"payment_method":"anp2_credit","escrow_method":"none"}}`
+
+var requestTags = [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "transform.text.demo"}}
+
+func codes(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, codeOf(e))
+	}
+	return out
+}
+
+type kindCase struct {
+	name    string
+	content string
+	tags    [][]string
+	want    []string // codes, in order; nil means valid
+}
+
+func runKindCases(t *testing.T, kind int64, cases []kindCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := signed(kind, tc.content, tc.tags...)
+			got := codes(CheckKind(e))
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("codes %v, want %v; errors %v", got, tc.want, CheckKind(e))
+			}
+		})
+	}
+}
+
+func TestTaskRequestRule(t *testing.T) {
+	mocked := patch(patch(patch(request50, "reward.payment_method", "mocked"), "reward.currency", "USD"), "reward.amount", "0.05")
+	c := CodeInvalidTaskContent
+	r := CodeInvalidReward
+	runKindCases(t, KindTaskRequest, []kindCase{
+		{"credit request (the conformance vector)", request50, requestTags, nil},
+		{"mocked USD request", mocked, requestTags, nil},
+		{"USD amount as JSON number", patchRaw(mocked, "reward.amount", "0.05"), requestTags, nil},
+		{"credit reward without escrow (§18.11)", patch(request50, "reward.escrow_method", nil), requestTags, nil},
+		{"optional constraints typed", patch(patch(patch(request50, "constraints.accept_languages", []string{"fr"}), "constraints.min_provider_trust", 0.5), "constraints.high_stakes", true), requestTags, nil},
+		{"max cost as number", patchRaw(request50, "constraints.max_cost_usd", "0.1"), requestTags, nil},
+		{"not json", "hello", requestTags, []string{c}},
+		{"array content", "[]", requestTags, []string{c}},
+		{"trailing data", request50 + "{}", requestTags, []string{c}},
+		{"no capability", patch(request50, "capability", nil), requestTags, []string{c}},
+		{"blank capability", patch(request50, "capability", " "), requestTags, []string{c}},
+		{"no input", patch(request50, "input", nil), requestTags, []string{c}},
+		{"no constraints", patch(request50, "constraints", nil), requestTags, []string{c}},
+		{"no deadline", patch(request50, "constraints.deadline_unix", nil), requestTags, []string{c}},
+		{"deadline string", patch(request50, "constraints.deadline_unix", "1763886400"), requestTags, []string{c}},
+		{"deadline float", patchRaw(request50, "constraints.deadline_unix", "1763886400.5"), requestTags, []string{c}},
+		{"negative max cost", patch(request50, "constraints.max_cost_usd", "-1"), requestTags, []string{c}},
+		{"max cost words", patch(request50, "constraints.max_cost_usd", "ten"), requestTags, []string{c}},
+		{"high_stakes string", patch(request50, "constraints.high_stakes", "yes"), requestTags, []string{c}},
+		{"languages not strings", patch(request50, "constraints.accept_languages", []int{1}), requestTags, []string{c}},
+		{"no reward", patch(request50, "reward", nil), requestTags, []string{r}},
+		{"unknown payment method", patch(request50, "reward.payment_method", "paypal"), requestTags, []string{r}},
+		{"unknown escrow", patch(request50, "reward.escrow_method", "bank"), requestTags, []string{r}},
+		{"no currency", patch(request50, "reward.currency", nil), requestTags, []string{r}},
+		{"credit amount string", patch(request50, "reward.amount", "10"), requestTags, []string{r}},
+		{"credit amount negative", patchRaw(request50, "reward.amount", "-1"), requestTags, []string{r}},
+		{"credit amount fraction", patchRaw(request50, "reward.amount", "10.5"), requestTags, []string{r}},
+		{"credit amount 10.0", patchRaw(request50, "reward.amount", "10.0"), requestTags, []string{r}},
+		{"credit amount exponent", patchRaw(request50, "reward.amount", "1e1"), requestTags, []string{r}},
+		{"credit amount 2^53", patchRaw(request50, "reward.amount", "9007199254740992"), requestTags, []string{r}},
+		{"credit amount 2^53-1", patchRaw(request50, "reward.amount", "9007199254740991"), requestTags, nil},
+		{"credit amount zero", patchRaw(request50, "reward.amount", "0"), requestTags, nil},
+		{"mocked amount negative", patch(mocked, "reward.amount", "-0.05"), requestTags, []string{r}},
+		{"mocked amount missing", patch(mocked, "reward.amount", nil), requestTags, []string{r}},
+		{"no t tag", request50, [][]string{{"cap_wanted", "transform.text.demo"}}, []string{CodeMissingTag}},
+		{"cap_wanted for another capability", request50, [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "x"}}, []string{CodeMissingTag}},
+		{"every violation at once", patch(patch(request50, "input", nil), "reward.payment_method", "x"), nil,
+			[]string{c, r, CodeMissingTag, CodeMissingTag}},
+	})
+}
+
+func lifecycleTags(roles ...string) [][]string {
+	var tags [][]string
+	for _, r := range roles {
+		tags = append(tags, []string{"e", taskID, r})
+	}
+	return append(tags, []string{"p", someAgnt})
+}
+
+func TestTaskAcceptRule(t *testing.T) {
+	good := `{"eta_unix":1747600000,"price_quote":{"currency":"USD","amount":"0.04"},"terms_hash":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`
+	tags := lifecycleTags("root", "accept")
+	runKindCases(t, KindTaskAccept, []kindCase{
+		{"valid", good, tags, nil},
+		{"with t tag and task_id", patch(good, "task_id", taskID), append(tags, []string{"t", "x"}), nil},
+		{"empty terms hash", patch(good, "terms_hash", ""), tags, nil},
+		{"no root", good, lifecycleTags("accept"), []string{CodeMissingTag}},
+		{"no accept role", good, lifecycleTags("root"), []string{CodeMissingTag}},
+		{"root not hex", good, [][]string{{"e", "xyz", "root"}, {"e", taskID, "accept"}, {"p", someAgnt}}, []string{CodeInvalidTag, CodeInvalidTag}},
+		{"two roots", good, append(lifecycleTags("root", "accept"), []string{"e", otherID, "root"}), []string{CodeInvalidTag}},
+		{"no p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}}, []string{CodeMissingTag}},
+		{"bad p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}, {"p", "me"}}, []string{CodeInvalidTag}},
+		{"no price quote", patch(good, "price_quote", nil), tags, []string{CodeInvalidTaskContent}},
+		{"price quote without amount", patch(good, "price_quote.amount", nil), tags, []string{CodeInvalidTaskContent}},
+		{"eta string", patch(good, "eta_unix", "soon"), tags, []string{CodeInvalidTaskContent}},
+		{"task_id disagrees with root", patch(good, "task_id", otherID), tags, []string{CodeInvalidTaskContent}},
+	})
+}
+
+func TestTaskResultRule(t *testing.T) {
+	good := `{"task_id":"` + taskID + `","output":{"text":"hello"},"runtime_ms":318,"output_format":"json"}`
+	tags := lifecycleTags("root", "result", "accept")
+	runKindCases(t, KindTaskResult, []kindCase{
+		{"valid", good, tags, nil},
+		{"empty output allowed", patch(good, "output", ""), tags, nil},
+		{"no accept role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}},
+		{"runtime negative", patchRaw(good, "runtime_ms", "-1"), tags, []string{CodeInvalidTaskContent}},
+		{"format not string", patchRaw(good, "output_format", "1"), tags, []string{CodeInvalidTaskContent}},
+	})
+}
+
+func TestTaskVerifyRule(t *testing.T) {
+	good := `{"task_id":"` + taskID + `","verdict":"passed","score":0.93,"reasons":["ok"],"evidence_event_ids":[]}`
+	tags := lifecycleTags("root", "verify", "result")
+	c := CodeInvalidTaskContent
+	runKindCases(t, KindTaskVerify, []kindCase{
+		{"valid", good, tags, nil},
+		{"failed without score", patch(patch(good, "verdict", "failed"), "score", nil), tags, nil},
+		{"disputed score 0", patchRaw(patch(good, "verdict", "disputed"), "score", "0"), tags, nil},
+		{"score 1.0", patchRaw(good, "score", "1.0"), tags, nil},
+		{"unknown verdict", patch(good, "verdict", "maybe"), tags, []string{c}},
+		{"no verdict", patch(good, "verdict", nil), tags, []string{c}},
+		{"score above 1", patchRaw(good, "score", "1.5"), tags, []string{c}},
+		{"score negative", patchRaw(good, "score", "-0.1"), tags, []string{c}},
+		{"score string", patch(good, "score", "0.5"), tags, []string{c}},
+		{"reasons not list", patch(good, "reasons", "fine"), tags, []string{c}},
+		{"no verify role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}},
+	})
+}
+
+func TestTaskPaymentRule(t *testing.T) {
+	good := `{"task_id":"` + taskID + `","disposition":"release","payment_proof_url":"mock://x","amount":"0.0","currency":"USD","payment_method":"mocked","tx_hash":"mock-1"}`
+	tags := lifecycleTags("root", "payment")
+	c := CodeInvalidTaskContent
+	runKindCases(t, KindPayment, []kindCase{
+		{"valid", good, tags, nil},
+		{"credit announcement", patch(patch(good, "payment_method", "anp2_credit"), "tx_hash", nil), tags, nil},
+		{"refund", patch(good, "disposition", "refund"), tags, nil},
+		{"partial", patch(good, "disposition", "partial"), tags, []string{c}},
+		{"cash", patch(good, "payment_method", "cash"), tags, []string{c}},
+		{"negative amount", patch(good, "amount", "-1"), tags, []string{c}},
+		{"tx hash number", patchRaw(good, "tx_hash", "1"), tags, []string{c}},
+		{"no payment role", good, lifecycleTags("root"), []string{CodeMissingTag}},
+	})
+}
+
+func TestTaskCancelRule(t *testing.T) {
+	good := `{"task_id":"` + taskID + `","reason":"requirements changed"}`
+	tags := [][]string{{"e", taskID, "root"}, {"e", taskID, "cancel"}, {"t", "transform.text.demo"}}
+	runKindCases(t, KindTaskCancel, []kindCase{
+		{"valid without p", good, tags, nil},
+		{"empty object", "{}", tags, nil},
+		{"reason number", patchRaw(good, "reason", "3"), tags, []string{CodeInvalidTaskContent}},
+		{"empty content", "", tags, []string{CodeInvalidTaskContent}},
+		{"no cancel role", good, [][]string{{"e", taskID, "root"}}, []string{CodeMissingTag}},
+	})
+}
+
+func TestTaskRoot(t *testing.T) {
+	cases := map[string]struct {
+		tags [][]string
+		want string
+	}{
+		"one root":         {[][]string{{"e", taskID, "root"}}, taskID},
+		"repeated root":    {[][]string{{"e", taskID, "root"}, {"e", taskID, "root"}}, taskID},
+		"conflicting root": {[][]string{{"e", taskID, "root"}, {"e", otherID, "root"}}, ""},
+		"no role":          {[][]string{{"e", taskID}}, ""},
+		"bad hex":          {[][]string{{"e", strings.ToUpper(taskID), "root"}}, ""},
+	}
+	for name, tc := range cases {
+		if got := TaskRoot(signed(51, "{}", tc.tags...)); got != tc.want {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}
+
+func TestCheckAcceptPrice(t *testing.T) {
+	req := signed(KindTaskRequest, request50, requestTags...)
+	accept := func(currency, amount string, root string) *Event {
+		content := `{"price_quote":{"currency":"` + currency + `","amount":"` + amount + `"}}`
+		return signed(KindTaskAccept, content, []string{"e", root, "root"}, []string{"e", root, "accept"}, []string{"p", req.AgentID})
+	}
+	cases := []struct {
+		name string
+		acc  *Event
+		want string
+	}{
+		{"below", accept("USD", "0.04", req.ID), ""},
+		{"equal", accept("USD", "0.1", req.ID), ""},
+		{"above", accept("USD", "0.11", req.ID), CodePriceAboveMax},
+		{"above, lower-case currency", accept("usd", "1", req.ID), CodePriceAboveMax},
+		{"other currency not compared", accept("credit", "1000", req.ID), ""},
+		{"another task", accept("USD", "0.01", otherID), CodeInvalidTaskContent},
+		{"malformed accept", signed(KindTaskAccept, "{}", []string{"e", req.ID, "root"}), CodeMissingTag},
+	}
+	for _, tc := range cases {
+		if got := codeOf(CheckAcceptPrice(tc.acc, req)); got != tc.want {
+			t.Errorf("%s: code %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestNetworkTaskEventsPassTheRules pins the live network's task events
+// (three kind 53 and three kind 54, with no t tag) to the rules.
+func TestNetworkTaskEventsPassTheRules(t *testing.T) {
+	f, err := os.Open("../testdata/vectors/anp2-network-sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	byKind := map[int64]int{}
+	for sc.Scan() {
+		e, err := DecodeJSON(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind < KindTaskRequest || e.Kind > KindTaskCancel {
+			continue
+		}
+		byKind[e.Kind]++
+		if errs := CheckKind(e); len(errs) > 0 {
+			t.Errorf("network event %s (kind %d) rejected: %v", e.ID[:8], e.Kind, errs)
+		}
+	}
+	if byKind[KindTaskVerify] != 3 || byKind[KindPayment] != 3 {
+		t.Fatalf("sample holds %v", byKind)
+	}
+}
