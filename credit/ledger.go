@@ -15,14 +15,18 @@
 // sum to zero.
 //
 // Cost. A Ledger caches every settlement that is the same under every weight
-// function, aggregated per agent, and brings the cache up to date from the
-// fold's change generation on each query, recomputing only tasks changed
-// since. Settlements that depend on the weights (high-stakes tasks with at
-// least three counting verifiers) are never cached: they are recomputed under
-// the caller's weight function at each query, so no weight version is needed
-// and a weight change is seen at once. An Account query costs the changed
-// tasks plus O(open tasks with a deadline + weight-dependent tasks) of that
-// agent.
+// function, aggregated per agent (balance, verified count, locks that never
+// expire, and locks that end at a deadline or window). Each query first
+// brings the cache up to date: the fold logs changed credit tasks by
+// generation (tasks.Fold.CreditChanges), so only tasks changed since the last
+// query are settled again. Settlements that depend on the weights
+// (high-stakes tasks with at least three distinct neutral verifiers) are
+// never cached: the Ledger keeps only their parties and re-settles them under
+// the caller's weight function at each query (tasks.Fold.Resettle, no
+// allocation), so no weight version is needed and a weight change is seen at
+// once. An Account query costs the tasks changed since the last query plus
+// O(deadline locks + weight-dependent tasks) of that agent. Amounts are
+// 128-bit (Amount), so sums of 2^53-1 rewards never wrap.
 package credit
 
 import (
@@ -55,16 +59,20 @@ type Ledger struct {
 	settled map[string]tasks.Settlement // weight-independent, applied to agents
 	weighed map[string]tasks.Settlement // weight-dependent: parties only
 	agents  map[string]*agg
+	// scratch buffers, reused under mu
+	refs   []tasks.TaskRef
+	settle []tasks.Settlement
+	fx     []effect
 }
 
 // agg is one agent's cached weight-independent position.
 type agg struct {
 	balance  Amount
 	verified int64
-	forever  Amount          // locks of tasks open with no expiry
-	expiring []lock          // locks that end at a deadline or window
-	index    map[string]int  // task id → position in expiring
-	weighed  map[string]bool // weight-dependent tasks the agent is party to
+	forever  Amount                   // locks of tasks open with no expiry
+	expiring []lock                   // locks that end at a deadline or window
+	index    map[string]int           // task id → position in expiring
+	weighed  map[string]tasks.TaskRef // weight-dependent tasks the agent is party to
 }
 
 type lock struct {
@@ -91,30 +99,17 @@ func (l *Ledger) Account(agent string, now int64, w tasks.WeightFunc) Account {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sync()
-	var bal, locked Amount
-	var verified int64
+	acc := Account{AgentID: agent}
 	if a := l.agents[agent]; a != nil {
-		bal, verified = a.balance, a.verified
-		locked = a.locked(now)
-		if len(a.weighed) > 0 {
-			ids := make([]string, 0, len(a.weighed))
-			for id := range a.weighed {
-				ids = append(ids, id)
-			}
-			for _, s := range l.fold.Settlements(ids, w) {
-				for _, e := range effects(s, l.treasury) {
-					if e.agent == agent {
-						bal = bal.Add(e.balance)
-						verified += e.verified
-						if e.lockUntil >= now {
-							locked = locked.Add(AmountOf(e.lock))
-						}
-					}
-				}
-			}
+		acc.Balance, acc.VerifiedProviderTasks, acc.Locked = a.balance, a.verified, a.locked(now)
+		l.refs = l.refs[:0]
+		for _, ref := range a.weighed {
+			l.refs = append(l.refs, ref)
 		}
+		l.weigh(w, now, func(e *effect) bool { return e.agent == agent }, func(*effect) *Account { return &acc })
 	}
-	return Account{AgentID: agent, Balance: bal, Locked: locked, Available: bal.Sub(locked), VerifiedProviderTasks: verified}
+	acc.Available = acc.Balance.Sub(acc.Locked)
+	return acc
 }
 
 // Accounts returns every agent whose balance, locked or
@@ -124,33 +119,23 @@ func (l *Ledger) Accounts(now int64, w tasks.WeightFunc) []Account {
 	defer l.mu.Unlock()
 	l.sync()
 	byAgent := make(map[string]*Account, len(l.agents))
-	get := func(agent string) *Account {
-		a := byAgent[agent]
+	get := func(e *effect) *Account {
+		a := byAgent[e.agent]
 		if a == nil {
-			a = &Account{AgentID: agent}
-			byAgent[agent] = a
+			a = &Account{AgentID: e.agent}
+			byAgent[e.agent] = a
 		}
 		return a
 	}
 	for id, a := range l.agents {
-		acc := get(id)
+		acc := get(&effect{agent: id})
 		acc.Balance, acc.VerifiedProviderTasks, acc.Locked = a.balance, a.verified, a.locked(now)
 	}
-	ids := make([]string, 0, len(l.weighed))
-	for id := range l.weighed {
-		ids = append(ids, id)
+	l.refs = l.refs[:0]
+	for _, s := range l.weighed {
+		l.refs = append(l.refs, s.Ref)
 	}
-	sort.Strings(ids)
-	for _, s := range l.fold.Settlements(ids, w) {
-		for _, e := range effects(s, l.treasury) {
-			acc := get(e.agent)
-			acc.Balance = acc.Balance.Add(e.balance)
-			acc.VerifiedProviderTasks += e.verified
-			if e.lockUntil >= now {
-				acc.Locked = acc.Locked.Add(AmountOf(e.lock))
-			}
-		}
-	}
+	l.weigh(w, now, func(*effect) bool { return true }, get)
 	out := make([]Account, 0, len(byAgent))
 	for _, a := range byAgent {
 		if a.Balance.IsZero() && a.Locked.IsZero() && a.VerifiedProviderTasks == 0 {
@@ -163,6 +148,31 @@ func (l *Ledger) Accounts(now int64, w tasks.WeightFunc) []Account {
 	return out
 }
 
+// weigh settles l.refs under w and adds each effect that keep accepts to
+// the account into(effect) names. Integer sums make the order of l.refs
+// irrelevant.
+func (l *Ledger) weigh(w tasks.WeightFunc, now int64, keep func(*effect) bool, into func(*effect) *Account) {
+	if len(l.refs) == 0 {
+		return
+	}
+	l.settle = l.fold.Resettle(l.settle[:0], l.refs, w)
+	for _, s := range l.settle {
+		l.fx = appendEffects(l.fx[:0], s, l.treasury)
+		for i := range l.fx {
+			e := &l.fx[i]
+			if !keep(e) {
+				continue
+			}
+			acc := into(e)
+			acc.Balance = acc.Balance.Add(e.balance)
+			acc.VerifiedProviderTasks += e.verified
+			if e.lockUntil >= now {
+				acc.Locked = acc.Locked.Add(AmountOf(e.lock))
+			}
+		}
+	}
+}
+
 // effect is one agent's share of one settlement.
 type effect struct {
 	agent     string
@@ -172,13 +182,13 @@ type effect struct {
 	lock      int64
 }
 
-// effects applies the §18.11 rules to one settlement. It is the only place
-// credit rules live; the cache and the weight-dependent path both use it.
-func effects(s tasks.Settlement, treasury string) []effect {
+// appendEffects applies the §18.11 rules to one settlement. It is the only
+// place credit rules live; the cache and the weight-dependent path both use
+// it.
+func appendEffects(out []effect, s tasks.Settlement, treasury string) []effect {
 	if s.Removed || s.Amount <= 0 {
-		return nil // a zero reward moves, locks and verifies nothing
+		return out // a zero reward moves, locks and verifies nothing
 	}
-	var out []effect
 	if s.OpenUntil != tasks.Closed {
 		out = append(out, effect{agent: s.Requester, lockUntil: s.OpenUntil, lock: s.Amount})
 	}
@@ -224,7 +234,7 @@ func (l *Ledger) sync() {
 func (l *Ledger) agent(id string) *agg {
 	a := l.agents[id]
 	if a == nil {
-		a = &agg{index: map[string]int{}, weighed: map[string]bool{}}
+		a = &agg{index: map[string]int{}, weighed: map[string]tasks.TaskRef{}}
 		l.agents[id] = a
 	}
 	return a
@@ -232,7 +242,8 @@ func (l *Ledger) agent(id string) *agg {
 
 // apply adds (sign 1) or withdraws (sign -1) a weight-independent settlement.
 func (l *Ledger) apply(s tasks.Settlement, sign int64) {
-	for _, e := range effects(s, l.treasury) {
+	l.fx = appendEffects(l.fx[:0], s, l.treasury)
+	for _, e := range l.fx {
 		a := l.agent(e.agent)
 		if sign > 0 {
 			a.balance = a.balance.Add(e.balance)
@@ -269,7 +280,7 @@ func (l *Ledger) party(s tasks.Settlement, add bool) {
 		}
 		a := l.agent(id)
 		if add {
-			a.weighed[s.TaskID] = true
+			a.weighed[s.TaskID] = s.Ref
 		} else {
 			delete(a.weighed, s.TaskID)
 			l.prune(id, a)

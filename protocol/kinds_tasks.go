@@ -652,8 +652,16 @@ func jsonDecimal(raw json.RawMessage) (string, bool) {
 }
 
 func isStringArray(raw json.RawMessage) bool {
-	var a []string
-	return len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &a) == nil
+	var a []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
+		return false
+	}
+	for _, x := range a {
+		if _, ok := jsonString(x); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func compact(raw json.RawMessage) json.RawMessage {

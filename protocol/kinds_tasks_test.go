@@ -176,6 +176,7 @@ func TestTaskVerifyRule(t *testing.T) {
 		{"score negative", patchRaw(good, "score", "-0.1"), tags, []string{c}},
 		{"score string", patch(good, "score", "0.5"), tags, []string{c}},
 		{"reasons not list", patch(good, "reasons", "fine"), tags, []string{c}},
+		{"reasons with null", patchRaw(good, "reasons", "[\"ok\",null]"), tags, []string{c}},
 		{"no verify role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}},
 	})
 }

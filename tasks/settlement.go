@@ -29,7 +29,12 @@ type Settlement struct {
 	// Removed is true when the task's kind 50 is no longer in the fold; the
 	// task then contributes nothing.
 	Removed bool
+	// Ref settles the task again under other weights (Resettle).
+	Ref TaskRef
 }
+
+// TaskRef is a handle on one task, for settling it again without a lookup.
+type TaskRef struct{ t *task }
 
 // Generation returns a counter that grows with every change to the fold.
 func (f *Fold) Generation() uint64 {
@@ -49,7 +54,9 @@ func (f *Fold) CreditChanges(since uint64, w WeightFunc) ([]Settlement, uint64) 
 	i := sort.Search(len(log), func(i int) bool { return log[i].gen > since })
 	for _, e := range log[i:] {
 		if e.gen == e.t.gen {
-			out = append(out, f.settlement(e.t, w))
+			s := f.settlement(e.t, w)
+			s.TaskID = hexID(e.t.id)
+			out = append(out, s)
 		}
 	}
 	return out, f.gen
@@ -64,6 +71,7 @@ func (f *Fold) Settlements(ids []string, w WeightFunc) []Settlement {
 	for i, id := range ids {
 		if t := f.lookup(id); t != nil && t.inCredit {
 			out[i] = f.settlement(t, w)
+			out[i].TaskID = id
 		} else {
 			out[i] = Settlement{TaskID: id, Removed: true}
 		}
@@ -71,8 +79,21 @@ func (f *Fold) Settlements(ids []string, w WeightFunc) []Settlement {
 	return out
 }
 
+// Resettle appends to dst the settlements of refs under weights w, in the
+// same order, leaving TaskID empty (the caller knows it): the
+// allocation-free path for weight-dependent tasks.
+func (f *Fold) Resettle(dst []Settlement, refs []TaskRef, w WeightFunc) []Settlement {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, r := range refs {
+		dst = append(dst, f.settlement(r.t, w))
+	}
+	return dst
+}
+
+// settlement derives t's settlement; TaskID is left for the caller.
 func (f *Fold) settlement(t *task, w WeightFunc) Settlement {
-	s := Settlement{TaskID: hexID(t.id)}
+	s := Settlement{Ref: TaskRef{t}}
 	if t.request == nil || t.request.Reward.PaymentMethod != protocol.PaymentANP2Credit {
 		s.Removed = true
 		return s
