@@ -49,6 +49,7 @@ type importItem struct {
 	line int
 	ev   *protocol.Event
 	raw  []byte
+	rec  sqlite.Record
 	err  error
 }
 
@@ -87,6 +88,9 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 			defer wg.Done()
 			for it := range lines {
 				it.ev, it.raw, it.err = verifyLine(it.raw, checker, im.Now)
+				if it.err == nil {
+					it.rec = record(it.ev, it.raw, "json", im.Now)
+				}
 				results <- it
 			}
 		}()
@@ -152,7 +156,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st
 			st.Rejected["kind_11_not_stored"]++
 			continue
 		}
-		batch = append(batch, sqlite.Record{Event: it.ev, Raw: keepRaw(it.ev, it.raw), RawType: "json", ReceivedAt: im.Now})
+		batch = append(batch, it.rec)
 		if len(batch) == cap(batch) {
 			failed = flush()
 		}

@@ -100,7 +100,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		// Kind 11 beats are verified and rate-limited but never stored (D11).
 		return &publishAnswer{ID: e.ID, Accepted: true}, nil
 	}
-	res, err := s.store.Append(ctx, sqlite.Record{Event: e, Raw: keepRaw(e, raw), RawType: rawType, ReceivedAt: now.Unix()})
+	res, err := s.store.Append(ctx, record(e, raw, rawType, now.Unix()))
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +112,15 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
 }
 
-// keepRaw returns the received bytes when they differ from the compact JSON
-// the log serves (nil otherwise, to store them once).
-func keepRaw(e *protocol.Event, raw []byte) []byte {
-	if bytes.Equal(raw, protocol.AppendJSON(nil, e)) {
-		return nil
+// record builds the log record for e, encoding its compact JSON body once
+// (off the single writer) and keeping the received bytes only when they
+// differ from it.
+func record(e *protocol.Event, raw []byte, rawType string, receivedAt int64) sqlite.Record {
+	rec := sqlite.Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
+	if !bytes.Equal(raw, rec.Body) {
+		rec.Raw = raw
 	}
-	return raw
+	return rec
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)

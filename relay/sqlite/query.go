@@ -335,29 +335,6 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// RevokeClaim is one kind-9 claim: author asked to revoke target.
-type RevokeClaim struct {
-	Target, Author string
-}
-
-// Revokes returns every revocation claim in the log.
-func (s *Store) Revokes(ctx context.Context) ([]RevokeClaim, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT target, author FROM revokes`)
-	if err != nil {
-		return nil, fmt.Errorf("revokes: %w", err)
-	}
-	defer rows.Close()
-	var out []RevokeClaim
-	for rows.Next() {
-		var t, a []byte
-		if err := rows.Scan(&t, &a); err != nil {
-			return nil, err
-		}
-		out = append(out, RevokeClaim{Target: hex.EncodeToString(t), Author: hex.EncodeToString(a)})
-	}
-	return out, rows.Err()
-}
-
 // explain returns SQLite's query plan for f (tests assert index use).
 func (s *Store) explain(f Filter) (string, error) {
 	q, args := buildQuery(f)

@@ -51,7 +51,11 @@ type Result struct {
 // Record is one event to append, with the bytes it arrived as.
 type Record struct {
 	Event *protocol.Event
-	// Raw is the received encoding; nil when it equals the compact JSON body.
+	// Body is the event's compact JSON (protocol.AppendJSON); the writer
+	// encodes it when nil, but callers that already have it save the
+	// single writer that work.
+	Body []byte
+	// Raw is the received encoding; nil when it equals Body.
 	Raw     []byte
 	RawType string // "json" or "cbor"
 	// ReceivedAt is the relay clock at receipt (unix seconds).
@@ -140,9 +144,6 @@ func dsn(path string, readOnly bool) string {
 	q.Set("_txlock", "immediate")
 	return "file:" + path + "?" + q.Encode()
 }
-
-// SetHook replaces the post-commit hook. Call it before the first Append.
-func (s *Store) SetHook(hook func([]Committed)) { s.hook = hook }
 
 // Close stops the writer after draining queued appends and closes the
 // database.
@@ -283,7 +284,11 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 	if rec.Raw != nil {
 		raw, rawType = rec.Raw, rec.RawType
 	}
-	res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, protocol.AppendJSON(nil, e), raw, rawType, rec.ReceivedAt)
+	body := rec.Body
+	if body == nil {
+		body = protocol.AppendJSON(nil, e)
+	}
+	res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	if err != nil {
 		return 0, false, fmt.Errorf("insert event: %w", err)
 	}
