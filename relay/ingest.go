@@ -137,9 +137,25 @@ func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
 }
 
 // logViolations returns every violation of the rules that need the log: a
-// revoke may only name the revoker's own events.
+// revoke may only name the revoker's own events, and a kind 51 quote must
+// stay within its stored request's max_cost_usd (§18.4).
 func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
 	var out []error
+	if e.Kind == protocol.KindTaskAccept {
+		if root := protocol.TaskRoot(e); root != "" {
+			req, err := s.store.GetEvent(ctx, root)
+			switch {
+			case errors.Is(err, sqlite.ErrNotFound):
+				// The request may arrive later (mirrors); the fold judges then.
+			case err != nil:
+				return nil, err
+			case req.Kind == protocol.KindTaskRequest:
+				if perr := protocol.CheckAcceptPrice(e, req); perr != nil {
+					out = append(out, perr)
+				}
+			}
+		}
+	}
 	if e.Kind == protocol.KindRevoke {
 		for _, target := range e.TagValues("e") {
 			author, err := s.store.Author(ctx, target)

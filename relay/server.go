@@ -14,6 +14,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/state"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -36,6 +37,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody caps request bodies.
 	MaxBody int64
+	// Treasury is the credit treasury agent ("" for the public network's).
+	Treasury string
+	// OnRebuild, when set, receives progress (seq, through) while New folds
+	// the stored log into the derived views.
+	OnRebuild func(done, total int64)
 }
 
 // DefaultConfig returns the seed's limits: 60 events per agent and 300 per IP
@@ -56,9 +62,15 @@ type Server struct {
 	byAgent *limiter
 	byIP    *limiter
 	started time.Time
+	// state holds the derived views; onCommit are further commit hooks
+	// (event stream) run after the views are updated.
+	state    *state.State
+	onCommit []func([]sqlite.Committed)
 }
 
-// New builds a relay over store. It does not listen; see Serve.
+// New builds a relay over store: it folds the stored log into the derived
+// views and installs the store's commit hook. Nothing may append to store
+// while New runs. It does not listen; see Serve.
 func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -72,6 +84,12 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		byIP:    newLimiter(cfg.RatePerIP, cfg.RateWindow),
 		started: cfg.Now(),
 	}
+	st, err := rebuild(context.Background(), store, state.Options{Treasury: cfg.Treasury}, cfg.OnRebuild)
+	if err != nil {
+		return nil, err
+	}
+	s.state = st
+	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger, s.metrics)
@@ -119,6 +137,8 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/export", s.export)
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
+	s.viewRoutes()
+	s.mountA2A()
 }
 
 // Handler returns the relay's HTTP handler.
@@ -129,6 +149,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// Publish time-driven moderation changes (debounced transitions, decay)
+	// even when nobody reads.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 30*time.Second)
 	select {
 	case err := <-errc:
 		return err

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anp2net/relay/protocol"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -24,7 +25,7 @@ type Store struct {
 	read   *sql.DB
 	write  *sql.DB
 	queue  chan *appendReq
-	hook   func([]Committed)
+	hook   atomic.Pointer[func([]Committed)]
 	closed chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -95,12 +96,13 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 4096), hook: hook, closed: make(chan struct{}), maxBatch: 512}
+	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 4096), closed: make(chan struct{}), maxBatch: 512}
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
 		return nil, err
 	}
+	s.SetHook(hook)
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -143,6 +145,16 @@ func dsn(path string, readOnly bool) string {
 	}
 	q.Set("_txlock", "immediate")
 	return "file:" + path + "?" + q.Encode()
+}
+
+// SetHook replaces the commit hook (nil removes it). Commits after SetHook
+// returns call the new hook; a commit in flight may still call the old one.
+func (s *Store) SetHook(hook func([]Committed)) {
+	if hook == nil {
+		s.hook.Store(nil)
+		return
+	}
+	s.hook.Store(&hook)
 }
 
 // Close stops the writer after draining queued appends and closes the
@@ -235,8 +247,8 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		return
 	}
-	if err == nil && len(committed) > 0 && s.hook != nil {
-		s.hook(committed)
+	if h := s.hook.Load(); err == nil && len(committed) > 0 && h != nil {
+		(*h)(committed)
 	}
 	for i, r := range batch {
 		if err != nil {

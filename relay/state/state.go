@@ -1,0 +1,215 @@
+// Package state composes the relay's derived views — trust, moderation,
+// tasks and credit — into one fold over the set of stored events, applies
+// revocations to all of them, and digests the result (decisions D6).
+//
+// The relay feeds it every committed event (Add); an auditor replaying a log
+// feeds it the same events in any order and must reach the same Digest.
+package state
+
+import (
+	"encoding/binary"
+	"math/big"
+	"sync"
+
+	"github.com/anp2net/relay/credit"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks"
+	"github.com/anp2net/relay/trust"
+)
+
+// Options configure a State.
+type Options struct {
+	// Treasury is the credit treasury agent ("" for credit.DefaultTreasury).
+	Treasury string
+	// Moderation tunes snapshot publication; OnPublish receives every
+	// published moderation snapshot (author notices, §7.2).
+	Moderation trust.ModerationOptions
+	// Trust tunes the trust graph's snapshot publication.
+	Trust trust.Options
+}
+
+// Lookup returns a previously added event by id, or nil when it is unknown.
+// The relay backs it with its log; a replay that preloads every revocation
+// (Preload) may pass nil.
+type Lookup func(id string) *protocol.Event
+
+// State is the composition of every derived view. It is safe for one writer
+// (Add, Preload) and many readers.
+type State struct {
+	Trust      *trust.Graph
+	Moderation *trust.Moderation
+	Tasks      *tasks.Fold
+	Credit     *credit.Ledger
+
+	mu sync.Mutex
+	// revokers maps a target id to the agents whose kind 9 names it; the
+	// target is revoked when its author is among them (§4.9), whichever
+	// arrives first.
+	revokers map[string][]string
+	// set fingerprints the stored events: their count and the sum of their
+	// ids as 256-bit little-endian integers mod 2^256.
+	count int64
+	sum   [4]uint64
+	// seq is the highest log sequence added.
+	seq int64
+	// revoked counts the distinct events excluded by a revocation.
+	revoked map[string]struct{}
+
+	digestMu sync.Mutex
+	weights  *trust.Snapshot
+}
+
+// New returns an empty State.
+func New(opts Options) *State {
+	s := &State{revokers: make(map[string][]string), revoked: make(map[string]struct{})}
+	s.Trust = trust.NewGraph(opts.Trust)
+	s.Moderation = trust.NewModeration(s.Trust, opts.Moderation)
+	// The fold's own weight function only serves Digest, which runs under
+	// digestMu with s.weights set to the trust snapshot of the digest time.
+	s.Tasks = tasks.New(func(agent string) float64 { return s.weights.Weight(agent) })
+	s.Credit = credit.New(s.Tasks, opts.Treasury)
+	return s
+}
+
+// Preload registers the revocations of a kind 9 event before any event is
+// added, so that a replay reading a log in one pass never has to withdraw
+// an event it already folded. Adding the kind 9 later is still required.
+func (s *State) Preload(ev *protocol.Event) {
+	if ev.Kind != protocol.KindRevoke {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range revokeTargets(ev) {
+		s.addRevoker(t, ev.AgentID)
+	}
+}
+
+// Add folds one stored event into every view. A revoked event (a kind 9 by
+// its own author names it, before or after) is left out; a kind 9 withdraws
+// the targets it revokes from every view, fetching them with lookup. Adding
+// an id twice counts it twice in the set fingerprint: callers add each
+// stored event once. seq is the event's log sequence (any increasing
+// number for a replay).
+func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq = max(s.seq, seq)
+	s.count++
+	addID(&s.sum, ev.ID)
+	if ev.Kind == protocol.KindRevoke {
+		for _, t := range revokeTargets(ev) {
+			if !s.addRevoker(t, ev.AgentID) || lookup == nil {
+				continue
+			}
+			if target := lookup(t); target != nil && target.AgentID == ev.AgentID {
+				if _, done := s.revoked[t]; !done {
+					s.revoked[t] = struct{}{}
+					s.remove(target)
+				}
+			}
+		}
+	}
+	if s.isRevoked(ev) {
+		s.revoked[ev.ID] = struct{}{}
+		return
+	}
+	s.Trust.Add(ev)
+	s.Moderation.Add(ev)
+	s.Tasks.Add(ev)
+}
+
+func (s *State) remove(ev *protocol.Event) {
+	s.Trust.Remove(ev)
+	s.Moderation.Remove(ev)
+	s.Tasks.Remove(ev)
+}
+
+// addRevoker records that agent revoked target; false when already known.
+func (s *State) addRevoker(target, agent string) bool {
+	for _, a := range s.revokers[target] {
+		if a == agent {
+			return false
+		}
+	}
+	s.revokers[target] = append(s.revokers[target], agent)
+	return true
+}
+
+func (s *State) isRevoked(ev *protocol.Event) bool {
+	for _, a := range s.revokers[ev.ID] {
+		if a == ev.AgentID {
+			return true
+		}
+	}
+	return false
+}
+
+// Revoked reports whether id is excluded from the views by its author's
+// revocation.
+func (s *State) Revoked(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.revoked[id]
+	return ok
+}
+
+// revokeTargets returns the distinct 64-hex e tags of a kind 9.
+func revokeTargets(ev *protocol.Event) []string {
+	var out []string
+	for _, v := range ev.TagValues("e") {
+		if !protocol.IsHex64(v) {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == v
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// addID adds the 32-byte id (hex) to sum as a little-endian 256-bit integer.
+func addID(sum *[4]uint64, id string) {
+	var b [32]byte
+	for i := 0; i < 32 && 2*i+1 < len(id); i++ {
+		b[i] = unhex(id[2*i])<<4 | unhex(id[2*i+1])
+	}
+	var carry uint64
+	for i := 0; i < 4; i++ {
+		w := binary.LittleEndian.Uint64(b[8*i:])
+		s := sum[i] + w
+		c1 := s < w
+		s2 := s + carry
+		c2 := s2 < s
+		sum[i] = s2
+		carry = 0
+		if c1 || c2 {
+			carry = 1
+		}
+	}
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 0
+}
+
+// setSum returns the set fingerprint's sum as a big.Int (for tests).
+func (s *State) setSum() *big.Int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b [32]byte
+	for i := 0; i < 4; i++ {
+		binary.BigEndian.PutUint64(b[24-8*i:], s.sum[i])
+	}
+	return new(big.Int).SetBytes(b[:])
+}

@@ -1,0 +1,85 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/tasks"
+)
+
+// rebuild folds every stored event into a fresh state, in log order, and
+// reports progress (done, total) every few thousand events.
+func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress func(done, total int64)) (*state.State, error) {
+	s := state.New(opts)
+	lookup := storeLookup(st)
+	var total, done int64
+	err := st.Export(ctx, 0, func(through int64) error { total = through; return nil },
+		func(seq int64, body []byte) error {
+			var e protocol.Event
+			if err := json.Unmarshal(body, &e); err != nil {
+				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
+			}
+			s.Add(seq, &e, lookup)
+			done++
+			if progress != nil && done%5000 == 0 {
+				progress(seq, total)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if progress != nil {
+		progress(total, total)
+	}
+	return s, nil
+}
+
+// storeLookup fetches stored events for revocations (rare: kind 9 only).
+func storeLookup(st *sqlite.Store) state.Lookup {
+	return func(id string) *protocol.Event {
+		e, err := st.GetEvent(context.Background(), id)
+		if err != nil {
+			return nil
+		}
+		return e
+	}
+}
+
+// apply is the store's commit hook: it folds newly committed events into
+// the derived state before their publishers are answered.
+func (s *Server) apply(batch []sqlite.Committed) {
+	lookup := storeLookup(s.store)
+	for _, c := range batch {
+		s.state.Add(c.Seq, c.Event, lookup)
+	}
+	for _, h := range s.onCommit {
+		h(batch)
+	}
+}
+
+// weights returns the verifier weight function at now: the published trust
+// snapshot, refreshed in the background when stale.
+func (s *Server) weights(now int64) tasks.WeightFunc {
+	return s.state.Trust.Current(now).Weight
+}
+
+// taskSource answers task queries at the relay clock with the current trust
+// weights (the A2A adapter reads native tasks through it).
+type taskSource struct{ s *Server }
+
+// Task returns the task with id, or false.
+func (t taskSource) Task(id string) (tasks.TaskView, bool) {
+	now := t.s.cfg.Now().Unix()
+	return t.s.state.Tasks.Task(id, now, t.s.weights(now))
+}
+
+// List returns the tasks matching f, newest first.
+func (t taskSource) List(f tasks.Filter) []tasks.TaskView {
+	now := t.s.cfg.Now().Unix()
+	return t.s.state.Tasks.List(f, now, t.s.weights(now))
+}

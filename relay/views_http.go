@@ -1,0 +1,228 @@
+package relay
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks"
+	"github.com/anp2net/relay/trust"
+	"github.com/labstack/echo/v4"
+)
+
+func (s *Server) viewRoutes() {
+	s.route(http.MethodGet, "/trust/:agent_id", s.getTrust)
+	s.route(http.MethodGet, "/trust_graph", s.getTrustGraph)
+	s.route(http.MethodGet, "/agents/:agent_id/trust_received", s.getTrustReceived)
+	s.route(http.MethodGet, "/events/:id/flags", s.getFlags)
+	s.route(http.MethodGet, "/task/:task_id", s.getTask)
+	s.route(http.MethodGet, "/tasks", s.getTasks)
+	s.route(http.MethodGet, "/agents/:agent_id/credit", s.getCredit)
+	s.route(http.MethodGet, "/state", s.getState)
+}
+
+// params rejects any query parameter not in allowed and any given twice.
+func params(c echo.Context, allowed ...string) (url.Values, error) {
+	v := c.QueryParams()
+	for name, vals := range v {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == name
+		}
+		if !ok {
+			return nil, protocol.Errorf(CodeUnknownParam, "unknown query parameter %q", name)
+		}
+		if len(vals) != 1 {
+			return nil, protocol.Errorf(CodeBadParameter, "parameter %q given %d times", name, len(vals))
+		}
+	}
+	return v, nil
+}
+
+// hexParam returns the path parameter name, which must be 64 lowercase hex.
+func hexParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if !protocol.IsHex64(v) {
+		return "", protocol.Errorf(CodeBadParameter, "%s must be 64 lowercase hex characters", name)
+	}
+	return v, nil
+}
+
+// intParam parses an optional integer parameter within [lo, hi].
+func intParam(v url.Values, name string, def, lo, hi int64) (int64, error) {
+	s := v.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, protocol.Errorf(CodeBadParameter, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) now() int64 { return s.cfg.Now().Unix() }
+
+func (s *Server) getTrust(c echo.Context) error {
+	v, err := params(c, "include_withdrawn")
+	if err != nil {
+		return err
+	}
+	id, err := hexParam(c, "agent_id")
+	if err != nil {
+		return err
+	}
+	inc, err := boolParam(v, "include_withdrawn")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.state.Trust.Current(s.now()).Agent(id, inc))
+}
+
+func (s *Server) getTrustGraph(c echo.Context) error {
+	v, err := params(c, "offset", "limit")
+	if err != nil {
+		return err
+	}
+	offset, err := intParam(v, "offset", 0, 0, 1<<31)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(v, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	snap := s.state.Trust.Current(s.now())
+	return c.JSON(http.StatusOK, map[string]any{
+		"algorithm": trust.Algorithm, "at": snap.Now, "total": snap.GraphLen(),
+		"iterations": snap.Iterations, "converged": snap.Converged,
+		"agents": nonNil(snap.TrustGraph(int(offset), int(limit))),
+	})
+}
+
+func (s *Server) getTrustReceived(c echo.Context) error {
+	v, err := params(c, "since", "min_score", "limit")
+	if err != nil {
+		return err
+	}
+	id, err := hexParam(c, "agent_id")
+	if err != nil {
+		return err
+	}
+	since, err := intParam(v, "since", 0, 0, protocol.MaxSafeInteger)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(v, "limit", 50, 1, 500)
+	if err != nil {
+		return err
+	}
+	minScore := -1.0
+	if m := v.Get("min_score"); m != "" {
+		minScore, err = strconv.ParseFloat(m, 64)
+		if err != nil || minScore < -1 || minScore > 1 {
+			return protocol.Errorf(CodeBadParameter, "min_score must be a number from -1 to 1")
+		}
+	}
+	r := s.state.Trust.TrustReceived(id, since, minScore, int(limit))
+	return c.JSON(http.StatusOK, map[string]any{
+		"agent_id": r.AgentID, "ts": s.now(),
+		"filter": map[string]any{"since_sec": since, "min_score": minScore, "limit": limit},
+		"count":  r.Count, "score_sum": r.ScoreSum, "votes": nonNil(r.Votes),
+	})
+}
+
+func (s *Server) getFlags(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	id, err := hexParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, found, err := s.store.Lookup(c.Request().Context(), id); err != nil {
+		return err
+	} else if !found {
+		return protocol.Errorf(CodeNotFound, "event %s not found", id)
+	}
+	return c.JSON(http.StatusOK, s.state.Moderation.Current(s.now()).Event(id))
+}
+
+func (s *Server) getTask(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	id, err := hexParam(c, "task_id")
+	if err != nil {
+		return err
+	}
+	t, ok := taskSource{s}.Task(id)
+	if !ok {
+		return protocol.Errorf(CodeNotFound, "task %s not found", id)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+func (s *Server) getTasks(c echo.Context) error {
+	v, err := params(c, "capability", "status", "requester", "provider", "limit")
+	if err != nil {
+		return err
+	}
+	f := tasks.Filter{Capability: v.Get("capability"), Status: tasks.Status(v.Get("status"))}
+	if f.Status != "" && !f.Status.Valid() {
+		return protocol.Errorf(CodeBadParameter, "status must be one of %v", tasks.Statuses)
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"requester", &f.Requester}, {"provider", &f.Provider}} {
+		if x := v.Get(p.name); x != "" {
+			if !protocol.IsHex64(x) {
+				return protocol.Errorf(CodeBadParameter, "%s must be 64 lowercase hex characters", p.name)
+			}
+			*p.dst = x
+		}
+	}
+	limit, err := intParam(v, "limit", 50, 1, 500)
+	if err != nil {
+		return err
+	}
+	f.Limit = int(limit)
+	list := taskSource{s}.List(f)
+	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": nonNil(list)})
+}
+
+func (s *Server) getCredit(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	id, err := hexParam(c, "agent_id")
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	return c.JSON(http.StatusOK, s.state.Credit.Account(id, now, s.weights(now)))
+}
+
+// getState serves the derived-state digest at ?at= (unix seconds, default
+// now), evaluated at the whole minute (trust.EvalTime).
+func (s *Server) getState(c echo.Context) error {
+	v, err := params(c, "at")
+	if err != nil {
+		return err
+	}
+	at, err := intParam(v, "at", s.now(), 0, protocol.MaxSafeInteger)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.state.Digest(at))
+}
+
+// nonNil turns a nil slice into an empty one so JSON shows [] not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
