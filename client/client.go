@@ -5,12 +5,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -20,6 +22,10 @@ type Client struct {
 	// Base is the relay's base URL, e.g. http://127.0.0.1:8080 (or .../api).
 	Base string
 	HTTP *http.Client
+	// Key, when set, authenticates every request as its agent (D4
+	// Authorization header); Now gives the clock for it (default time.Now).
+	Key ed25519.PrivateKey
+	Now func() time.Time
 }
 
 // New returns a client for base using http.DefaultClient.
@@ -101,6 +107,7 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
+	c.authorize(req, body)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
@@ -117,6 +124,18 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 		return nil
 	}
 	return json.Unmarshal(b, out)
+}
+
+// authorize adds the D4 Authorization header when the client has a key.
+func (c *Client) authorize(req *http.Request, body []byte) {
+	if c.Key == nil {
+		return
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	req.Header.Set("Authorization", protocol.HTTPAuth(c.Key, req.Method, req.URL.String(), body, now().Unix()))
 }
 
 func decodeError(status int, b []byte) error {

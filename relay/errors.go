@@ -35,6 +35,7 @@ var statusOf = map[string]int{
 	CodeMethod:          http.StatusMethodNotAllowed,
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
+	CodeHidden:          http.StatusForbidden,
 }
 
 // retryError is a 429/503 that tells the client when to come back.

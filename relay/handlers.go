@@ -22,10 +22,18 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := s.reader(c)
+	if err != nil {
+		return err
+	}
 	bodies, err := s.store.Query(c.Request().Context(), q.Filter)
 	if err != nil {
 		return err
 	}
+	v := s.viewer(reader, q.IncludeHidden)
+	_, thread := q.Filter.Tags["e"]
+	bodies, left, shown := v.filterBodies(bodies, thread && !wantsCBOR(c))
+	v.setHiddenHeaders(c, left, shown)
 	return s.writeEvents(c, bodies)
 }
 
@@ -75,9 +83,25 @@ func (s *Server) lookupStored(c echo.Context) (*sqlite.Stored, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := params(c, "include_revoked", "include_hidden"); err != nil {
+		return nil, err
+	}
 	inc, err := boolParam(c.QueryParams(), "include_revoked")
 	if err != nil {
 		return nil, err
+	}
+	incHidden, err := boolParam(c.QueryParams(), "include_hidden")
+	if err != nil {
+		return nil, err
+	}
+	reader, err := s.reader(c)
+	if err != nil {
+		return nil, err
+	}
+	if _, author, ok := bodyIDs(st.Body); ok {
+		if !s.viewer(reader, incHidden).sees(id, author) {
+			return nil, protocol.Errorf(CodeHidden, "event %s is hidden by moderation; authenticated readers may add include_hidden=true", id)
+		}
 	}
 	if !inc {
 		bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{IDs: []string{id}, Limit: 1})

@@ -1,0 +1,22 @@
+package protocol
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+)
+
+// HTTPAuth returns the value of an "Authorization: ANP2 …" header (D4)
+// proving priv's identity for one request: a signed kind 27235 event with
+// empty content, tags ["u", url] and ["method", method], and ["payload",
+// sha256 hex] when body is non-empty, created at now.
+func HTTPAuth(priv ed25519.PrivateKey, method, url string, body []byte, now int64) string {
+	e := &Event{CreatedAt: now, Kind: KindHTTPAuth, Tags: [][]string{{"u", url}, {"method", method}}}
+	if len(body) > 0 {
+		sum := sha256.Sum256(body)
+		e.Tags = append(e.Tags, []string{"payload", hex.EncodeToString(sum[:])})
+	}
+	e.Sign(priv)
+	return "ANP2 " + base64.StdEncoding.EncodeToString(AppendJSON(nil, e))
+}

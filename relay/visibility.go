@@ -1,0 +1,98 @@
+package relay
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/anp2net/relay/trust"
+	"github.com/labstack/echo/v4"
+)
+
+// CodeHidden answers a direct read of a hidden event the reader may not see.
+const CodeHidden = "hidden"
+
+// TopReaderPercent is the trust rank (top 1%) whose readers get hidden-event
+// metadata by default (§7.1).
+const TopReaderPercent = 1
+
+// viewer applies §7.1 per-reader visibility to one request.
+type viewer struct {
+	mod           *trust.ModSnapshot
+	reader        string // "" when anonymous
+	includeHidden bool
+	top           bool // reader is in the top 1% by trust rank
+}
+
+func (s *Server) viewer(reader string, includeHidden bool) viewer {
+	now := s.now()
+	v := viewer{mod: s.state.Moderation.Current(now), reader: reader, includeHidden: includeHidden}
+	if reader != "" {
+		v.top = s.state.Trust.Current(now).InTopPercent(reader, TopReaderPercent)
+	}
+	return v
+}
+
+// sees reports whether the reader may see event id by author: visible
+// events always; hidden ones by their author, and by any authenticated
+// reader who asks with include_hidden=true; never by anonymous readers.
+func (v viewer) sees(id, author string) bool {
+	if !v.mod.Hidden(id) || v.reader == author {
+		return true
+	}
+	return v.reader != "" && v.includeHidden
+}
+
+// filterBodies drops the stored bodies the reader may not see. Where one is
+// dropped it leaves a ["hidden", id] placeholder when placeholders is set
+// (thread queries) or the reader is a top-1% reader, whose placeholders carry
+// the moderation metadata as a third element. It returns the JSON items and
+// the number of hidden events left out and let through.
+func (v viewer) filterBodies(bodies [][]byte, placeholders bool) (items [][]byte, left, shown int) {
+	items = bodies[:0:0]
+	for _, b := range bodies {
+		id, author, ok := bodyIDs(b)
+		if !ok || !v.mod.Hidden(id) {
+			items = append(items, b)
+			continue
+		}
+		if v.sees(id, author) {
+			shown++
+			items = append(items, b)
+			continue
+		}
+		left++
+		switch {
+		case v.top:
+			meta, _ := json.Marshal(map[string]any{
+				"hidden": true, "flag_count": v.mod.Event(id).FlagCount,
+				"flag_weight": v.mod.Event(id).FlagWeight, "hidden_since": v.mod.Event(id).HiddenSince,
+			})
+			items = append(items, []byte(`["hidden","`+id+`",`+string(meta)+`]`))
+		case placeholders:
+			items = append(items, []byte(`["hidden","`+id+`"]`))
+		}
+	}
+	return items, left, shown
+}
+
+// setHiddenHeaders reports hidden events: X-ANP2-Hidden-Count (left out) to
+// top-1% readers, X-ANP2-Hidden-Included (let through) to anyone who gets
+// hidden events of others.
+func (v viewer) setHiddenHeaders(c echo.Context, left, shown int) {
+	if v.top {
+		c.Response().Header().Set("X-ANP2-Hidden-Count", strconv.Itoa(left))
+	}
+	if shown > 0 {
+		c.Response().Header().Set("X-ANP2-Hidden-Included", strconv.Itoa(shown))
+	}
+}
+
+// bodyIDs reads the id and agent_id of a stored body, which
+// protocol.AppendJSON writes first: {"id":"<64>","agent_id":"<64>",...
+func bodyIDs(b []byte) (id, author string, ok bool) {
+	const idAt, agentAt = len(`{"id":"`), len(`{"id":"`) + 64 + len(`","agent_id":"`)
+	if len(b) < agentAt+64 || string(b[:idAt]) != `{"id":"` {
+		return "", "", false
+	}
+	return string(b[idAt : idAt+64]), string(b[agentAt : agentAt+64]), true
+}
