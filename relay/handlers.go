@@ -32,6 +32,7 @@ func (s *Server) getEvents(c echo.Context) error {
 	}
 	v := s.viewer(reader, q.IncludeHidden)
 	_, thread := q.Filter.Tags["e"]
+	thread = thread || len(q.Filter.IDs) > 0
 	bodies, left, shown := v.filterBodies(bodies, thread && !wantsCBOR(c))
 	v.setHiddenHeaders(c, left, shown)
 	return s.writeEvents(c, bodies)

@@ -65,9 +65,16 @@ func startRelayTB(t testing.TB, tweak ...func(*Config)) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); st.Close() })
+	ts := newServer(t, srv)
+	t.Cleanup(func() { st.Close() })
 	return &testRelay{Server: ts, store: st, clock: clk}
+}
+
+// newServer serves srv on a loopback port until the test ends.
+func newServer(t testing.TB, srv *Server) *httptest.Server {
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 type answer struct {

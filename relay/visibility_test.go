@@ -1,0 +1,156 @@
+package relay
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// authHeader returns a D4 Authorization header for agent a on r.
+func (r *testRelay) authHeader(a taskstest.Agent, method, path string, at int64) string {
+	return protocol.HTTPAuth(a.Key, method, r.URL+path, nil, at)
+}
+
+func ids(t *testing.T, body []byte) (evs []string, placeholders []string) {
+	t.Helper()
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	for _, it := range items {
+		var e struct{ ID string }
+		if json.Unmarshal(it, &e) == nil && e.ID != "" {
+			evs = append(evs, e.ID)
+			continue
+		}
+		var ph []any
+		json.Unmarshal(it, &ph)
+		placeholders = append(placeholders, ph[1].(string))
+	}
+	return evs, placeholders
+}
+
+// TestHiddenPerReader hides a post with three flags and checks §7.1 for each
+// reader role on GET /events, GET /events/{id} and the flags route.
+func TestHiddenPerReader(t *testing.T) {
+	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	a := taskstest.Pool(6)
+	author, flaggers, reader := a[0], a[1:4], a[5]
+	post := author.Sign(protocol.KindPost, vectorTime-500, "hello", []string{"t", "weather"})
+	reply := reader.Sign(protocol.KindReply, vectorTime-400, "hi", []string{"e", post.ID})
+	evs := []*protocol.Event{post, reply}
+	for i, f := range flaggers {
+		evs = append(evs, f.Sign(protocol.KindFlag, vectorTime-300+int64(i), map[string]any{"category": "spam"},
+			[]string{"e", post.ID}, []string{"p", author.ID}))
+	}
+	publishAll(t, r.URL, evs, 1)
+	eventually(t, "post hidden", func() bool {
+		var m struct{ Visibility string }
+		json.Unmarshal(r.do(t, "GET", "/events/"+post.ID+"/flags", "", nil).body, &m)
+		return m.Visibility == "hidden"
+	})
+	now := vectorTime
+	get := func(path string, who *taskstest.Agent) answer {
+		if who == nil {
+			return r.do(t, "GET", path, "", nil)
+		}
+		return r.do(t, "GET", path, "", nil, "Authorization", r.authHeader(*who, "GET", path, int64(now)))
+	}
+	list := "/events?t=weather"
+	cases := []struct {
+		name string
+		path string
+		who  *taskstest.Agent
+		want bool
+	}{
+		{"anonymous", list, nil, false},
+		{"anonymous include_hidden", list + "&include_hidden=true", nil, false},
+		{"author", list, &author, true},
+		{"flagger", list, &flaggers[0], false},
+		{"flagger include_hidden", list + "&include_hidden=true", &flaggers[0], true},
+		{"general include_hidden", list + "&include_hidden=true", &reader, true},
+	}
+	for _, c := range cases {
+		ans := get(c.path, c.who)
+		if ans.status != 200 {
+			t.Fatalf("%s: %d %s", c.name, ans.status, ans.body)
+		}
+		got, _ := ids(t, ans.body)
+		if seen := len(got) == 1 && got[0] == post.ID; seen != c.want {
+			t.Errorf("%s: sees hidden post = %v, want %v", c.name, seen, c.want)
+		}
+	}
+	// A thread query keeps a placeholder where the hidden root was.
+	thread := "/events?ids=" + post.ID + "," + reply.ID
+	got, ph := ids(t, get(thread, nil).body)
+	if len(got) != 1 || got[0] != reply.ID || len(ph) != 1 || ph[0] != post.ID {
+		t.Errorf("ids query anonymous: events %v placeholders %v", got, ph)
+	}
+	if got, ph = ids(t, get(thread, &author).body); len(got) != 2 || len(ph) != 0 {
+		t.Errorf("ids query by author: events %v placeholders %v", got, ph)
+	}
+	if got, ph = ids(t, get("/events?t=weather", nil).body); len(got) != 0 || len(ph) != 0 {
+		t.Errorf("plain query anonymous: events %v placeholders %v (no placeholder outside threads)", got, ph)
+	}
+	// Direct reads.
+	if ans := get("/events/"+post.ID, nil); ans.status != 403 || ans.code(t) != CodeHidden {
+		t.Errorf("anonymous GET /events/{id}: %d %s", ans.status, ans.body)
+	}
+	if ans := get("/events/"+post.ID, &author); ans.status != 200 {
+		t.Errorf("author GET /events/{id}: %d %s", ans.status, ans.body)
+	}
+	if ans := get("/events/"+post.ID+"?include_hidden=true", &flaggers[1]); ans.status != 200 {
+		t.Errorf("flagger include_hidden GET /events/{id}: %d", ans.status)
+	}
+	var m struct {
+		FlagCount int `json:"flag_count"`
+		Flags     []struct {
+			Flagger string  `json:"flagger"`
+			Weight  float64 `json:"weight"`
+		} `json:"flags"`
+		History []struct{ Visibility string } `json:"history"`
+	}
+	json.Unmarshal(get("/events/"+post.ID+"/flags", nil).body, &m)
+	if m.FlagCount != 3 || len(m.Flags) != 3 || len(m.History) != 1 || m.History[0].Visibility != "hidden" {
+		t.Errorf("flags: %+v", m)
+	}
+}
+
+func TestReaderAuthRejections(t *testing.T) {
+	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	a := taskstest.NewAgent("reader")
+	path := "/events?kinds=1"
+	good := r.authHeader(a, "GET", path, vectorTime)
+	if ans := r.do(t, "GET", path, "", nil, "Authorization", good); ans.status != 200 {
+		t.Fatalf("good header: %d %s", ans.status, ans.body)
+	}
+	tampered := []byte(good)
+	tampered[len(tampered)-8] ^= 1
+	for name, h := range map[string]string{
+		"stale":        r.authHeader(a, "GET", path, vectorTime-61),
+		"wrong method": r.authHeader(a, "POST", path, vectorTime),
+		"wrong url":    r.authHeader(a, "GET", "/events?kinds=2", vectorTime),
+		"scheme":       "Bearer x",
+		"not base64":   "ANP2 !!!",
+		"not an event": "ANP2 e30=",
+		"tampered":     string(tampered),
+	} {
+		if ans := r.do(t, "GET", path, "", nil, "Authorization", h); ans.status != 401 || ans.code(t) != CodeUnauthorized {
+			t.Errorf("%s: %d %s, want 401", name, ans.status, ans.body)
+		}
+	}
+	// The client signs its requests when given a key.
+	c := client.New(r.URL)
+	c.Key, c.Now = a.Key, r.clock.now
+	if _, err := c.Events(t.Context(), map[string][]string{"kinds": {"1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(good, "ANP2 ") {
+		t.Fatal(good)
+	}
+}
