@@ -154,7 +154,17 @@ func decodeError(status int, b []byte) error {
 // with its log sequence number. It returns the last seq delivered, so a
 // broken transfer can resume from there.
 func (c *Client) Export(ctx context.Context, after int64, fn func(seq int64, raw json.RawMessage) error) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/export?after=%d&seq=true", c.Base, after), nil)
+	return c.ExportThrough(ctx, after, -1, fn)
+}
+
+// ExportThrough is Export stopping at seq through (through < 0: the log's
+// end when the relay starts answering).
+func (c *Client) ExportThrough(ctx context.Context, after, through int64, fn func(seq int64, raw json.RawMessage) error) (int64, error) {
+	u := fmt.Sprintf("%s/export?after=%d&seq=true", c.Base, after)
+	if through >= 0 {
+		u += fmt.Sprintf("&through=%d", through)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return after, err
 	}

@@ -168,10 +168,14 @@ func (s *Server) getHistory(c echo.Context) error {
 	return s.writeEvents(c, bodies)
 }
 
+// errExportDone ends an export at its through= bound.
+var errExportDone = errors.New("export bound reached")
+
 // export streams the log as JSON lines in log order from after= (exclusive),
 // up to the log's end when the request started (X-ANP2-Through-Seq). With
 // seq=true each line is {"seq":N,"event":{...}} so a reader can resume
-// exactly where a broken transfer stopped.
+// exactly where a broken transfer stopped; through=N stops at seq N (an
+// auditor pairs it with the seq of GET /state).
 func (s *Server) export(c echo.Context) error {
 	v := c.QueryParams()
 	var after int64
@@ -186,16 +190,31 @@ func (s *Server) export(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var until int64 = -1
+	if u := v.Get("through"); u != "" {
+		if until, err = nonNegative("through", u); err != nil {
+			return err
+		}
+	}
 	res := c.Response()
 	w := bufio.NewWriterSize(res, 64<<10)
 	n := 0
-	start := func(through int64) error {
+	begin := func(through int64) error {
 		res.Header().Set(echo.HeaderContentType, "application/x-ndjson")
 		res.Header().Set("X-ANP2-Through-Seq", strconv.FormatInt(through, 10))
 		res.WriteHeader(http.StatusOK)
 		return nil
 	}
+	start := func(through int64) error {
+		if until >= 0 && until < through {
+			through = until
+		}
+		return begin(through)
+	}
 	err = s.store.Export(c.Request().Context(), after, start, func(seq int64, body []byte) error {
+		if until >= 0 && seq > until {
+			return errExportDone
+		}
 		if withSeq {
 			w.WriteString(`{"seq":`)
 			w.WriteString(strconv.FormatInt(seq, 10))
@@ -216,6 +235,9 @@ func (s *Server) export(c echo.Context) error {
 		}
 		return nil
 	})
+	if errors.Is(err, errExportDone) {
+		err = nil
+	}
 	if err != nil {
 		if res.Committed {
 			s.cfg.Logger.Warn("export interrupted", "err", err)

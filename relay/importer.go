@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -169,14 +168,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st
 
 // verifyLine decodes one line (unwrapping export lines) and checks it.
 func verifyLine(b []byte, c protocol.Checker, now int64) (*protocol.Event, []byte, error) {
-	if bytes.Contains(b[:min(len(b), 16)], []byte(`"seq"`)) {
-		var wrapped struct {
-			Event json.RawMessage `json:"event"`
-		}
-		if err := json.Unmarshal(b, &wrapped); err == nil && len(wrapped.Event) > 0 {
-			b = wrapped.Event
-		}
-	}
+	b = unwrapExportLine(b)
 	e, err := protocol.DecodeJSON(b)
 	if err != nil {
 		return nil, b, err

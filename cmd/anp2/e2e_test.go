@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,5 +229,34 @@ func TestImportNetworkSample(t *testing.T) {
 	out = runCLI(t, "import", "--db", filepath.Join(t.TempDir(), "copy.db"), f)
 	if !strings.Contains(out, "read 196, accepted 196") {
 		t.Fatalf("export round trip: %s", out)
+	}
+}
+
+// TestReplayAgreesWithRelay replays the network sample from the raw file,
+// from a relay's database and from its URL, and compares each with the
+// relay's /state; against a relay holding different events it must fail
+// and name the view.
+func TestReplayAgreesWithRelay(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "sample.db")
+	sample := "../../testdata/vectors/anp2-network-sample.jsonl"
+	runCLI(t, "import", "--db", db, sample)
+	p := startProc(t, db)
+	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
+	for _, src := range []string{sample, db, p.base} {
+		out := runCLI(t, "replay", at, "--compare", p.base, src)
+		if !strings.Contains(out, "match: ") || !strings.Contains(out, "folded 196") {
+			t.Fatalf("replay %s: %s", src, out)
+		}
+		if src == sample && !strings.Contains(out, "invalid id_mismatch") {
+			t.Fatalf("replay of the raw sample should list the id mismatches: %s", out)
+		}
+	}
+	empty := startProc(t, filepath.Join(dir, "empty.db"))
+	cmd := exec.Command(binary, "replay", at, "--compare", empty.base, db)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !bytes.Contains(out, []byte(`MISMATCH`)) || !bytes.Contains(out, []byte(`first differing view "events"`)) {
+		t.Fatalf("replay against another relay: %v\n%s", err, out)
 	}
 }

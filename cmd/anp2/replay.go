@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/state"
+)
+
+// replayCmd is the auditor's replay: it verifies a log and rebuilds every
+// derived view from nothing, optionally comparing with a relay's /state.
+type replayCmd struct {
+	out      io.Writer
+	progress *progress
+	source   string
+	compare  string
+	at       int64
+	treasury string
+	verbose  bool
+}
+
+// errMismatch is returned when --compare finds a differing view.
+var errMismatch = errors.New("state mismatch")
+
+func (c *replayCmd) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
+	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
+	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file, an export file, a relay URL, or - for stdin)")
+	}
+	c.source = fs.Arg(0)
+	return nil
+}
+
+func (c *replayCmd) Run(ctx context.Context) error {
+	if c.at == 0 {
+		c.at = time.Now().Unix()
+	}
+	var remote *state.Digest
+	through := int64(-1)
+	if c.compare != "" {
+		d, err := fetchState(ctx, c.compare, c.at)
+		if err != nil {
+			return err
+		}
+		remote = &d
+		if sameRelay(c.compare, c.source) {
+			through = d.Seq // replay exactly what that /state folded
+		}
+	}
+	open, cleanup, err := c.openSource(ctx, through)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	start := time.Now()
+	rp := &relay.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury},
+		OnProgress: func(s relay.ReplayStats) {
+			n := s.Read
+			if s.Phase == "fold" {
+				n = s.Folded
+			}
+			c.progress.update("%s: %d events (%.0f/s)", s.Phase, n, float64(n)/time.Since(start).Seconds())
+		}}
+	st, stats, err := rp.Replay(ctx, open)
+	c.progress.done()
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	d := st.Digest(c.at)
+	c.report(stats, d, elapsed)
+	if remote == nil {
+		return nil
+	}
+	if view := state.FirstDifference(d, *remote); view != "" || d.Digest != remote.Digest {
+		fmt.Fprintf(c.out, "MISMATCH with %s: first differing view %q (replay %s, relay %s)\n",
+			c.compare, view, d.Views[view], remote.Views[view])
+		return errMismatch
+	}
+	fmt.Fprintf(c.out, "match: %s serves the same state (seq %d, %d events)\n", c.compare, remote.Seq, remote.Events)
+	return nil
+}
+
+func (c *replayCmd) report(s relay.ReplayStats, d state.Digest, elapsed time.Duration) {
+	fmt.Fprintf(c.out, "read %d lines: %d valid, %d duplicate, %d invalid; folded %d in %s (%.0f events/s)\n",
+		s.Read, s.Valid, s.Duplicate, s.Read-s.Valid-s.Duplicate, s.Folded, elapsed.Round(time.Millisecond),
+		float64(s.Read)/elapsed.Seconds())
+	kinds := make([]int64, 0, len(s.Kinds))
+	for k := range s.Kinds {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	for _, k := range kinds {
+		fmt.Fprintf(c.out, "  kind %-6d %d\n", k, s.Kinds[k])
+	}
+	codes := make([]string, 0, len(s.Rejected))
+	for k := range s.Rejected {
+		codes = append(codes, k)
+	}
+	sort.Strings(codes)
+	for _, k := range codes {
+		fmt.Fprintf(c.out, "  invalid %-30s %d\n", k, s.Rejected[k])
+	}
+	for i, inv := range s.Invalid {
+		if i == 20 && !c.verbose {
+			fmt.Fprintf(c.out, "  … %d more invalid events (-v lists them)\n", len(s.Invalid)-20)
+			break
+		}
+		fmt.Fprintf(c.out, "  line %d %s %s: %s\n", inv.Line, inv.ID, inv.Code, inv.Err)
+	}
+	b, _ := json.MarshalIndent(d, "", "  ")
+	fmt.Fprintf(c.out, "state %s\n", b)
+}
+
+// openSource returns a function opening the log as JSON lines (called once
+// per replay pass) and a cleanup.
+func (c *replayCmd) openSource(ctx context.Context, through int64) (func() (io.ReadCloser, error), func(), error) {
+	noop := func() {}
+	switch {
+	case strings.HasPrefix(c.source, "http://") || strings.HasPrefix(c.source, "https://"):
+		path, err := c.spool(ctx, func(w io.Writer) error { return c.download(ctx, w, through) })
+		if err != nil {
+			return nil, noop, err
+		}
+		return fileOpener(path), func() { os.Remove(path) }, nil
+	case c.source == "-":
+		path, err := c.spool(ctx, func(w io.Writer) error { _, err := io.Copy(w, os.Stdin); return err })
+		if err != nil {
+			return nil, noop, err
+		}
+		return fileOpener(path), func() { os.Remove(path) }, nil
+	}
+	if isSQLite(c.source) {
+		st, err := sqlite.Open(c.source, nil)
+		if err != nil {
+			return nil, noop, err
+		}
+		return func() (io.ReadCloser, error) { return exportReader(ctx, st), nil }, func() { st.Close() }, nil
+	}
+	return fileOpener(c.source), noop, nil
+}
+
+// download streams the relay's /export (through seq through when ≥ 0).
+func (c *replayCmd) download(ctx context.Context, w io.Writer, through int64) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	n := 0
+	_, err := client.New(c.source).ExportThrough(ctx, 0, through, func(_ int64, raw json.RawMessage) error {
+		n++
+		if n%4096 == 0 {
+			c.progress.update("download: %d events", n)
+		}
+		bw.Write(raw)
+		return bw.WriteByte('\n')
+	})
+	if err != nil {
+		return fmt.Errorf("download %s: %w", c.source, err)
+	}
+	return bw.Flush()
+}
+
+// spool writes a stream to a temporary file so it can be read twice.
+func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp("", "anp2-replay-*.jsonl")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := fill(f); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), ctx.Err()
+}
+
+func fileOpener(path string) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return os.Open(path) }
+}
+
+// exportReader streams a store's log as JSON lines.
+func exportReader(ctx context.Context, st *sqlite.Store) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<16)
+		err := st.Export(ctx, 0, func(int64) error { return nil }, func(_ int64, body []byte) error {
+			bw.Write(body)
+			return bw.WriteByte('\n')
+		})
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr
+}
+
+func isSQLite(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	return bytes.Equal(head[:n], []byte("SQLite format 3\x00"))
+}
+
+// fetchState reads base's GET /state?at=.
+func fetchState(ctx context.Context, base string, at int64) (state.Digest, error) {
+	var d state.Digest
+	err := client.New(base).GetJSON(ctx, "/state", url.Values{"at": {strconv.FormatInt(at, 10)}}, &d)
+	if err != nil {
+		return d, fmt.Errorf("GET %s/state: %w", base, err)
+	}
+	return d, nil
+}
+
+func sameRelay(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+}
