@@ -7,11 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/state"
@@ -24,18 +25,20 @@ type ReplayStats struct {
 	Duplicate int            `json:"duplicate"`
 	Rejected  map[string]int `json:"rejected"`
 	Kinds     map[int64]int  `json:"kinds"`
-	Folded    int            `json:"folded"`
-	Phase     string         `json:"phase"`
-	Invalid   []Invalid      `json:"-"`
-	skip      map[int]struct{}
+	// AddCost is the mean time of one fold (State.Add) over the 8192
+	// events before each power-of-ten count (10^4, 10^5, …) was reached.
+	AddCost map[int]time.Duration `json:"add_cost_ns"`
+	// Invalid lists the first 1000 invalid lines, by line number.
+	Invalid []Invalid `json:"-"`
 }
 
-// Replayer rebuilds every derived view from a log of JSON lines (events or
-// export lines), verifying each event as the relay does at publish — id,
-// signature, PoW, kind rules; not the freshness window or rate limits —
-// and folding only the valid ones. It reads the log twice: the first pass
-// verifies on every core and registers revocations, the second folds, so
-// no event ever has to be withdrawn and memory stays at one id per event.
+// Replayer rebuilds every derived view from a log file of JSON lines
+// (events or export lines), verifying each event as the relay does at
+// publish — id, signature, PoW, kind rules; not the freshness window or
+// rate limits — and folding the valid ones exactly as the live relay does.
+// Verification runs on every core while one goroutine folds; a revocation
+// fetches its already-folded target back from the file by offset, so
+// memory holds one id and offset per event, not the events.
 type Replayer struct {
 	Checker protocol.Checker
 	Now     int64
@@ -44,49 +47,142 @@ type Replayer struct {
 	OnProgress func(ReplayStats)
 }
 
-// Replay reads the log open returns, twice, and returns the folded state.
-func (rp *Replayer) Replay(ctx context.Context, open func() (io.ReadCloser, error)) (*state.State, ReplayStats, error) {
-	st := ReplayStats{Rejected: map[string]int{}, Kinds: map[int64]int{}, skip: map[int]struct{}{}, Phase: "verify"}
+type replayItem struct {
+	line   int
+	offset int64
+	raw    []byte
+	ev     *protocol.Event
+	err    error
+}
+
+// Replay verifies and folds the log at path and returns the state.
+func (rp *Replayer) Replay(ctx context.Context, path string) (*state.State, ReplayStats, error) {
+	st := ReplayStats{Rejected: map[string]int{}, Kinds: map[int64]int{}, AddCost: map[int]time.Duration{}}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, st, err
+	}
+	defer f.Close()
+	checker := rp.Checker
+	checker.Limits.MaxAge = 0
+	var readErr error
+	results := parallel(lines(ctx, f, &readErr), func(it *replayItem) {
+		it.ev, _, it.err = verifyLine(it.raw, checker, rp.Now)
+		it.raw = nil
+	})
 	s := state.New(rp.Options)
-	if err := rp.verifyPass(ctx, open, s, &st); err != nil {
-		return nil, st, err
+	offsets := make(map[[32]byte]int64)
+	lookup := func(id string) *protocol.Event {
+		var k [32]byte
+		if n, err := hex.Decode(k[:], []byte(id)); err != nil || n != 32 {
+			return nil
+		}
+		off, ok := offsets[k]
+		if !ok {
+			return nil
+		}
+		e, err := eventAt(f, off)
+		if err != nil {
+			return nil
+		}
+		return e
 	}
-	st.Phase = "fold"
-	if err := rp.foldPass(ctx, open, s, &st); err != nil {
-		return nil, st, err
+	var cost addCost
+	for it := range results {
+		st.Read++
+		if it.err == nil && it.ev.Kind == protocol.KindHealth {
+			it.err = protocol.Errorf("kind_11_not_stored", "kind 11 health beats are never stored")
+		}
+		if it.err != nil {
+			st.reject(it)
+			continue
+		}
+		var id [32]byte
+		hex.Decode(id[:], []byte(it.ev.ID))
+		if _, dup := offsets[id]; dup {
+			st.Duplicate++
+			continue
+		}
+		offsets[id] = it.offset
+		st.Valid++
+		st.Kinds[it.ev.Kind]++
+		t0 := time.Now()
+		s.Add(int64(st.Valid), it.ev, lookup)
+		cost.record(time.Since(t0), st.Valid, st.AddCost)
+		if rp.OnProgress != nil && st.Read%4096 == 0 {
+			rp.OnProgress(st)
+		}
 	}
-	st.Phase = "done"
+	sort.Slice(st.Invalid, func(i, j int) bool { return st.Invalid[i].Line < st.Invalid[j].Line })
+	if readErr == nil {
+		readErr = ctx.Err()
+	}
+	if readErr != nil {
+		return nil, st, readErr
+	}
 	return s, st, nil
 }
 
-type replayItem struct {
-	line int
-	raw  []byte
-	ev   *protocol.Event
-	err  error
+// addCost keeps a moving window of fold times.
+type addCost struct {
+	window [8192]time.Duration
+	sum    time.Duration
+	next   int
 }
 
-// lines feeds the non-blank lines of r, numbered from 1, into a channel.
+func (a *addCost) record(d time.Duration, n int, out map[int]time.Duration) {
+	if a.next == 0 {
+		a.next = 10000
+	}
+	slot := &a.window[n%len(a.window)]
+	a.sum += d - *slot
+	*slot = d
+	if n == a.next {
+		out[n] = a.sum / time.Duration(min(n, len(a.window)))
+		a.next *= 10
+	}
+}
+
+// eventAt reads and decodes the line starting at off.
+func eventAt(f *os.File, off int64) (*protocol.Event, error) {
+	r := bufio.NewReader(io.NewSectionReader(f, off, 8<<20))
+	line, err := r.ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	var e protocol.Event
+	if err := json.Unmarshal(unwrapExportLine(bytes.TrimSpace(line)), &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// lines feeds the non-blank lines of r, numbered from 1 with their byte
+// offsets, into a channel.
 func lines(ctx context.Context, r io.Reader, errp *error) <-chan replayItem {
 	out := make(chan replayItem, 1024)
 	go func() {
 		defer close(out)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 8<<20)
-		n := 0
-		for sc.Scan() {
-			n++
-			b := bytes.TrimSpace(sc.Bytes())
-			if len(b) == 0 {
-				continue
+		br := bufio.NewReaderSize(r, 1<<20)
+		var off int64
+		for n := 1; ; n++ {
+			b, err := br.ReadBytes('\n')
+			start := off
+			off += int64(len(b))
+			if t := bytes.TrimSpace(b); len(t) > 0 {
+				select {
+				case out <- replayItem{line: n, offset: start, raw: t}:
+				case <-ctx.Done():
+					return
+				}
 			}
-			select {
-			case out <- replayItem{line: n, raw: append([]byte(nil), b...)}:
-			case <-ctx.Done():
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					*errp = err
+				}
 				return
 			}
 		}
-		*errp = sc.Err()
 	}()
 	return out
 }
@@ -109,52 +205,6 @@ func parallel(in <-chan replayItem, work func(*replayItem)) <-chan replayItem {
 	return out
 }
 
-func (rp *Replayer) verifyPass(ctx context.Context, open func() (io.ReadCloser, error), s *state.State, st *ReplayStats) error {
-	r, err := open()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	checker := rp.Checker
-	checker.Limits.MaxAge = 0
-	var readErr error
-	results := parallel(lines(ctx, r, &readErr), func(it *replayItem) {
-		it.ev, _, it.err = verifyLine(it.raw, checker, rp.Now)
-		it.raw = nil
-	})
-	seen := make(map[[32]byte]struct{})
-	for it := range results {
-		st.Read++
-		if it.err == nil && it.ev.Kind == protocol.KindHealth {
-			it.err = protocol.Errorf("kind_11_not_stored", "kind 11 health beats are never stored")
-		}
-		if it.err != nil {
-			st.skip[it.line] = struct{}{}
-			st.reject(it)
-			continue
-		}
-		var id [32]byte
-		hex.Decode(id[:], []byte(it.ev.ID))
-		if _, dup := seen[id]; dup {
-			st.skip[it.line] = struct{}{}
-			st.Duplicate++
-			continue
-		}
-		seen[id] = struct{}{}
-		st.Valid++
-		st.Kinds[it.ev.Kind]++
-		s.Preload(it.ev)
-		if rp.OnProgress != nil && st.Read%4096 == 0 {
-			rp.OnProgress(*st)
-		}
-	}
-	sort.Slice(st.Invalid, func(i, j int) bool { return st.Invalid[i].Line < st.Invalid[j].Line })
-	if readErr == nil {
-		readErr = ctx.Err()
-	}
-	return readErr
-}
-
 func (st *ReplayStats) reject(it replayItem) {
 	code := "invalid"
 	var pe *protocol.Error
@@ -173,49 +223,6 @@ func (st *ReplayStats) reject(it replayItem) {
 	if len(st.Invalid) < 1000 {
 		st.Invalid = append(st.Invalid, inv)
 	}
-}
-
-func (rp *Replayer) foldPass(ctx context.Context, open func() (io.ReadCloser, error), s *state.State, st *ReplayStats) error {
-	r, err := open()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	var readErr error
-	in := make(chan replayItem, 1024)
-	go func() {
-		defer close(in)
-		for it := range lines(ctx, r, &readErr) {
-			if _, skip := st.skip[it.line]; !skip {
-				in <- it
-			}
-		}
-	}()
-	decoded := parallel(in, func(it *replayItem) {
-		b := unwrapExportLine(it.raw)
-		var e protocol.Event
-		if it.err = json.Unmarshal(b, &e); it.err == nil {
-			it.ev = &e
-		}
-		it.raw = nil
-	})
-	for it := range decoded {
-		if it.err != nil {
-			return fmt.Errorf("line %d changed between passes: %w", it.line, it.err)
-		}
-		st.Folded++
-		s.Add(int64(st.Folded), it.ev, nil)
-		if rp.OnProgress != nil && st.Folded%4096 == 0 {
-			rp.OnProgress(*st)
-		}
-	}
-	if readErr == nil {
-		readErr = ctx.Err()
-	}
-	if readErr == nil && st.Folded != st.Valid {
-		readErr = fmt.Errorf("the log changed between passes: %d valid events, %d folded", st.Valid, st.Folded)
-	}
-	return readErr
 }
 
 // unwrapExportLine returns the event of an export line {"seq":N,"event":…},

@@ -37,6 +37,8 @@ type benchCmd struct {
 	paceFor     time.Duration
 	fill        int
 	queryConc   int
+	replay      int
+	corpus      string
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -49,10 +51,15 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.DurationVar(&c.paceFor, "pace-for", 5*time.Second, "duration of the half-rate latency run")
 	fs.IntVar(&c.fill, "fill", 0, "preload this many signed events into the in-process relay's log before measuring queries")
 	fs.IntVar(&c.queryConc, "query-concurrency", 4, "concurrent query clients")
+	fs.IntVar(&c.replay, "replay", 0, "instead, measure the auditor's replay of a mixed log of this many events")
+	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
 	return parse(fs, args)
 }
 
 func (c *benchCmd) Run(ctx context.Context) error {
+	if c.replay > 0 {
+		return c.benchReplay(ctx)
+	}
 	base := c.relayURL
 	if base == "" {
 		dir, err := os.MkdirTemp("", "anp2-bench-")

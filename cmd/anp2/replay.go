@@ -70,7 +70,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 			through = d.Seq // replay exactly what that /state folded
 		}
 	}
-	open, cleanup, err := c.openSource(ctx, through)
+	path, cleanup, err := c.openSource(ctx, through)
 	if err != nil {
 		return err
 	}
@@ -78,13 +78,9 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	start := time.Now()
 	rp := &relay.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury},
 		OnProgress: func(s relay.ReplayStats) {
-			n := s.Read
-			if s.Phase == "fold" {
-				n = s.Folded
-			}
-			c.progress.update("%s: %d events (%.0f/s)", s.Phase, n, float64(n)/time.Since(start).Seconds())
+			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
-	st, stats, err := rp.Replay(ctx, open)
+	st, stats, err := rp.Replay(ctx, path)
 	c.progress.done()
 	if err != nil {
 		return err
@@ -106,7 +102,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 
 func (c *replayCmd) report(s relay.ReplayStats, d state.Digest, elapsed time.Duration) {
 	fmt.Fprintf(c.out, "read %d lines: %d valid, %d duplicate, %d invalid; folded %d in %s (%.0f events/s)\n",
-		s.Read, s.Valid, s.Duplicate, s.Read-s.Valid-s.Duplicate, s.Folded, elapsed.Round(time.Millisecond),
+		s.Read, s.Valid, s.Duplicate, s.Read-s.Valid-s.Duplicate, s.Valid, elapsed.Round(time.Millisecond),
 		float64(s.Read)/elapsed.Seconds())
 	kinds := make([]int64, 0, len(s.Kinds))
 	for k := range s.Kinds {
@@ -135,32 +131,26 @@ func (c *replayCmd) report(s relay.ReplayStats, d state.Digest, elapsed time.Dur
 	fmt.Fprintf(c.out, "state %s\n", b)
 }
 
-// openSource returns a function opening the log as JSON lines (called once
-// per replay pass) and a cleanup.
-func (c *replayCmd) openSource(ctx context.Context, through int64) (func() (io.ReadCloser, error), func(), error) {
-	noop := func() {}
+// openSource returns the log as a JSON-lines file the replayer can read
+// with random access (a relay's export, stdin and a database are spooled to
+// a temporary file) and a cleanup.
+func (c *replayCmd) openSource(ctx context.Context, through int64) (string, func(), error) {
+	var fill func(io.Writer) error
 	switch {
 	case strings.HasPrefix(c.source, "http://") || strings.HasPrefix(c.source, "https://"):
-		path, err := c.spool(ctx, func(w io.Writer) error { return c.download(ctx, w, through) })
-		if err != nil {
-			return nil, noop, err
-		}
-		return fileOpener(path), func() { os.Remove(path) }, nil
+		fill = func(w io.Writer) error { return c.download(ctx, w, through) }
 	case c.source == "-":
-		path, err := c.spool(ctx, func(w io.Writer) error { _, err := io.Copy(w, os.Stdin); return err })
-		if err != nil {
-			return nil, noop, err
-		}
-		return fileOpener(path), func() { os.Remove(path) }, nil
+		fill = func(w io.Writer) error { _, err := io.Copy(w, os.Stdin); return err }
+	case isSQLite(c.source):
+		fill = func(w io.Writer) error { return c.dumpStore(ctx, w) }
+	default:
+		return c.source, func() {}, nil
 	}
-	if isSQLite(c.source) {
-		st, err := sqlite.Open(c.source, nil)
-		if err != nil {
-			return nil, noop, err
-		}
-		return func() (io.ReadCloser, error) { return exportReader(ctx, st), nil }, func() { st.Close() }, nil
+	path, err := c.spool(ctx, fill)
+	if err != nil {
+		return "", func() {}, err
 	}
-	return fileOpener(c.source), noop, nil
+	return path, func() { os.Remove(path) }, nil
 }
 
 // download streams the relay's /export (through seq through when ≥ 0).
@@ -195,25 +185,25 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 	return f.Name(), ctx.Err()
 }
 
-func fileOpener(path string) func() (io.ReadCloser, error) {
-	return func() (io.ReadCloser, error) { return os.Open(path) }
-}
-
-// exportReader streams a store's log as JSON lines.
-func exportReader(ctx context.Context, st *sqlite.Store) io.ReadCloser {
-	pr, pw := io.Pipe()
-	go func() {
-		bw := bufio.NewWriterSize(pw, 1<<16)
-		err := st.Export(ctx, 0, func(int64) error { return nil }, func(_ int64, body []byte) error {
-			bw.Write(body)
-			return bw.WriteByte('\n')
-		})
-		if err == nil {
-			err = bw.Flush()
+// dumpStore writes a database's log as JSON lines.
+func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
+	st, err := sqlite.Open(c.source, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bw := bufio.NewWriterSize(w, 1<<16)
+	err = st.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
+		if seq%4096 == 0 {
+			c.progress.update("read database: seq %d", seq)
 		}
-		pw.CloseWithError(err)
-	}()
-	return pr
+		bw.Write(body)
+		return bw.WriteByte('\n')
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 func isSQLite(path string) bool {
