@@ -21,6 +21,7 @@ type serveCmd struct {
 
 	addr, db, publicURL, proxies string
 	rateAgent, rateIP            int
+	treasury                     string
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -40,6 +41,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	return parse(fs, args)
 }
 
@@ -67,13 +69,21 @@ func (c *serveCmd) Start() error {
 	if cfg.PublicBaseURL == "" {
 		cfg.PublicBaseURL = "http://" + ln.Addr().String()
 	}
+	prog := newProgress(c.errw)
+	rebuildStart := time.Now()
+	cfg.OnRebuild = func(done, total int64) {
+		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
+	}
+	cfg.Treasury = c.treasury
 	srv, err := relay.New(cfg, st)
+	prog.done()
 	if err != nil {
 		ln.Close()
 		st.Close()
 		return err
 	}
 	c.srv = srv
+	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
 	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
 	return nil
 }
