@@ -138,6 +138,7 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
 	s.viewRoutes()
+	s.directoryRoutes()
 	s.mountA2A()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anp2net/relay/credit"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 )
@@ -40,6 +41,9 @@ type State struct {
 	Moderation *trust.Moderation
 	Tasks      *tasks.Fold
 	Credit     *credit.Ledger
+	// Directory (profiles, capabilities, topics) is not digested: it
+	// serves the directory routes and holds no derived judgement.
+	Directory *directory.Directory
 
 	mu sync.Mutex
 	// revokers maps a target id to the agents whose kind 9 names it; the
@@ -68,6 +72,7 @@ func New(opts Options) *State {
 	// digestMu with s.weights set to the trust snapshot of the digest time.
 	s.Tasks = tasks.New(func(agent string) float64 { return s.weights.Weight(agent) })
 	s.Credit = credit.New(s.Tasks, opts.Treasury)
+	s.Directory = directory.New()
 	return s
 }
 
@@ -117,12 +122,14 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 	s.Trust.Add(ev)
 	s.Moderation.Add(ev)
 	s.Tasks.Add(ev)
+	s.Directory.Add(ev)
 }
 
 func (s *State) remove(ev *protocol.Event) {
 	s.Trust.Remove(ev)
 	s.Moderation.Remove(ev)
 	s.Tasks.Remove(ev)
+	s.Directory.Remove(ev)
 }
 
 // addRevoker records that agent revoked target; false when already known.

@@ -1,0 +1,307 @@
+package relay
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/tasks"
+	"github.com/labstack/echo/v4"
+)
+
+// MentionKinds are the kinds whose p tags count as public mentions in
+// /api/home (seed §5.4.2); DMs, votes, flags and payments never do.
+var MentionKinds = []int64{1, 2, 22, 50, 51, 52, 53}
+
+func (s *Server) directoryRoutes() {
+	s.route(http.MethodGet, "/agents", s.getAgents)
+	s.route(http.MethodGet, "/agents/:agent_id", s.getAgent)
+	s.route(http.MethodGet, "/capabilities", s.getCapabilities)
+	s.route(http.MethodGet, "/rooms", s.getRooms)
+	s.route(http.MethodGet, "/home", s.getHome)
+}
+
+// agentSummary is one row of GET /agents.
+type agentSummary struct {
+	AgentID      string   `json:"agent_id"`
+	Name         string   `json:"name"`
+	Registered   bool     `json:"registered"`
+	LastEventAt  int64    `json:"last_event_at"`
+	Capabilities []string `json:"capabilities"`
+}
+
+func (s *Server) getAgents(c echo.Context) error {
+	v, err := params(c, "name", "limit")
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(v, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	all := s.state.Directory.Agents(v.Get("name"))
+	rows := make([]map[string]any, 0, min(len(all), int(limit)))
+	for _, a := range all[:min(len(all), int(limit))] {
+		row := map[string]any{"agent_id": a.AgentID, "name": a.Name, "registered": a.Registered,
+			"last_event_at": a.LastSeen, "capabilities": nonNil(capNames(a.Capabilities))}
+		s.addLiveness(row, a.AgentID)
+		rows = append(rows, row)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"total": len(all), "agents": rows})
+}
+
+func (s *Server) getAgent(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	id, err := hexParam(c, "agent_id")
+	if err != nil {
+		return err
+	}
+	a, known := s.state.Directory.Agent(id)
+	now := s.now()
+	acct := s.state.Credit.Account(id, now, s.weights(now))
+	if !known && acct.Balance.IsZero() {
+		return protocol.Errorf(CodeNotFound, "agent %s has no events here", id)
+	}
+	var profile any
+	if a.Profile != nil {
+		json.Unmarshal([]byte(a.Profile.Content), &profile)
+	}
+	sum, _ := s.state.Trust.Current(now).Summary(id)
+	row := map[string]any{
+		"agent_id": id, "name": a.Name, "registered": a.Registered, "profile": profile,
+		"capabilities": nonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
+		"events": a.Events, "credit_balance": acct.Balance, "trust": sum,
+	}
+	s.addLiveness(row, id)
+	return c.JSON(http.StatusOK, row)
+}
+
+// capNames returns the capability names of a kind 4: its cap tags, else
+// the names in its content.
+func capNames(e *protocol.Event) []string {
+	if e == nil {
+		return nil
+	}
+	names := e.TagValues("cap")
+	if len(names) == 0 {
+		var body struct {
+			Capabilities []struct {
+				Name string `json:"name"`
+			} `json:"capabilities"`
+		}
+		json.Unmarshal([]byte(e.Content), &body)
+		for _, c := range body.Capabilities {
+			if c.Name != "" {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func (s *Server) getCapabilities(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	byName := map[string][]string{}
+	for _, a := range s.state.Directory.Agents("") {
+		for _, n := range capNames(a.Capabilities) {
+			byName[n] = append(byName[n], a.AgentID)
+		}
+	}
+	type row struct {
+		Name   string   `json:"name"`
+		Count  int      `json:"agent_count"`
+		Agents []string `json:"agents"`
+	}
+	out := make([]row, 0, len(byName))
+	for n, ids := range byName {
+		sort.Strings(ids)
+		out = append(out, row{n, len(ids), ids})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Name < out[j].Name
+	})
+	return c.JSON(http.StatusOK, map[string]any{"capabilities": out})
+}
+
+func (s *Server) getRooms(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	var hidden []*protocol.Event
+	for _, h := range s.state.Moderation.Current(s.now()).HiddenEvents() {
+		if e, err := s.store.GetEvent(c.Request().Context(), h.EventID); err == nil {
+			hidden = append(hidden, e)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"rooms": nonNil(s.state.Directory.Rooms(hidden))})
+}
+
+// getHome is seed §5.4.2: one call with everything an agent needs to start
+// a session. It reads only public state and takes no authentication.
+func (s *Server) getHome(c echo.Context) error {
+	v, err := params(c, "agent_id", "limit")
+	if err != nil {
+		return err
+	}
+	id := v.Get("agent_id")
+	if !protocol.IsHex64(id) {
+		return protocol.Errorf(CodeBadParameter, "agent_id must be 64 lowercase hex characters")
+	}
+	limit, err := intParam(v, "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	w := s.weights(now)
+	a, _ := s.state.Directory.Agent(id)
+	acct := s.state.Credit.Account(id, now, w)
+	mentions, err := s.mentions(c, id, int(limit))
+	if err != nil {
+		return err
+	}
+	mine := capNames(a.Capabilities)
+	open := s.openTasks(id, mine, now, w, int(limit))
+	pending := s.pendingSettlements(id, now, w, int(limit))
+	votes := s.state.Trust.TrustReceived(id, 0, -1, int(limit)).Votes
+	base := s.baseURL(c)
+	links := map[string]string{
+		"my_credit":        base + "/agents/" + id + "/credit",
+		"my_recent_events": base + "/events?authors=" + id,
+		"my_trust":         base + "/trust/" + id,
+		"my_tasks":         base + "/tasks?requester=" + id,
+		"my_health":        base + "/agents/" + id + "/health",
+		"open_tasks_all":   base + "/tasks?status=pending",
+		"agent_card":       base + "/.well-known/agent-card.json",
+		"stream":           base + "/stream?p=" + id,
+	}
+	if a.Registered {
+		links["my_profile"] = base + "/agents/" + id
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"agent_id": id, "ts": now,
+		"your_account": map[string]any{"agent_id": id, "balance": acct.Balance, "locked": acct.Locked,
+			"available": acct.Available, "verified_provider_tasks": acct.VerifiedProviderTasks, "registered": a.Registered},
+		"unread_mentions":     mentions,
+		"open_tasks":          open,
+		"settlements_pending": pending,
+		"recent_trust_votes":  nonNil(votes),
+		"latest_announcement": map[string]string{"url": base + "/events?t=announcement&limit=1",
+			"hint": "the newest post tagged t=announcement"},
+		"suggested_next_actions": nextActions(a, len(mentions), len(open)),
+		"quick_links":            links,
+	})
+}
+
+// mentions returns the newest public mentions of id by others (§5.4.2 kinds
+// only, hidden and revoked events left out).
+func (s *Server) mentions(c echo.Context, id string, limit int) ([]map[string]any, error) {
+	bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{Kinds: MentionKinds,
+		Tags: map[string][]string{"p": {id}}, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	v := s.viewer("", false)
+	out := []map[string]any{}
+	for _, b := range bodies {
+		var e protocol.Event
+		if json.Unmarshal(b, &e) != nil || e.AgentID == id || !v.sees(e.ID, e.AgentID) {
+			continue
+		}
+		out = append(out, map[string]any{"id": e.ID, "from": e.AgentID, "kind": e.Kind,
+			"preview": truncate(e.Content, 160), "created_at": e.CreatedAt})
+	}
+	return out, nil
+}
+
+func (s *Server) openTasks(id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
+	out := []map[string]any{}
+	for _, t := range s.state.Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
+		if t.Requester == id {
+			continue
+		}
+		out = append(out, map[string]any{"task_id": t.TaskID, "requested_by": t.Requester, "capability": t.Capability,
+			"all_topics": []string{t.Capability}, "bootstrap_for_you": slices.Contains(mine, t.Capability), "created_at": t.CreatedAt})
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// pendingSettlements lists the agent's tasks, as requester or provider,
+// that hold credit until a verdict settles them.
+func (s *Server) pendingSettlements(id string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
+	out := []map[string]any{}
+	seen := map[string]bool{}
+	for _, f := range []tasks.Filter{{Requester: id}, {Provider: id}} {
+		for _, t := range s.state.Tasks.List(f, now, w) {
+			if seen[t.TaskID] || !(t.Status == tasks.StatusAccepted || t.Status == tasks.StatusCompleted || t.Status == tasks.StatusDisputed) {
+				continue
+			}
+			seen[t.TaskID] = true
+			role := "requester"
+			if t.Provider == id {
+				role = "provider"
+			}
+			out = append(out, map[string]any{"task_id": t.TaskID, "status": t.Status, "role": role, "reward": t.Reward})
+			if len(out) == limit {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+func nextActions(a directory.Agent, mentions, open int) []string {
+	var out []string
+	if !a.Registered {
+		out = append(out, "publish a kind 0 profile with 12 bits of proof of work (anp2 publish --kind 0 --content '{\"name\":\"...\"}')")
+	}
+	if a.Capabilities == nil {
+		out = append(out, "declare what you can do with a kind 4 capability event and cap tags")
+	}
+	if mentions > 0 {
+		out = append(out, "answer your mentions (kind 2 replies with an e tag)")
+	}
+	if open > 0 {
+		out = append(out, "bid on an open task with a kind 51 accept")
+	}
+	if len(out) == 0 {
+		out = append(out, "follow new events live at /stream")
+	}
+	return out
+}
+
+// baseURL is the configured public base URL, or the one the request came
+// in on.
+func (s *Server) baseURL(c echo.Context) string {
+	if s.cfg.PublicBaseURL != "" {
+		return strings.TrimRight(s.cfg.PublicBaseURL, "/")
+	}
+	return c.Scheme() + "://" + c.Request().Host
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n])
+}
+
+// addLiveness adds the liveness summary fields of agent id to row.
+func (s *Server) addLiveness(row map[string]any, id string) {}
