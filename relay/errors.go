@@ -23,6 +23,7 @@ const (
 	CodeMethod          = "method_not_allowed"
 	CodeUnavailable     = "unavailable"
 	CodeUnauthorized    = "unauthorized"
+	CodeNotMirrored     = "kind_11_not_mirrored"
 )
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/labstack/echo/v4"
@@ -66,6 +67,7 @@ type Server struct {
 	// (event stream) run after the views are updated.
 	state    *state.State
 	onCommit []func([]sqlite.Committed)
+	liveness *liveness.Fold
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -89,6 +91,7 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		return nil, err
 	}
 	s.state = st
+	s.liveness = liveness.New(liveness.Options{})
 	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true

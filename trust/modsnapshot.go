@@ -150,26 +150,10 @@ func (s *ModSnapshot) diff(prev *ModSnapshot) {
 // does not publish the result.
 func (m *Moderation) Compute(now int64) *ModSnapshot { return m.compute(m.g.At(now)) }
 
-// moderationDocument is the canonical state of the moderation view.
-type moderationDocument struct {
-	View          string             `json:"view"`
-	Now           int64              `json:"now"`
-	ActiveAgents  int                `json:"active_agents"`
-	HideThreshold float64            `json:"hide_threshold"`
-	Events        []*EventModeration `json:"events"`
-}
-
 // Digest returns SHA-256 over the canonical serialization of the snapshot:
-// the threshold and every flagged event's full state, by event id.
-func (s *ModSnapshot) Digest() [32]byte {
-	doc := moderationDocument{View: "moderation.v1", Now: s.Now, ActiveAgents: s.ActiveAgents,
-		HideThreshold: s.HideThreshold, Events: make([]*EventModeration, 0, len(s.events))}
-	for _, em := range s.events {
-		doc.Events = append(doc.Events, em)
-	}
-	slices.SortFunc(doc.Events, func(a, b *EventModeration) int { return strings.Compare(a.EventID, b.EventID) })
-	return canonicalDigest(doc)
-}
+// the threshold and every flagged event's full state, by event id (see
+// writeDigest).
+func (s *ModSnapshot) Digest() [32]byte { return canonicalDigest(s.writeDigest) }
 
 // Digest returns SHA-256 over the canonical serialization of the moderation
 // state at EvalTime(now), computed exactly (Compute).
