@@ -136,3 +136,20 @@ func EncodeCBORList(evs []*Event) ([]byte, error) {
 	}
 	return cborEnc.Marshal(list)
 }
+
+// SplitCBORList splits a definite-length CBOR array into its items, each
+// still encoded, so a batch can be judged item by item. It returns an
+// *EnvelopeError when b is not one array.
+func SplitCBORList(b []byte) ([][]byte, error) {
+	var items []cbor.RawMessage
+	if err := cborDec.Unmarshal(b, &items); err != nil {
+		var env EnvelopeError
+		env.add("body must be one CBOR array of events: "+cborReason(err), "value_error.cbor")
+		return nil, &env
+	}
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = it
+	}
+	return out, nil
+}

@@ -23,10 +23,21 @@ func newLimiter(n int, window time.Duration) *limiter {
 // allow charges one event to key at now when take is true; it reports
 // whether the event is within the limit and, if not, how long to wait.
 func (l *limiter) allow(key string, now time.Time, take bool) (bool, time.Duration) {
+	return l.take(key, now, 1, take)
+}
+
+// allowN charges n units at once (a batch); the answer is in whole seconds
+// to wait.
+func (l *limiter) allowN(key string, now time.Time, n int) (bool, int) {
+	ok, wait := l.take(key, now, n, true)
+	return ok, int(wait.Seconds()) + 1
+}
+
+func (l *limiter) take(key string, now time.Time, units int, take bool) (bool, time.Duration) {
 	if l == nil || l.n <= 0 {
 		return true, 0
 	}
-	interval := l.window / time.Duration(l.n)
+	interval := l.window / time.Duration(l.n) * time.Duration(units)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)

@@ -4,6 +4,7 @@ package relay
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,12 @@ type Config struct {
 	MaxBody int64
 	// Treasury is the credit treasury agent ("" for the public network's).
 	Treasury string
+	// RelayKey is the relay's own Ed25519 identity: it signs the kind 10
+	// announcement and authenticates the relay to its peers. nil: none.
+	RelayKey ed25519.PrivateKey
+	// PeerRate caps events per RateWindow that one peer address may push
+	// through POST /gossip (0 disables).
+	PeerRate int
 	// OnRebuild, when set, receives progress (seq, through) while New folds
 	// the stored log into the derived views.
 	OnRebuild func(done, total int64)
@@ -49,7 +56,7 @@ type Config struct {
 // per 60 s, 1 MiB bodies, the default checker, the wall clock.
 func DefaultConfig() Config {
 	return Config{
-		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute,
+		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000,
 		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
 	}
 }
@@ -68,6 +75,8 @@ type Server struct {
 	state    *state.State
 	onCommit []func([]sqlite.Committed)
 	liveness *liveness.Fold
+	byPeer   *limiter
+	peers    peers
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -92,6 +101,7 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	}
 	s.state = st
 	s.liveness = liveness.New(liveness.Options{})
+	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
 	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -142,6 +152,8 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
 	s.viewRoutes()
 	s.directoryRoutes()
+	s.route(http.MethodPost, "/gossip", s.postGossip)
+	s.route(http.MethodGet, "/relays", s.getRelays)
 	s.mountA2A()
 }
 
@@ -157,6 +169,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// even when nobody reads.
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if err := s.announce(rctx); err != nil {
+		s.cfg.Logger.Warn("relay announcement failed", "err", err)
+	}
 	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 30*time.Second)
 	select {
 	case err := <-errc:

@@ -35,29 +35,44 @@ func (c *keygenCmd) ParseFlags(args []string) error {
 }
 
 func (c *keygenCmd) Run(ctx context.Context) error {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	priv, err := newKeyFile(c.path, c.force)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintln(c.out, protocol.AgentIDOf(priv))
+	return nil
+}
+
+// newKeyFile creates a fresh key at path (mode 0600); an existing file is
+// an error unless force.
+func newKeyFile(path string, force bool) (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	kf := keyFile{AgentID: protocol.AgentIDOf(priv), Seed: hex.EncodeToString(priv.Seed())}
 	b, _ := json.MarshalIndent(kf, "", "  ")
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if c.force {
+	if force {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	}
-	f, err := os.OpenFile(c.path, flags, 0o600)
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
-		return fmt.Errorf("write key: %w", err)
+		return nil, fmt.Errorf("write key: %w", err)
 	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return priv, f.Close()
+}
+
+// loadOrCreateKey loads the key at path, creating it when missing.
+func loadOrCreateKey(path string) (ed25519.PrivateKey, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return newKeyFile(path, false)
 	}
-	fmt.Fprintln(c.out, kf.AgentID)
-	return nil
+	return loadKey(path)
 }
 
 // loadKey reads a key file written by keygen.

@@ -21,7 +21,7 @@ type serveCmd struct {
 
 	addr, db, publicURL, proxies string
 	rateAgent, rateIP            int
-	treasury                     string
+	treasury, relayKey           string
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -41,6 +41,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	return parse(fs, args)
 }
@@ -75,6 +76,14 @@ func (c *serveCmd) Start() error {
 		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
 	}
 	cfg.Treasury = c.treasury
+	if c.relayKey == "" {
+		c.relayKey = c.db + ".relay-key"
+	}
+	if cfg.RelayKey, err = loadOrCreateKey(c.relayKey); err != nil {
+		ln.Close()
+		st.Close()
+		return fmt.Errorf("relay key: %w", err)
+	}
 	srv, err := relay.New(cfg, st)
 	prog.done()
 	if err != nil {

@@ -1,0 +1,244 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sort"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/labstack/echo/v4"
+)
+
+// MaxGossipEvents bounds one POST /gossip batch.
+const MaxGossipEvents = 1000
+
+// announcement is the content of the relay's kind 10 (§11.3.5).
+type announcement struct {
+	URL             string   `json:"url"`
+	PreferredBranch string   `json:"preferred_branch"`
+	ServedBranches  []string `json:"served_branches"`
+}
+
+// announce publishes the relay's signed kind 10 unless the latest one it
+// stored already says the same.
+func (s *Server) announce(ctx context.Context) error {
+	if s.cfg.RelayKey == nil {
+		return nil
+	}
+	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: "main", ServedBranches: []string{"main"}})
+	self := protocol.AgentIDOf(s.cfg.RelayKey)
+	bodies, err := s.store.Query(ctx, sqlite.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(bodies) == 1 {
+		var last protocol.Event
+		if json.Unmarshal(bodies[0], &last) == nil && last.Content == string(content) {
+			return nil
+		}
+	}
+	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content),
+		Tags: [][]string{{"branch", "main"}}}
+	e.Sign(s.cfg.RelayKey)
+	_, err = s.ingest(ctx, e, nil, "json", "", true)
+	return err
+}
+
+// peerStats counts what one peer sent or received.
+type peerStats struct {
+	Peer          string `json:"peer"`
+	Direction     string `json:"direction"` // "inbound" (it pushes to us) or "outbound" (we mirror it)
+	State         string `json:"state,omitempty"`
+	LastContactAt int64  `json:"last_contact_at"`
+	LastError     string `json:"last_error,omitempty"`
+	Received      int64  `json:"received"`
+	Accepted      int64  `json:"accepted"`
+	Duplicate     int64  `json:"duplicate"`
+	Invalid       int64  `json:"invalid"`
+	Pushed        int64  `json:"pushed"`
+}
+
+// peers tracks peer traffic for GET /relays.
+type peers struct {
+	mu sync.Mutex
+	m  map[string]*peerStats
+}
+
+func (p *peers) update(key, direction string, f func(*peerStats)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*peerStats{}
+	}
+	st := p.m[direction+" "+key]
+	if st == nil {
+		st = &peerStats{Peer: key, Direction: direction}
+		p.m[direction+" "+key] = st
+	}
+	f(st)
+}
+
+func (p *peers) list() []peerStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]peerStats, 0, len(p.m))
+	for _, st := range p.m {
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Direction != out[j].Direction {
+			return out[i].Direction < out[j].Direction
+		}
+		return out[i].Peer < out[j].Peer
+	})
+	return out
+}
+
+// gossipAnswer is the body of POST /gossip.
+type gossipAnswer struct {
+	Accepted  int              `json:"accepted"`
+	Duplicate int              `json:"duplicate"`
+	Rejected  []gossipRejected `json:"rejected"`
+}
+
+type gossipRejected struct {
+	Index  int    `json:"index"`
+	ID     string `json:"id,omitempty"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// postGossip accepts a batch of events pushed by a peer (§12.9.3): a JSON
+// array or a CBOR array. Each event is verified on its own as a mirrored
+// event; bad ones are listed and never block the good ones.
+func (s *Server) postGossip(c echo.Context) error {
+	items, rawType, err := readBatch(c)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	peer := c.RealIP()
+	if ok, wait := s.byPeer.allowN(peer, now, len(items)); !ok {
+		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its gossip rate", peer), after: wait}
+	}
+	ans := gossipAnswer{Rejected: []gossipRejected{}}
+	for i, raw := range items {
+		var e *protocol.Event
+		if rawType == "cbor" {
+			e, err = protocol.DecodeCBOR(raw)
+		} else {
+			e, err = protocol.DecodeJSON(raw)
+		}
+		var res *publishAnswer
+		if err == nil {
+			res, err = s.ingest(c.Request().Context(), e, raw, rawType, peer, true)
+		}
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, sqlite.ErrClosed) {
+				return err
+			}
+			ans.Rejected = append(ans.Rejected, rejection(i, e, err))
+			continue
+		}
+		if res.Duplicate {
+			ans.Duplicate++
+		} else {
+			ans.Accepted++
+		}
+	}
+	s.peers.update(peer, "inbound", func(p *peerStats) {
+		p.LastContactAt = now.Unix()
+		p.Received += int64(len(items))
+		p.Accepted += int64(ans.Accepted)
+		p.Duplicate += int64(ans.Duplicate)
+		p.Invalid += int64(len(ans.Rejected))
+	})
+	return c.JSON(http.StatusOK, ans)
+}
+
+func rejection(i int, e *protocol.Event, err error) gossipRejected {
+	r := gossipRejected{Index: i, Code: "invalid", Detail: err.Error()}
+	if e != nil {
+		r.ID = e.ID
+	}
+	var pe *protocol.Error
+	var env *protocol.EnvelopeError
+	switch {
+	case errors.As(err, &pe):
+		r.Code, r.Detail = pe.Code, pe.Detail
+	case errors.As(err, &env):
+		r.Code = "malformed_envelope"
+	}
+	return r
+}
+
+// readBatch splits a JSON or CBOR array body into its encoded items.
+func readBatch(c echo.Context) ([][]byte, string, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, "", protocol.Errorf(CodeBodyTooLarge, "request body too large")
+		}
+		return nil, "", protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+	}
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	var items [][]byte
+	rawType := "json"
+	switch mt {
+	case protocol.ContentTypeCBOR:
+		rawType = "cbor"
+		if items, err = protocol.SplitCBORList(body); err != nil {
+			return nil, "", err
+		}
+	case "", "application/json", "application/anp+json":
+		var list []json.RawMessage
+		if err := json.Unmarshal(body, &list); err != nil {
+			return nil, "", protocol.Errorf(CodeBadParameter, "body must be a JSON array of events")
+		}
+		for _, r := range list {
+			items = append(items, r)
+		}
+	default:
+		return nil, "", protocol.Errorf(CodeUnsupportedType, "send application/json or %s", protocol.ContentTypeCBOR)
+	}
+	if len(items) > MaxGossipEvents {
+		return nil, "", protocol.Errorf(CodeBadParameter, "at most %d events per batch", MaxGossipEvents)
+	}
+	return items, rawType, nil
+}
+
+// getRelays lists the relays known from kind 10 announcements and the
+// traffic of every peer.
+func (s *Server) getRelays(c echo.Context) error {
+	if _, err := params(c); err != nil {
+		return err
+	}
+	bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	relays := []map[string]any{}
+	for _, b := range bodies { // newest first: keep each relay's latest
+		var e protocol.Event
+		var a announcement
+		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
+			continue
+		}
+		seen[e.AgentID] = true
+		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
+			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})
+	}
+	self := map[string]any{"url": s.baseURL(c)}
+	if s.cfg.RelayKey != nil {
+		self["agent_id"] = protocol.AgentIDOf(s.cfg.RelayKey)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"self": self, "relays": relays, "peers": s.peers.list()})
+}
