@@ -15,6 +15,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/liveness"
+	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/labstack/echo/v4"
@@ -77,6 +78,10 @@ type Server struct {
 	liveness *liveness.Fold
 	byPeer   *limiter
 	peers    peers
+	// index holds every stored event's (created_at, id) for POST /sync.
+	index *reconcile.Index
+	// peerClient talks to peer relays.
+	peerClient *http.Client
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -95,13 +100,16 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		byIP:    newLimiter(cfg.RatePerIP, cfg.RateWindow),
 		started: cfg.Now(),
 	}
-	st, err := rebuild(context.Background(), store, state.Options{Treasury: cfg.Treasury}, cfg.OnRebuild)
+	s.index = reconcile.NewIndex(nil)
+	st, err := rebuild(context.Background(), store, state.Options{Treasury: cfg.Treasury}, cfg.OnRebuild,
+		func(e *protocol.Event) { s.index.Add(itemOf(e)) })
 	if err != nil {
 		return nil, err
 	}
 	s.state = st
 	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
+	s.peerClient = &http.Client{Timeout: 60 * time.Second}
 	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -154,6 +162,7 @@ func (s *Server) routes() {
 	s.directoryRoutes()
 	s.route(http.MethodPost, "/gossip", s.postGossip)
 	s.route(http.MethodGet, "/relays", s.getRelays)
+	s.route(http.MethodPost, "/sync", s.postSync)
 	s.mountA2A()
 }
 

@@ -13,7 +13,7 @@ import (
 
 // rebuild folds every stored event into a fresh state, in log order, and
 // reports progress (done, total) every few thousand events.
-func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress func(done, total int64)) (*state.State, error) {
+func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress func(done, total int64), also func(*protocol.Event)) (*state.State, error) {
 	s := state.New(opts)
 	lookup := storeLookup(st)
 	var total, done int64
@@ -24,6 +24,7 @@ func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress
 				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
 			}
 			s.Add(seq, &e, lookup)
+			also(&e)
 			done++
 			if progress != nil && done%5000 == 0 {
 				progress(seq, total)
@@ -56,6 +57,7 @@ func (s *Server) apply(batch []sqlite.Committed) {
 	lookup := storeLookup(s.store)
 	for _, c := range batch {
 		s.state.Add(c.Seq, c.Event, lookup)
+		s.index.Add(itemOf(c.Event))
 	}
 	for _, h := range s.onCommit {
 		h(batch)

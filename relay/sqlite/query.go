@@ -354,3 +354,38 @@ func (s *Store) explain(f Filter) (string, error) {
 	}
 	return strings.Join(plan, "\n"), rows.Err()
 }
+
+// Items calls fn with the (created_at, id) of every stored event matching
+// kinds, authors (empty: any) and created_at ≥ since, in no particular
+// order. Set reconciliation over a filtered set uses it.
+func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, since int64, fn func(createdAt int64, id []byte)) error {
+	where := []string{"created_at >= ?"}
+	args := []any{since}
+	if len(kinds) > 0 {
+		where = append(where, "kind IN ("+placeholders(len(kinds))+")")
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+	}
+	if len(authors) > 0 {
+		where = append(where, "agent_id IN ("+placeholders(len(authors))+")")
+		for _, a := range authors {
+			b, _ := hex.DecodeString(a)
+			args = append(args, b)
+		}
+	}
+	rows, err := s.read.QueryContext(ctx, "SELECT created_at, id FROM events WHERE "+strings.Join(where, " AND "), args...)
+	if err != nil {
+		return fmt.Errorf("items: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var at int64
+		var id []byte
+		if err := rows.Scan(&at, &id); err != nil {
+			return err
+		}
+		fn(at, id)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,77 @@
+package relay
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/state/statetest"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// peerRelay is a relay with its own key, serving on loopback.
+func peerRelay(t *testing.T, name string) (*testRelay, *Server) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), name+".db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := &clock{t: time.Unix(vectorTime, 0)}
+	cfg := DefaultConfig()
+	cfg.Now, cfg.RatePerAgent, cfg.RatePerIP = clk.now, 0, 0
+	cfg.Checker.PoW.Kinds = nil
+	cfg.RelayKey = taskstest.NewAgent("relay-" + name).Key
+	srv, err := New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testRelay{Server: newServer(t, srv), store: st, clock: clk}, srv
+}
+
+// TestMirrorConverges splits a random stream (votes, flags, revokes, task
+// lifecycles) over two relays with a shared part, hides an event on one,
+// mirrors once, and requires equal event sets and /state digests.
+func TestMirrorConverges(t *testing.T) {
+	evs := statetest.Corpus(77, 18, 25, corpusBase, 1800)
+	a, as := peerRelay(t, "a")
+	b, _ := peerRelay(t, "b")
+	var onA, onB []*protocol.Event
+	for i, e := range evs {
+		switch i % 3 {
+		case 0:
+			onA = append(onA, e)
+		case 1:
+			onB = append(onB, e)
+		default:
+			onA, onB = append(onA, e), append(onB, e)
+		}
+	}
+	publishAll(t, a.URL, onA, 4)
+	publishAll(t, b.URL, onB, 4)
+	res, err := as.MirrorOnce(context.Background(), b.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Need != len(onB)-len(evs)/3 || res.Have != len(onA)-len(evs)/3 || res.Rejected != 0 {
+		t.Fatalf("mirror: %+v (a %d, b %d, shared %d)", res, len(onA), len(onB), len(evs)/3)
+	}
+	t.Logf("mirror of %d events with %d+%d differences: %+v", len(evs), res.Need, res.Have, res)
+	if a.count(t) != int64(len(evs)) || b.count(t) != int64(len(evs)) {
+		t.Fatalf("after mirroring a has %d, b has %d, want %d", a.count(t), b.count(t), len(evs))
+	}
+	for _, at := range []int64{vectorTime, vectorTime + 86400} {
+		if da, db := a.state(t, at), b.state(t, at); da.Digest != db.Digest {
+			t.Fatalf("states differ at %d in %q", at, state.FirstDifference(da, db))
+		}
+	}
+	// A second pass finds nothing to do in one round trip.
+	again, err := as.MirrorOnce(context.Background(), b.URL, nil)
+	if err != nil || again.Need+again.Have != 0 || again.Rounds != 1 {
+		t.Fatalf("second mirror: %+v %v", again, err)
+	}
+}

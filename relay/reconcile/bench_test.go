@@ -1,0 +1,104 @@
+package reconcile
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// millionFixture is two sets of a million shared items with 50 differences
+// each way, built once for all benchmarks.
+var millionFixture = sync.OnceValues(func() (client, server *Index) {
+	r := rand.New(rand.NewPCG(5, 6))
+	c, s := splitSets(r, 1_000_000, 50, 50, epoch, 365*86400)
+	return NewIndex(c), NewIndex(s)
+})
+
+// BenchmarkIndexAdd inserts into an index of a million items: at random
+// positions, and in created_at order as live events arrive.
+func BenchmarkIndexAdd(b *testing.B) {
+	for _, order := range []string{"random", "in-order"} {
+		b.Run(order, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(13, 14))
+			x := NewIndex(randItems(r, 1_000_000, epoch, month))
+			items := randItems(r, b.N, epoch, month)
+			for i := range items {
+				if order == "in-order" {
+					items[i].CreatedAt = epoch + month + int64(i)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				x.Add(items[i])
+			}
+		})
+	}
+}
+
+// BenchmarkNewIndex builds an index from a million sorted items, as the
+// relay does for a filtered sync from a query ordered by (created_at, id).
+func BenchmarkNewIndex(b *testing.B) {
+	r := rand.New(rand.NewPCG(15, 16))
+	items := sortedItems(randItems(r, 1_000_000, epoch, month))
+	b.ResetTimer()
+	for range b.N {
+		NewIndex(items)
+	}
+}
+
+// BenchmarkRespond is the server's work for a whole reconciliation against
+// an index of a million items: every reply of the exchange, per op.
+func BenchmarkRespond(b *testing.B) {
+	client, server := millionFixture()
+	for _, tc := range []struct {
+		name   string
+		client *Index
+	}{{"0-differences", server}, {"100-differences", client}} {
+		b.Run(tc.name, func(b *testing.B) {
+			msgs := clientMessages(b, tc.client, server)
+			b.ResetTimer()
+			wire := 0
+			for range b.N {
+				wire = 0
+				for _, m := range msgs {
+					reply, err := Respond(server, m)
+					if err != nil {
+						b.Fatal(err)
+					}
+					wire += len(m) + len(reply)
+				}
+			}
+			b.ReportMetric(float64(len(msgs)), "roundtrips")
+			b.ReportMetric(float64(wire), "wire-bytes")
+		})
+	}
+}
+
+// BenchmarkSync is a whole exchange, both sides, at a million items with
+// 100 differences.
+func BenchmarkSync(b *testing.B) {
+	client, server := millionFixture()
+	for range b.N {
+		if _, err := runSync(client, server, Params{}, Params{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// clientMessages records the messages a client sends during a whole
+// exchange.
+func clientMessages(b *testing.B, client, server *Index) [][]byte {
+	sess := NewSession(client)
+	var msgs [][]byte
+	for m := sess.Initiate(); m != nil; {
+		msgs = append(msgs, m)
+		reply, err := Respond(server, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m, _, _, err = sess.Reconcile(reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return msgs
+}

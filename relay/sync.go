@@ -1,0 +1,91 @@
+package relay
+
+import (
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/reconcile"
+	"github.com/labstack/echo/v4"
+)
+
+// ContentTypeSync is the media type of POST /sync bodies.
+const ContentTypeSync = "application/negentropy"
+
+// itemOf is an event's reconciliation item.
+func itemOf(e *protocol.Event) reconcile.Item {
+	it := reconcile.Item{CreatedAt: e.CreatedAt}
+	hex.Decode(it.ID[:], []byte(e.ID))
+	return it
+}
+
+// postSync answers one set-reconciliation message (negentropy V1, SPEC §6)
+// over every stored event, or, with kinds / authors / since, over the
+// matching ones only. The relay keeps no session: each message carries the
+// client's whole position.
+func (s *Server) postSync(c echo.Context) error {
+	v, err := params(c, "kinds", "authors", "since")
+	if err != nil {
+		return err
+	}
+	msg, err := io.ReadAll(io.LimitReader(c.Request().Body, reconcile.MaxMessageSize+1))
+	if err != nil {
+		return protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+	}
+	if len(msg) > reconcile.MaxMessageSize {
+		return protocol.Errorf(CodeBodyTooLarge, "sync messages are at most %d bytes", reconcile.MaxMessageSize)
+	}
+	idx := s.index
+	if len(v) > 0 {
+		if idx, err = s.filteredIndex(c, v.Get("kinds"), v.Get("authors"), v.Get("since")); err != nil {
+			return err
+		}
+	}
+	reply, err := reconcile.Respond(idx, msg)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, ContentTypeSync, reply)
+}
+
+// filteredIndex builds a temporary index of the events matching a sync
+// filter.
+func (s *Server) filteredIndex(c echo.Context, kinds, authors, since string) (*reconcile.Index, error) {
+	var ks []int64
+	if kinds != "" {
+		for _, k := range strings.Split(kinds, ",") {
+			n, err := nonNegative("kinds", k)
+			if err != nil {
+				return nil, err
+			}
+			ks = append(ks, n)
+		}
+	}
+	var as []string
+	if authors != "" {
+		as = strings.Split(authors, ",")
+		if !allHex64(as) || len(as) > 1000 {
+			return nil, protocol.Errorf(CodeBadParameter, "authors must be up to 1000 ids of 64 lowercase hex characters")
+		}
+	}
+	var from int64
+	if since != "" {
+		n, err := nonNegative("since", since)
+		if err != nil {
+			return nil, err
+		}
+		from = n
+	}
+	var items []reconcile.Item
+	err := s.store.Items(c.Request().Context(), ks, as, from, func(at int64, id []byte) {
+		it := reconcile.Item{CreatedAt: at}
+		copy(it.ID[:], id)
+		items = append(items, it)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reconcile.NewIndex(items), nil
+}
