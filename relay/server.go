@@ -45,6 +45,11 @@ type Config struct {
 	// RelayKey is the relay's own Ed25519 identity: it signs the kind 10
 	// announcement and authenticates the relay to its peers. nil: none.
 	RelayKey ed25519.PrivateKey
+	// Peers are relay URLs mirrored continuously while serving.
+	Peers []string
+	// MirrorInterval is the pause between reconciliations with a peer
+	// when its stream is not followed.
+	MirrorInterval time.Duration
 	// PeerRate caps events per RateWindow that one peer address may push
 	// through POST /gossip (0 disables).
 	PeerRate int
@@ -57,7 +62,7 @@ type Config struct {
 // per 60 s, 1 MiB bodies, the default checker, the wall clock.
 func DefaultConfig() Config {
 	return Config{
-		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000,
+		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000, MirrorInterval: 5 * time.Second,
 		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
 	}
 }
@@ -93,6 +98,9 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MirrorInterval <= 0 {
+		cfg.MirrorInterval = 5 * time.Second
 	}
 	s := &Server{
 		cfg: cfg, store: store, echo: echo.New(), metrics: newMetrics(),
@@ -180,6 +188,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	if err := s.announce(rctx); err != nil {
 		s.cfg.Logger.Warn("relay announcement failed", "err", err)
+	}
+	for _, p := range s.cfg.Peers {
+		go s.MirrorLoop(rctx, p)
 	}
 	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 30*time.Second)
 	select {

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,9 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/state/statetest"
+	"github.com/anp2net/relay/tasks/taskstest"
 )
 
 var binary string
@@ -261,5 +266,82 @@ func TestReplayAgreesWithRelay(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !bytes.Contains(out, []byte(`MISMATCH`)) || !bytes.Contains(out, []byte(`first differing view "events"`)) {
 		t.Fatalf("replay against another relay: %v\n%s", err, out)
+	}
+}
+
+// minedLifecycle is a full paid task whose kind 50 carries 12 bits of PoW.
+func minedLifecycle(t *testing.T, i int, at int64) []*protocol.Event {
+	t.Helper()
+	req, prov, ver := taskstest.NewAgent(fmt.Sprint("req", i)), taskstest.NewAgent(fmt.Sprint("prov", i)), taskstest.NewAgent(fmt.Sprint("ver", i))
+	task := taskstest.Request(req, at, at+3600, taskstest.Reward{Amount: 20}, false)
+	task.AgentID = req.ID
+	if err := protocol.Mine(context.Background(), task, 12); err != nil {
+		t.Fatal(err)
+	}
+	task.Sign(req.Key)
+	return []*protocol.Event{task, taskstest.Accept(prov, at+1, task), taskstest.Result(prov, at+2, task),
+		taskstest.Verify(ver, at+3, task, protocol.VerdictPassed, 1),
+		taskstest.Payment(req, at+4, task, protocol.DispositionRelease, protocol.PaymentANP2Credit)}
+}
+
+// TestThreeRelaysConverge runs three relay processes that mirror each
+// other, publishes different events to each (votes, flags, revokes and task
+// lifecycles split across relays), kills one mid-way and restarts it, and
+// requires one event set and one /state on all three, which anp2 replay
+// --compare confirms.
+func TestThreeRelaysConverge(t *testing.T) {
+	dir := t.TempDir()
+	fast := []string{"--rate-agent", "0", "--rate-ip", "0", "--mirror-interval", "300ms"}
+	a := startProc(t, filepath.Join(dir, "a.db"), fast...)
+	b := startProc(t, filepath.Join(dir, "b.db"), append(fast, "--peer", a.base)...)
+	cArgs := append(fast, "--peer", a.base, "--peer", b.base)
+	c := startProc(t, filepath.Join(dir, "c.db"), cArgs...)
+	now := time.Now().Unix()
+	evs := statetest.Corpus(3, 12, 0, now-3000, 2400)
+	for i := range 6 {
+		evs = append(evs, minedLifecycle(t, i, now-1000+int64(i)*10)...)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	publish := func(base string, evs []*protocol.Event) {
+		cl := client.New(base)
+		for _, e := range evs {
+			if _, err := cl.Publish(context.Background(), e, false); err != nil {
+				t.Fatalf("publish to %s: %v", base, err)
+			}
+		}
+	}
+	third := len(evs) / 3
+	publish(a.base, evs[:third])
+	publish(b.base, evs[third:2*third])
+	publish(c.base, evs[2*third:2*third+third/2])
+	c.cmd.Process.Kill() // mid-way: C goes down with half of its share
+	c.cmd.Wait()
+	c = startProc(t, filepath.Join(dir, "c.db"), cArgs...)
+	publish(c.base, evs[2*third+third/2:])
+	at := time.Now().Unix()
+	// Every event plus each relay's kind 10 announcements (C announces again
+	// after its restart: it listens on a new port).
+	want := int64(len(evs) + 4)
+	digest := func(base string) state.Digest {
+		var d state.Digest
+		client.New(base).GetJSON(context.Background(), "/state", url.Values{"at": {strconv.FormatInt(at, 10)}}, &d)
+		return d
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		da, db, dc := digest(a.base), digest(b.base), digest(c.base)
+		if da.Events == want && db.Events == want && dc.Events == want && da.Digest == db.Digest && db.Digest == dc.Digest {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no convergence: a %d %s, b %d %s, c %d %s (want %d events)", da.Events, da.Digest[:12], db.Events, db.Digest[:12], dc.Events, dc.Digest[:12], want)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for _, p := range []*relayProc{a, b, c} {
+		out := runCLI(t, "replay", "--at="+strconv.FormatInt(at, 10), "--compare", p.base, p.base)
+		if !strings.Contains(out, "match: ") {
+			t.Fatalf("replay --compare %s: %s", p.base, out)
+		}
 	}
 }

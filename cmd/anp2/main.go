@@ -27,6 +27,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"import":  func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
 	"bench":   func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
 	"replay":  func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
+	"mirror":  func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -38,6 +39,7 @@ const usage = `anp2 — ANP2 relay and tools
   anp2 import   load JSON-lines events (an export, a dataset) into a log
   anp2 replay   verify a log (file, database or relay URL), rebuild every
                 derived view and compare its state digest with a relay's
+  anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>

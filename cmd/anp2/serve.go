@@ -22,6 +22,8 @@ type serveCmd struct {
 	addr, db, publicURL, proxies string
 	rateAgent, rateIP            int
 	treasury, relayKey           string
+	peers                        listFlag
+	mirrorEvery                  time.Duration
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -41,6 +43,8 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
+	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	return parse(fs, args)
@@ -76,6 +80,7 @@ func (c *serveCmd) Start() error {
 		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
 	}
 	cfg.Treasury = c.treasury
+	cfg.Peers, cfg.MirrorInterval = c.peers, c.mirrorEvery
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"
 	}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/sqlite"
+)
+
+// mirrorCmd reconciles a local log with peer relays once: it fetches what
+// the log lacks and pushes what each peer lacks.
+type mirrorCmd struct {
+	out      io.Writer
+	progress *progress
+	db, key  string
+	peers    listFlag
+}
+
+func (c *mirrorCmd) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("mirror", flag.ContinueOnError)
+	fs.StringVar(&c.db, "db", "./anp2.db", "local SQLite database")
+	fs.StringVar(&c.key, "relay-key", "", "the local relay's key file (default <db>.relay-key)")
+	fs.Var(&c.peers, "peer", "peer relay URL (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(c.peers) == 0 {
+		return fmt.Errorf("usage: anp2 mirror --peer URL [--peer URL…] [--db FILE]")
+	}
+	return nil
+}
+
+func (c *mirrorCmd) Run(ctx context.Context) error {
+	st, err := sqlite.Open(c.db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg := relay.DefaultConfig()
+	if c.key == "" {
+		c.key = c.db + ".relay-key"
+	}
+	if cfg.RelayKey, err = loadOrCreateKey(c.key); err != nil {
+		return err
+	}
+	srv, err := relay.New(cfg, st)
+	if err != nil {
+		return err
+	}
+	for _, peer := range c.peers {
+		start := time.Now()
+		res, err := srv.MirrorOnce(ctx, peer, func(r relay.MirrorResult) {
+			c.progress.update("%s: need %d (fetched %d), have %d (pushed %d)", peer, r.Need, r.Fetched, r.Have, r.Pushed)
+		})
+		c.progress.done()
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(c.out, "%s in %s\n", b, time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
