@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/stream"
 	"github.com/labstack/echo/v4"
 )
 
@@ -28,15 +29,16 @@ const (
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
-	CodeRateLimited:     http.StatusTooManyRequests,
-	CodeNotFound:        http.StatusNotFound,
-	CodeRevoked:         http.StatusNotFound,
-	CodeBodyTooLarge:    http.StatusRequestEntityTooLarge,
-	CodeUnsupportedType: http.StatusUnsupportedMediaType,
-	CodeMethod:          http.StatusMethodNotAllowed,
-	CodeUnavailable:     http.StatusServiceUnavailable,
-	CodeUnauthorized:    http.StatusUnauthorized,
-	CodeHidden:          http.StatusForbidden,
+	CodeRateLimited:               http.StatusTooManyRequests,
+	CodeNotFound:                  http.StatusNotFound,
+	CodeRevoked:                   http.StatusNotFound,
+	CodeBodyTooLarge:              http.StatusRequestEntityTooLarge,
+	CodeUnsupportedType:           http.StatusUnsupportedMediaType,
+	CodeMethod:                    http.StatusMethodNotAllowed,
+	CodeUnavailable:               http.StatusServiceUnavailable,
+	CodeUnauthorized:              http.StatusUnauthorized,
+	CodeHidden:                    http.StatusForbidden,
+	stream.CodeTooManySubscribers: http.StatusServiceUnavailable,
 }
 
 // retryError is a 429/503 that tells the client when to come back.

@@ -18,6 +18,8 @@ import (
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -45,6 +47,8 @@ type Config struct {
 	// RelayKey is the relay's own Ed25519 identity: it signs the kind 10
 	// announcement and authenticates the relay to its peers. nil: none.
 	RelayKey ed25519.PrivateKey
+	// MaxSubscribers caps concurrent GET /stream subscribers (0: 4096).
+	MaxSubscribers int
 	// Peers are relay URLs mirrored continuously while serving.
 	Peers []string
 	// MirrorInterval is the pause between reconciliations with a peer
@@ -87,6 +91,7 @@ type Server struct {
 	index *reconcile.Index
 	// peerClient talks to peer relays.
 	peerClient *http.Client
+	hub        *stream.Hub
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -109,12 +114,15 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		started: cfg.Now(),
 	}
 	s.index = reconcile.NewIndex(nil)
-	st, err := rebuild(context.Background(), store, state.Options{Treasury: cfg.Treasury}, cfg.OnRebuild,
+	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.notifyAuthors}}
+	st, err := rebuild(context.Background(), store, opts, cfg.OnRebuild,
 		func(e *protocol.Event) { s.index.Add(itemOf(e)) })
 	if err != nil {
 		return nil, err
 	}
 	s.state = st
+	s.hub = s.newHub()
+	s.onCommit = append(s.onCommit, s.publishToStream)
 	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
 	s.peerClient = &http.Client{Timeout: 60 * time.Second}
@@ -171,6 +179,7 @@ func (s *Server) routes() {
 	s.route(http.MethodPost, "/gossip", s.postGossip)
 	s.route(http.MethodGet, "/relays", s.getRelays)
 	s.route(http.MethodPost, "/sync", s.postSync)
+	s.route(http.MethodGet, "/stream", s.getStream)
 	s.mountA2A()
 }
 
@@ -198,6 +207,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.hub.Close() // streams end so that Shutdown need not wait for them
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)

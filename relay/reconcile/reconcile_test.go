@@ -61,7 +61,11 @@ func TestReconcileCases(t *testing.T) {
 // parameters on each side, have and need are exactly the two differences.
 func TestReconcileRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for i := range 300 {
+	cases := 300
+	if testing.Short() || raceEnabled {
+		cases = 30
+	}
+	for i := range cases {
 		shared := r.IntN(3000)
 		if i%10 == 0 {
 			shared = r.IntN(30000)

@@ -37,7 +37,7 @@ func TestTargets(t *testing.T) {
 
 // TestTargetsMillion holds a million shared items to the same targets.
 func TestTargetsMillion(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("builds two indexes of a million items")
 	}
 	diff, same := targetCase(t, 1_000_000)

@@ -1,0 +1,74 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// TestStreamOverRelay subscribes to GET /stream on a real relay, publishes,
+// and reads the frame; a hidden event reaches its author as an event: meta
+// notice and never reaches an anonymous subscriber.
+func TestStreamOverRelay(t *testing.T) {
+	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	if a := r.do(t, "GET", "/stream?filter=color:red", "", nil); a.status != 400 || a.code(t) != "filter-axis-unknown" {
+		t.Fatalf("bad filter: %d %s", a.status, a.body)
+	}
+	a := taskstest.Pool(4)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	open := func(path string, who *taskstest.Agent) *bufio.Scanner {
+		req, _ := http.NewRequestWithContext(ctx, "GET", r.URL+path, nil)
+		if who != nil {
+			req.Header.Set("Authorization", r.authHeader(*who, "GET", path, vectorTime))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %v %v", path, err, resp)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return bufio.NewScanner(resp.Body)
+	}
+	next := func(sc *bufio.Scanner, prefix string) string {
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), prefix) {
+				return sc.Text()
+			}
+		}
+		t.Fatalf("stream ended before a %q line: %v", prefix, sc.Err())
+		return ""
+	}
+	anon := open("/stream?kinds=1", nil)
+	author := open("/stream?kinds=1", &a[0])
+	post := a[0].Sign(protocol.KindPost, vectorTime-50, "watch this")
+	publishAll(t, r.URL, []*protocol.Event{post}, 1)
+	if d := next(anon, "data:"); !strings.Contains(d, post.ID) {
+		t.Fatalf("anonymous frame: %s", d)
+	}
+	if d := next(author, "data:"); !strings.Contains(d, post.ID) {
+		t.Fatalf("author frame: %s", d)
+	}
+	var flags []*protocol.Event
+	for _, f := range a[1:4] {
+		flags = append(flags, f.Sign(protocol.KindFlag, vectorTime-40, map[string]any{"category": "spam"}, []string{"e", post.ID}))
+	}
+	publishAll(t, r.URL, flags, 1)
+	// Reading the flags publishes a fresh moderation snapshot, whose
+	// changes reach the author's stream.
+	eventually(t, "post hidden", func() bool {
+		return strings.Contains(string(r.do(t, "GET", "/events/"+post.ID+"/flags", "", nil).body), `"visibility":"hidden"`)
+	})
+	if ev := next(author, "event:"); ev != "event: meta" {
+		t.Fatalf("author got %q", ev)
+	}
+	if d := next(author, "data:"); !strings.Contains(d, post.ID) || !strings.Contains(d, `"hidden":true`) {
+		t.Fatalf("meta notice: %s", d)
+	}
+}
