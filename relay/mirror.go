@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -235,25 +237,22 @@ func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte
 }
 
 // MirrorLoop keeps this relay mirrored with the peer at base until ctx
-// ends: it reconciles, then follows the peer's event stream, and
-// reconciles again after any disconnect; when the stream is unavailable it
-// reconciles every MirrorInterval. Failures are logged and retried with
-// backoff.
+// ends: it reconciles, then follows the peer's event stream (pull, within
+// moments) while reconciling again every MirrorInterval (which pushes what
+// the peer lacks and repairs anything the stream missed); a broken stream
+// or a failed reconciliation starts over, with backoff.
 func (s *Server) MirrorLoop(ctx context.Context, base string) {
 	backoff := time.Second
+	base = strings.TrimRight(base, "/")
 	for ctx.Err() == nil {
-		res, err := s.MirrorOnce(ctx, base, nil)
-		if err == nil {
-			backoff = time.Second
-			if res.Need+res.Have > 0 {
-				s.cfg.Logger.Info("mirrored", "peer", base, "fetched", res.Accepted, "pushed", res.Pushed, "rounds", res.Rounds)
-			}
-			err = s.follow(ctx, base)
-		}
-		wait := s.cfg.MirrorInterval
+		err := s.mirrorRound(ctx, base)
+		wait := time.Duration(0)
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("mirror", "peer", base, "err", err)
 			wait, backoff = backoff, min(2*backoff, time.Minute)
+			s.peers.update(base, "outbound", func(p *peerStats) { p.State, p.LastError = "error", err.Error() })
+		} else {
+			backoff = time.Second
 		}
 		select {
 		case <-ctx.Done():
@@ -262,6 +261,97 @@ func (s *Server) MirrorLoop(ctx context.Context, base string) {
 	}
 }
 
-// follow streams the peer's new events until the stream ends; it returns
-// at once when the peer offers no stream.
-func (s *Server) follow(ctx context.Context, base string) error { return nil }
+// mirrorRound reconciles, then follows the stream until it breaks,
+// reconciling on every tick meanwhile.
+func (s *Server) mirrorRound(ctx context.Context, base string) error {
+	// The peer's log position before reconciling: the stream resumes
+	// there, so nothing committed during the reconciliation is missed.
+	after, err := s.peerSeq(ctx, base)
+	if err != nil {
+		return err
+	}
+	if _, err := s.MirrorOnce(ctx, base, nil); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.follow(fctx, base, after) }()
+	tick := time.NewTicker(s.cfg.MirrorInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if _, err := s.MirrorOnce(ctx, base, nil); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// peerSeq reads the peer's highest log sequence from its /health.
+func (s *Server) peerSeq(ctx context.Context, base string) (int64, error) {
+	b, err := s.peerGet(ctx, base+"/health")
+	if err != nil {
+		return 0, err
+	}
+	var h struct {
+		MaxSeq int64 `json:"max_seq"`
+	}
+	err = json.Unmarshal(b, &h)
+	return h.MaxSeq, err
+}
+
+// follow reads the peer's GET /stream from after and stores each event as
+// a mirrored event, until the stream ends (the caller then reconciles
+// again). Events this relay pushed come back as duplicates and cost one
+// lookup.
+func (s *Server) follow(ctx context.Context, base string, after int64) error {
+	url := base + "/stream"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	if s.cfg.RelayKey != nil {
+		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
+	}
+	resp, err := s.streamClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		e, err := protocol.DecodeJSON([]byte(data))
+		if err != nil {
+			continue // a meta notice or a foreign frame
+		}
+		acc, rej, err := s.ingestMirrored(ctx, []*protocol.Event{e})
+		if err != nil {
+			return err
+		}
+		s.peers.update(base, "outbound", func(p *peerStats) {
+			p.LastContactAt, p.State = s.now(), "following"
+			p.Received++
+			p.Accepted += int64(acc)
+			p.Invalid += int64(rej)
+		})
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}

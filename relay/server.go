@@ -90,8 +90,9 @@ type Server struct {
 	// index holds every stored event's (created_at, id) for POST /sync.
 	index *reconcile.Index
 	// peerClient talks to peer relays.
-	peerClient *http.Client
-	hub        *stream.Hub
+	peerClient   *http.Client
+	streamClient *http.Client // no timeout: streams are long
+	hub          *stream.Hub
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -126,6 +127,7 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
 	s.peerClient = &http.Client{Timeout: 60 * time.Second}
+	s.streamClient = &http.Client{}
 	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
