@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/reconcile"
@@ -93,6 +94,7 @@ type Server struct {
 	peerClient   *http.Client
 	streamClient *http.Client // no timeout: streams are long
 	hub          *stream.Hub
+	a2a          *a2a.Adapter
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -210,6 +212,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.hub.Close() // streams end so that Shutdown need not wait for them
+	s.a2a.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)
