@@ -163,17 +163,13 @@ func (s *Server) postGossip(c echo.Context) error {
 }
 
 func rejection(i int, e *protocol.Event, err error) gossipRejected {
-	r := gossipRejected{Index: i, Code: "invalid", Detail: err.Error()}
+	r := gossipRejected{Index: i, Code: codeOf(err), Detail: err.Error()}
 	if e != nil {
 		r.ID = e.ID
 	}
 	var pe *protocol.Error
-	var env *protocol.EnvelopeError
-	switch {
-	case errors.As(err, &pe):
-		r.Code, r.Detail = pe.Code, pe.Detail
-	case errors.As(err, &env):
-		r.Code = "malformed_envelope"
+	if errors.As(err, &pe) {
+		r.Detail = pe.Detail
 	}
 	return r
 }

@@ -132,15 +132,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st
 		}
 		st.Read++
 		if it.err != nil {
-			code := "invalid"
-			var pe *protocol.Error
-			var env *protocol.EnvelopeError
-			switch {
-			case errors.As(it.err, &pe):
-				code = pe.Code
-			case errors.As(it.err, &env):
-				code = "malformed_envelope"
-			}
+			code := codeOf(it.err)
 			st.Rejected[code]++
 			if im.OnInvalid != nil {
 				inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
@@ -164,6 +156,20 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st
 		return failed
 	}
 	return flush()
+}
+
+// codeOf is the stable code of a rejection: a *protocol.Error's code,
+// malformed_envelope for a 422, invalid otherwise.
+func codeOf(err error) string {
+	var pe *protocol.Error
+	var env *protocol.EnvelopeError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Code
+	case errors.As(err, &env):
+		return "malformed_envelope"
+	}
+	return "invalid"
 }
 
 // verifyLine decodes one line (unwrapping export lines) and checks it.

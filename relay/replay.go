@@ -206,15 +206,7 @@ func parallel(in <-chan replayItem, work func(*replayItem)) <-chan replayItem {
 }
 
 func (st *ReplayStats) reject(it replayItem) {
-	code := "invalid"
-	var pe *protocol.Error
-	var env *protocol.EnvelopeError
-	switch {
-	case errors.As(it.err, &pe):
-		code = pe.Code
-	case errors.As(it.err, &env):
-		code = "malformed_envelope"
-	}
+	code := codeOf(it.err)
 	st.Rejected[code]++
 	inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
 	if it.ev != nil {
