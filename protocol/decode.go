@@ -18,6 +18,15 @@ var decimalInt = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
 // no duplicates, no trailing data, every member of its declared type and
 // form. Any failure is an *EnvelopeError listing every bad member.
 func DecodeJSON(b []byte) (*Event, error) {
+	if e, ok := decodeFast(b); ok {
+		return e, nil
+	}
+	return decodeSlow(b)
+}
+
+// decodeSlow is the reference decoder: generic JSON, then member checks
+// that collect every error.
+func decodeSlow(b []byte) (*Event, error) {
 	var env EnvelopeError
 	if !utf8.Valid(b) {
 		env.add("body is not valid UTF-8", "value_error.utf8")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -84,4 +85,27 @@ func roundTrip(t *testing.T, e *Event) {
 	if !reflect.DeepEqual(j, c) || j.ComputeID() != e.ComputeID() {
 		t.Fatalf("round trip changed the event: %+v vs %+v", j, c)
 	}
+}
+
+// FuzzFastDecodeAgrees: whenever the one-pass decoder accepts an input,
+// the reference decoder accepts it too and builds the same event.
+func FuzzFastDecodeAgrees(f *testing.F) {
+	f.Add(AppendJSON(nil, signed(1, "hi", []string{"t", "x"})))
+	f.Add(AppendJSON(nil, signed(2, `{"score":1,"reason":"\u00e9\n"}`, []string{"p", strings.Repeat("a", 64)}, []string{})))
+	f.Add([]byte(` { "tags" : [ [ "a" , "b\"" ] ] , "id":"` + strings.Repeat("0", 64) + `","agent_id":"` + strings.Repeat("1", 64) +
+		`","created_at":0,"kind":9007199254740991,"content":"\ud83d\ude00","sig":"` + strings.Repeat("f", 128) + `"} `))
+	f.Add([]byte(`{"id":"","agent_id":"","created_at":01,"kind":1e3,"tags":[[]],"content":"","sig":""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeFast(b)
+		if !ok {
+			return
+		}
+		slow, err := decodeSlow(b)
+		if err != nil {
+			t.Fatalf("fast path accepted what the reference rejects: %v\n%q", err, b)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("decoders disagree on %q:\nfast %#v\nslow %#v", b, fast, slow)
+		}
+	})
 }

@@ -26,7 +26,8 @@ type ReplayStats struct {
 	Rejected  map[string]int `json:"rejected"`
 	Kinds     map[int64]int  `json:"kinds"`
 	// AddCost is the mean time of one fold (State.Add) over the 8192
-	// events before each power-of-ten count (10^4, 10^5, …) was reached.
+	// events before each power-of-ten count (10^4, 10^5, …) was reached,
+	// and before the last event.
 	AddCost map[int]time.Duration `json:"add_cost_ns"`
 	// Invalid lists the first 1000 invalid lines, by line number.
 	Invalid []Invalid `json:"-"`
@@ -112,6 +113,9 @@ func (rp *Replayer) Replay(ctx context.Context, path string) (*state.State, Repl
 		if rp.OnProgress != nil && st.Read%4096 == 0 {
 			rp.OnProgress(st)
 		}
+	}
+	if st.Valid > 0 {
+		st.AddCost[st.Valid] = cost.sum / time.Duration(min(st.Valid, len(cost.window)))
 	}
 	sort.Slice(st.Invalid, func(i, j int) bool { return st.Invalid[i].Line < st.Invalid[j].Line })
 	if readErr == nil {

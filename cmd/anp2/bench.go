@@ -39,6 +39,8 @@ type benchCmd struct {
 	queryConc   int
 	replay      int
 	corpus      string
+	viewsFill   int
+	loadRate    int
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -52,6 +54,8 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.fill, "fill", 0, "preload this many signed events into the in-process relay's log before measuring queries")
 	fs.IntVar(&c.queryConc, "query-concurrency", 4, "concurrent query clients")
 	fs.IntVar(&c.replay, "replay", 0, "instead, measure the auditor's replay of a mixed log of this many events")
+	fs.IntVar(&c.viewsFill, "views", 0, "instead, load a mixed log of this many events and measure /trust and /credit under publishing")
+	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
 	return parse(fs, args)
 }
@@ -59,6 +63,12 @@ func (c *benchCmd) ParseFlags(args []string) error {
 func (c *benchCmd) Run(ctx context.Context) error {
 	if c.replay > 0 {
 		return c.benchReplay(ctx)
+	}
+	if c.viewsFill > 0 {
+		if c.corpus == "" {
+			return fmt.Errorf("--views needs --corpus FILE (created when missing)")
+		}
+		return c.benchViews(ctx)
 	}
 	base := c.relayURL
 	if base == "" {

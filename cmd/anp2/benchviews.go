@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// benchViews loads a mixed corpus into a fresh log, starts the relay on it
+// (timing the rebuild of every view and reporting memory), then measures
+// GET /trust/{id} and GET /agents/{id}/credit while publishing at a steady
+// rate.
+func (c *benchCmd) benchViews(ctx context.Context) error {
+	if err := c.ensureCorpus(c.corpus, c.viewsFill); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "anp2-benchviews-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db := filepath.Join(dir, "views.db")
+	if err := c.importCorpus(ctx, db); err != nil {
+		return err
+	}
+	srv := newServe(c.out, os.Stderr)
+	if err := srv.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Fprintf(c.out, "relay start with every view rebuilt: %s; process RSS %s\n", time.Since(t0).Round(time.Millisecond), rss())
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go srv.srv.Serve(sctx, srv.ln)
+	base := "http://" + srv.Addr()
+	cl := benchClient(base, 16)
+
+	// A steady publisher in the background.
+	pool := taskstest.Pool(200)
+	var published, pubErrs atomic.Int64
+	lctx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second / time.Duration(c.loadRate))
+		defer tick.Stop()
+		for i := 0; lctx.Err() == nil; i++ {
+			select {
+			case <-lctx.Done():
+				return
+			case <-tick.C:
+			}
+			a, to := pool[i%len(pool)], pool[(i*7+3)%len(pool)]
+			var e *protocol.Event
+			if i%4 == 0 {
+				e = a.Sign(protocol.KindTrustVote, time.Now().Unix(), map[string]any{"score": 0.5}, []string{"p", to.ID})
+			} else {
+				e = a.Sign(protocol.KindPost, time.Now().Unix(), fmt.Sprint("load ", i), []string{"t", "load"})
+			}
+			go func() {
+				if _, err := cl.Publish(lctx, e, false); err != nil && lctx.Err() == nil {
+					pubErrs.Add(1)
+				}
+				published.Add(1)
+			}()
+		}
+	}()
+	agents := taskstest.Pool(2000)
+	for _, q := range []struct {
+		name string
+		path func(i int) string
+	}{
+		{"GET /trust/{agent_id}", func(i int) string { return "/trust/" + agents[(i*13)%len(agents)].ID }},
+		{"GET /agents/{agent_id}/credit", func(i int) string { return "/agents/" + agents[(i*17)%300].ID + "/credit" }},
+		{"GET /task/{id} via /tasks?limit=1", func(i int) string { return "/tasks?limit=1" }},
+	} {
+		lat := c.getAll(ctx, cl, q.path)
+		printLatency(c.out, q.name+fmt.Sprintf(" under %d publishes/s", c.loadRate), lat)
+	}
+	stopLoad()
+	wg.Wait()
+	runtime.GC()
+	fmt.Fprintf(c.out, "background publishes: %d (%d errors); process RSS after: %s\n", published.Load(), pubErrs.Load(), rss())
+	return nil
+}
+
+// importCorpus loads the corpus into db with the importer.
+func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
+	st, err := sqlite.Open(db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	f, err := os.Open(c.corpus)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	start := time.Now()
+	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
+		OnProgress: func(s relay.ImportStats) {
+			c.progress.update("import: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
+		}}
+	res, err := im.Import(ctx, f)
+	c.progress.done()
+	fmt.Fprintf(c.out, "imported %d events (%d accepted) in %s\n", res.Read, res.Accepted, time.Since(start).Round(time.Second))
+	return err
+}
+
+// getAll runs c.queries GETs with c.queryConc workers and returns latencies.
+func (c *benchCmd) getAll(ctx context.Context, cl *client.Client, path func(int) string) []time.Duration {
+	lat := make([]time.Duration, c.queries)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range c.queryConc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= c.queries {
+					return
+				}
+				var out any
+				t0 := time.Now()
+				if err := cl.GetJSON(ctx, path(i), nil, &out); err != nil {
+					fmt.Fprintln(c.out, "query error:", err)
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat
+}
