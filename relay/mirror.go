@@ -80,19 +80,8 @@ func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult,
 	}
 	res.Need, res.Have = len(need), len(have)
 	report(progress, res)
-	for i := 0; i < len(need); i += mirrorChunk {
-		evs, err := s.fetchEvents(ctx, base, need[i:min(len(need), i+mirrorChunk)])
-		if err != nil {
-			return err
-		}
-		res.Fetched += len(evs)
-		acc, rej, err := s.ingestMirrored(ctx, evs)
-		if err != nil {
-			return err
-		}
-		res.Accepted += acc
-		res.Rejected += rej
-		report(progress, res)
+	if err := s.fetchAll(ctx, base, need, res, progress); err != nil {
+		return err
 	}
 	for i := 0; i < len(have); i += mirrorChunk {
 		n, err := s.pushEvents(ctx, base, have[i:min(len(have), i+mirrorChunk)])
@@ -167,10 +156,67 @@ func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 	return ans.Accepted + ans.Duplicate, nil
 }
 
+// fetchAll fetches and verifies chunk k+1 while chunk k is being appended,
+// so the network, the cores and the single writer work at once.
+func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res *MirrorResult, progress func(MirrorResult)) error {
+	type chunk struct {
+		recs            []sqlite.Record
+		fetched, reject int
+		err             error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan chunk, 2)
+	go func() {
+		defer close(chunks)
+		for i := 0; i < len(need) && ctx.Err() == nil; i += mirrorChunk {
+			evs, err := s.fetchEvents(ctx, base, need[i:min(len(need), i+mirrorChunk)])
+			var ch chunk
+			if err != nil {
+				ch.err = err
+			} else {
+				ch.recs, ch.reject = s.verifyMirrored(evs)
+				ch.fetched = len(evs)
+			}
+			select {
+			case chunks <- ch:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for ch := range chunks {
+		if ch.err != nil {
+			return ch.err
+		}
+		if _, err := s.store.AppendBatch(ctx, ch.recs); err != nil {
+			return err
+		}
+		res.Fetched += ch.fetched
+		res.Accepted += len(ch.recs)
+		res.Rejected += ch.reject
+		report(progress, res)
+	}
+	return ctx.Err()
+}
+
 // ingestMirrored verifies events on every core as mirrored events and
 // appends the valid ones in one group commit. It returns how many were
 // stored (new or duplicate) and how many were rejected.
 func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (accepted, rejected int, err error) {
+	recs, rejected := s.verifyMirrored(evs)
+	if _, err := s.store.AppendBatch(ctx, recs); err != nil {
+		return 0, rejected, err
+	}
+	return len(recs), rejected, nil
+}
+
+// verifyMirrored checks events on every core as mirrored events and
+// returns the records of the valid ones and the number rejected.
+func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
 	checker := s.cfg.Checker
 	checker.Limits.MaxAge = 0
 	now := s.cfg.Now().Unix()
@@ -188,6 +234,7 @@ func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (acc
 	}
 	wg.Wait()
 	recs := make([]sqlite.Record, 0, len(evs))
+	rejected := 0
 	for i, e := range evs {
 		if !ok[i] {
 			rejected++
@@ -195,10 +242,7 @@ func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (acc
 		}
 		recs = append(recs, record(e, nil, "json", now))
 	}
-	if _, err := s.store.AppendBatch(ctx, recs); err != nil {
-		return 0, rejected, err
-	}
-	return len(recs), rejected, nil
+	return recs, rejected
 }
 
 func (s *Server) peerGet(ctx context.Context, url string) ([]byte, error) {

@@ -97,6 +97,37 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	wg.Wait()
 	runtime.GC()
 	fmt.Fprintf(c.out, "background publishes: %d (%d errors); process RSS after: %s\n", published.Load(), pubErrs.Load(), rss())
+	if c.mirrorToo {
+		return c.benchCatchUp(ctx, dir, base)
+	}
+	return nil
+}
+
+// benchCatchUp starts an empty relay and mirrors the loaded one into it,
+// beside the verify ceiling.
+func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
+	one, all := verifyCeiling(2 * time.Second)
+	fmt.Fprintf(c.out, "ceiling: raw Ed25519 verify %.0f/s on 1 core, %.0f/s on %d cores\n", one, all, runtime.GOMAXPROCS(0))
+	m := newServe(c.out, os.Stderr)
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "mirror.db")}); err != nil {
+		return err
+	}
+	if err := m.Start(); err != nil {
+		return err
+	}
+	defer m.Close()
+	start := time.Now()
+	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
+		c.progress.update("catch-up: %d/%d events (%.0f/s)", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds())
+	})
+	c.progress.done()
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	rate := float64(res.Accepted) / el.Seconds()
+	fmt.Fprintf(c.out, "catch-up of a new mirror: %d events in %s = %.0f events/s = %.0f%% of the %d-core verify ceiling (%d round trips, %d KiB of sync messages)\n",
+		res.Accepted, el.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), res.Rounds, (res.BytesSent+res.BytesRecv)>>10)
 	return nil
 }
 
