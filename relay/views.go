@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/anp2net/relay/protocol"
@@ -19,12 +18,12 @@ func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress
 	var total, done int64
 	err := st.Export(ctx, 0, func(through int64) error { total = through; return nil },
 		func(seq int64, body []byte) error {
-			var e protocol.Event
-			if err := json.Unmarshal(body, &e); err != nil {
+			e, err := protocol.DecodeJSON(body)
+			if err != nil {
 				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
 			}
-			s.Add(seq, &e, lookup)
-			also(&e)
+			s.Add(seq, e, lookup)
+			also(e)
 			done++
 			if progress != nil && done%5000 == 0 {
 				progress(seq, total)
