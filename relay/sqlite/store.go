@@ -136,7 +136,14 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "cache_size(-65536)")
+	// The writer keeps the hot interior pages of every index cached: at a
+	// million events the indexes outgrow a small cache and each insert
+	// (random ids) would miss.
+	if readOnly {
+		q.Add("_pragma", "cache_size(-65536)")
+	} else {
+		q.Add("_pragma", "cache_size(-524288)")
+	}
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Add("_pragma", "mmap_size(268435456)")
 	q.Add("_pragma", "wal_autocheckpoint(8192)")
