@@ -88,7 +88,10 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	}{
 		{"GET /trust/{agent_id}", func(i int) string { return "/trust/" + agents[(i*13)%len(agents)].ID }},
 		{"GET /agents/{agent_id}/credit", func(i int) string { return "/agents/" + agents[(i*17)%300].ID + "/credit" }},
-		{"GET /task/{id} via /tasks?limit=1", func(i int) string { return "/tasks?limit=1" }},
+		{"GET /tasks?limit=1", func(i int) string { return "/tasks?limit=1" }},
+		{"GET /events?t=<topic>&limit=100", func(i int) string { return fmt.Sprintf("/events?t=topic%d&limit=100", i%200) }},
+		{"GET /events?authors=<agent>&limit=100", func(i int) string { return "/events?limit=100&authors=" + agents[(i*31)%len(agents)].ID }},
+		{"GET /events?kinds=6&p=<agent>&limit=100", func(i int) string { return "/events?kinds=6&limit=100&p=" + agents[(i*7)%len(agents)].ID }},
 	} {
 		lat := c.getAll(ctx, cl, q.path)
 		printLatency(c.out, q.name+fmt.Sprintf(" under %d publishes/s", c.loadRate), lat)
