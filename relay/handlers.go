@@ -30,7 +30,7 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := s.viewer(reader, q.IncludeHidden)
+	v := s.viewer(reader, q.IncludeHidden).withRank(s)
 	_, thread := q.Filter.Tags["e"]
 	thread = thread || len(q.Filter.IDs) > 0
 	bodies, left, shown := v.filterBodies(bodies, thread && !wantsCBOR(c))

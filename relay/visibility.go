@@ -23,11 +23,17 @@ type viewer struct {
 	top           bool // reader is in the top 1% by trust rank
 }
 
+// viewer decides what reader may see. It is built per request, and per
+// event on the stream's fan-out, so it reads only the published moderation
+// snapshot; listing handlers add the reader's rank (withRank).
 func (s *Server) viewer(reader string, includeHidden bool) viewer {
-	now := s.now()
-	v := viewer{mod: s.state.Moderation.Current(now), reader: reader, includeHidden: includeHidden}
-	if reader != "" {
-		v.top = s.state.Trust.Current(now).InTopPercent(reader, TopReaderPercent)
+	return viewer{mod: s.state.Moderation.Current(s.now()), reader: reader, includeHidden: includeHidden}
+}
+
+// withRank marks a top-1% reader, who gets hidden-event metadata (§7.1).
+func (v viewer) withRank(s *Server) viewer {
+	if v.reader != "" {
+		v.top = s.state.Trust.Current(s.now()).InTopPercent(v.reader, TopReaderPercent)
 	}
 	return v
 }
@@ -63,9 +69,9 @@ func (v viewer) filterBodies(bodies [][]byte, placeholders bool) (items [][]byte
 		left++
 		switch {
 		case v.top:
+			ev := v.mod.Event(id)
 			meta, _ := json.Marshal(map[string]any{
-				"hidden": true, "flag_count": v.mod.Event(id).FlagCount,
-				"flag_weight": v.mod.Event(id).FlagWeight, "hidden_since": v.mod.Event(id).HiddenSince,
+				"hidden": true, "flag_count": ev.FlagCount, "flag_weight": ev.FlagWeight, "hidden_since": ev.HiddenSince,
 			})
 			items = append(items, []byte(`["hidden","`+id+`",`+string(meta)+`]`))
 		case placeholders:

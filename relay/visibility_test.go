@@ -43,7 +43,9 @@ func TestHiddenPerReader(t *testing.T) {
 	author, flaggers, reader := a[0], a[1:4], a[5]
 	post := author.Sign(protocol.KindPost, vectorTime-500, "hello", []string{"t", "weather"})
 	reply := reader.Sign(protocol.KindReply, vectorTime-400, "hi", []string{"e", post.ID})
-	evs := []*protocol.Event{post, reply}
+	// a[4] vouches for the reader, who becomes the only ranked agent: top 1%.
+	vouch := a[4].Sign(protocol.KindTrustVote, vectorTime-450, map[string]any{"score": 1}, []string{"p", reader.ID})
+	evs := []*protocol.Event{post, reply, vouch}
 	for i, f := range flaggers {
 		evs = append(evs, f.Sign(protocol.KindFlag, vectorTime-300+int64(i), map[string]any{"category": "spam"},
 			[]string{"e", post.ID}, []string{"p", author.ID}))
@@ -96,6 +98,23 @@ func TestHiddenPerReader(t *testing.T) {
 	}
 	if got, ph = ids(t, get("/events?t=weather", nil).body); len(got) != 0 || len(ph) != 0 {
 		t.Errorf("plain query anonymous: events %v placeholders %v (no placeholder outside threads)", got, ph)
+	}
+	// A top-1% reader gets a placeholder with the moderation metadata and
+	// the count of hidden events left out.
+	eventually(t, "reader ranked", func() bool {
+		return get(list, &reader).header.Get("X-ANP2-Hidden-Count") == "1"
+	})
+	var items []json.RawMessage
+	json.Unmarshal(get(list, &reader).body, &items)
+	var top []any
+	if len(items) != 1 || json.Unmarshal(items[0], &top) != nil || len(top) != 3 || top[1] != post.ID {
+		t.Fatalf("top reader's list: %s", get(list, &reader).body)
+	}
+	if meta, _ := top[2].(map[string]any); meta["flag_count"] != 3.0 || meta["hidden"] != true {
+		t.Fatalf("placeholder metadata: %v", top[2])
+	}
+	if h := get(list, &author).header.Get("X-ANP2-Hidden-Count"); h != "" {
+		t.Fatalf("an unranked reader got X-ANP2-Hidden-Count %q", h)
 	}
 	// Direct reads.
 	if ans := get("/events/"+post.ID, nil); ans.status != 403 || ans.code(t) != CodeHidden {

@@ -8,7 +8,8 @@ package state
 
 import (
 	"encoding/binary"
-	"math/big"
+	"encoding/hex"
+	"math/bits"
 	"sync"
 
 	"github.com/anp2net/relay/credit"
@@ -77,8 +78,10 @@ func New(opts Options) *State {
 }
 
 // Preload registers the revocations of a kind 9 event before any event is
-// added, so that a replay reading a log in one pass never has to withdraw
-// an event it already folded. Adding the kind 9 later is still required.
+// added, so that a fold that sees every revocation first never has to
+// withdraw an event (and needs no Lookup). The relay and the replayer use
+// lookups instead; the property tests use Preload as the independent second
+// path their results must equal. Adding the kind 9 later is still required.
 func (s *State) Preload(ev *protocol.Event) {
 	if ev.Kind != protocol.KindRevoke {
 		return
@@ -182,41 +185,9 @@ func revokeTargets(ev *protocol.Event) []string {
 // addID adds the 32-byte id (hex) to sum as a little-endian 256-bit integer.
 func addID(sum *[4]uint64, id string) {
 	var b [32]byte
-	for i := 0; i < 32 && 2*i+1 < len(id); i++ {
-		b[i] = unhex(id[2*i])<<4 | unhex(id[2*i+1])
-	}
+	hex.Decode(b[:], []byte(id))
 	var carry uint64
-	for i := 0; i < 4; i++ {
-		w := binary.LittleEndian.Uint64(b[8*i:])
-		s := sum[i] + w
-		c1 := s < w
-		s2 := s + carry
-		c2 := s2 < s
-		sum[i] = s2
-		carry = 0
-		if c1 || c2 {
-			carry = 1
-		}
+	for i := range 4 {
+		sum[i], carry = bits.Add64(sum[i], binary.LittleEndian.Uint64(b[8*i:]), carry)
 	}
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return 0
-}
-
-// setSum returns the set fingerprint's sum as a big.Int (for tests).
-func (s *State) setSum() *big.Int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b [32]byte
-	for i := 0; i < 4; i++ {
-		binary.BigEndian.PutUint64(b[24-8*i:], s.sum[i])
-	}
-	return new(big.Int).SetBytes(b[:])
 }
