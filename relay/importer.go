@@ -1,14 +1,10 @@
 package relay
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/sqlite"
@@ -44,57 +40,19 @@ type Importer struct {
 	OnProgress func(ImportStats)
 }
 
-type importItem struct {
-	line int
-	ev   *protocol.Event
-	raw  []byte
-	rec  sqlite.Record
-	err  error
-}
-
 // Import reads r to the end. Lines are event objects, or export lines
 // {"seq":N,"event":{...}}; blank lines are skipped.
 func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error) {
 	st := ImportStats{Rejected: map[string]int{}}
 	checker := im.Checker
 	checker.Limits.MaxAge = 0
-	lines := make(chan importItem, 1024)
-	results := make(chan importItem, 1024)
 	var readErr error
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 8<<20)
-		n := 0
-		for sc.Scan() {
-			n++
-			b := bytes.TrimSpace(sc.Bytes())
-			if len(b) == 0 {
-				continue
-			}
-			select {
-			case lines <- importItem{line: n, raw: append([]byte(nil), b...)}:
-			case <-ctx.Done():
-				return
-			}
+	results := parallel(lines(ctx, r, &readErr), func(it *lineItem) {
+		it.ev, it.raw, it.err = verifyLine(it.raw, checker, im.Now)
+		if it.err == nil {
+			it.rec = record(it.ev, it.raw, "json", im.Now)
 		}
-		readErr = sc.Err()
-	}()
-	var wg sync.WaitGroup
-	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range lines {
-				it.ev, it.raw, it.err = verifyLine(it.raw, checker, im.Now)
-				if it.err == nil {
-					it.rec = record(it.ev, it.raw, "json", im.Now)
-				}
-				results <- it
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(results) }()
+	})
 	err := im.appendAll(ctx, results, &st)
 	if err == nil {
 		err = readErr
@@ -102,7 +60,7 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 	return st, err
 }
 
-func (im *Importer) appendAll(ctx context.Context, results <-chan importItem, st *ImportStats) error {
+func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *ImportStats) error {
 	batch := make([]sqlite.Record, 0, 2048)
 	flush := func() error {
 		if len(batch) == 0 {

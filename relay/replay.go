@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 )
 
@@ -48,11 +49,14 @@ type Replayer struct {
 	OnProgress func(ReplayStats)
 }
 
-type replayItem struct {
+// lineItem is one line of a JSON-lines log on its way through the
+// parallel verifiers of the importer and the replayer.
+type lineItem struct {
 	line   int
 	offset int64
 	raw    []byte
 	ev     *protocol.Event
+	rec    sqlite.Record // importer only: the record to append
 	err    error
 }
 
@@ -67,7 +71,7 @@ func (rp *Replayer) Replay(ctx context.Context, path string) (*state.State, Repl
 	checker := rp.Checker
 	checker.Limits.MaxAge = 0
 	var readErr error
-	results := parallel(lines(ctx, f, &readErr), func(it *replayItem) {
+	results := parallel(lines(ctx, f, &readErr), func(it *lineItem) {
 		it.ev, _, it.err = verifyLine(it.raw, checker, rp.Now)
 		it.raw = nil
 	})
@@ -163,8 +167,8 @@ func eventAt(f *os.File, off int64) (*protocol.Event, error) {
 
 // lines feeds the non-blank lines of r, numbered from 1 with their byte
 // offsets, into a channel.
-func lines(ctx context.Context, r io.Reader, errp *error) <-chan replayItem {
-	out := make(chan replayItem, 1024)
+func lines(ctx context.Context, r io.Reader, errp *error) <-chan lineItem {
+	out := make(chan lineItem, 1024)
 	go func() {
 		defer close(out)
 		br := bufio.NewReaderSize(r, 1<<20)
@@ -175,7 +179,7 @@ func lines(ctx context.Context, r io.Reader, errp *error) <-chan replayItem {
 			off += int64(len(b))
 			if t := bytes.TrimSpace(b); len(t) > 0 {
 				select {
-				case out <- replayItem{line: n, offset: start, raw: t}:
+				case out <- lineItem{line: n, offset: start, raw: t}:
 				case <-ctx.Done():
 					return
 				}
@@ -192,8 +196,8 @@ func lines(ctx context.Context, r io.Reader, errp *error) <-chan replayItem {
 }
 
 // parallel runs work on every item with one worker per core.
-func parallel(in <-chan replayItem, work func(*replayItem)) <-chan replayItem {
-	out := make(chan replayItem, 1024)
+func parallel(in <-chan lineItem, work func(*lineItem)) <-chan lineItem {
+	out := make(chan lineItem, 1024)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
@@ -209,7 +213,7 @@ func parallel(in <-chan replayItem, work func(*replayItem)) <-chan replayItem {
 	return out
 }
 
-func (st *ReplayStats) reject(it replayItem) {
+func (st *ReplayStats) reject(it lineItem) {
 	code := codeOf(it.err)
 	st.Rejected[code]++
 	inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
