@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -46,8 +47,10 @@ func (s *Server) announce(ctx context.Context) error {
 	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content),
 		Tags: [][]string{{"branch", "main"}}}
 	e.Sign(s.cfg.RelayKey)
-	_, err = s.ingest(ctx, e, nil, "json", "", true)
-	return err
+	if _, rejected, err := s.ingestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
+		return fmt.Errorf("relay announcement not stored (rejected %d): %v", rejected, err)
+	}
+	return nil
 }
 
 // peerStats counts what one peer sent or received.
@@ -127,29 +130,39 @@ func (s *Server) postGossip(c echo.Context) error {
 	if ok, wait := s.byPeer.allowN(peer, now, len(items)); !ok {
 		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its gossip rate", peer), after: wait}
 	}
-	ans := gossipAnswer{Rejected: []gossipRejected{}}
+	// Decode and verify every event (on every core), then append the valid
+	// ones in one group commit; each bad one is reported by its index.
+	evs := make([]*protocol.Event, len(items))
+	errs := make([]error, len(items))
 	for i, raw := range items {
-		var e *protocol.Event
 		if rawType == "cbor" {
-			e, err = protocol.DecodeCBOR(raw)
+			evs[i], errs[i] = protocol.DecodeCBOR(raw)
 		} else {
-			e, err = protocol.DecodeJSON(raw)
+			evs[i], errs[i] = protocol.DecodeJSON(raw)
 		}
-		var res *publishAnswer
-		if err == nil {
-			res, err = s.ingest(c.Request().Context(), e, raw, rawType, peer, true)
-		}
+	}
+	s.checkMirrored(evs, errs)
+	ans := gossipAnswer{Rejected: []gossipRejected{}}
+	var recs []sqlite.Record
+	for i, err := range errs {
 		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, sqlite.ErrClosed) {
-				return err
-			}
-			ans.Rejected = append(ans.Rejected, rejection(i, e, err))
+			ans.Rejected = append(ans.Rejected, rejection(i, evs[i], err))
+			s.metrics.rejected(codeOf(err))
 			continue
 		}
-		if res.Duplicate {
+		recs = append(recs, record(evs[i], items[i], rawType, now.Unix()))
+	}
+	results, err := s.store.AppendBatch(c.Request().Context(), recs)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Duplicate {
 			ans.Duplicate++
+			s.metrics.duplicates.Add(1)
 		} else {
 			ans.Accepted++
+			s.metrics.accepted.Add(1)
 		}
 	}
 	s.peers.update(peer, "inbound", func(p *peerStats) {

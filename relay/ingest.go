@@ -52,7 +52,7 @@ func (s *Server) postEvent(c echo.Context) error {
 	if err != nil {
 		return s.reject(err)
 	}
-	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP(), false)
+	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP())
 	if err != nil {
 		return s.reject(err)
 	}
@@ -70,21 +70,11 @@ func (s *Server) reject(err error) error {
 }
 
 // ingest applies every publish rule, in the documented order, and appends
-// e. It answers only after the event is committed. A mirrored event (from a
-// peer relay) is judged on its own content only: no freshness window, no
-// per-agent or per-IP rate, no rule that depends on what the log already
-// holds, so every relay converges on the same set; kind 11 is never
-// mirrored.
-func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, mirrored bool) (*publishAnswer, error) {
+// e. It answers only after the event is committed. (Events from peers go
+// through checkMirrored instead.)
+func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*publishAnswer, error) {
 	now := s.cfg.Now()
-	limits := s.cfg.Checker.Limits
-	if mirrored {
-		if e.Kind == protocol.KindHealth {
-			return nil, protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
-		}
-		limits.MaxAge = 0
-	}
-	if errs := limits.Check(e, now.Unix()); len(errs) > 0 {
+	if errs := s.cfg.Checker.Limits.Check(e, now.Unix()); len(errs) > 0 {
 		return nil, errs[0]
 	}
 	if err := e.CheckID(); err != nil {
@@ -101,13 +91,11 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
 		return nil, err
 	}
-	if !mirrored {
-		if err := s.checkAgainstLog(ctx, e); err != nil {
-			return nil, err
-		}
-		if err := s.charge(e, ip, now); err != nil {
-			return nil, err
-		}
+	if err := s.checkAgainstLog(ctx, e); err != nil {
+		return nil, err
+	}
+	if err := s.charge(e, ip, now); err != nil {
+		return nil, err
 	}
 	if e.Kind == protocol.KindHealth {
 		// Kind 11 beats are verified and rate-limited but never stored (D11):

@@ -214,13 +214,30 @@ func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (acc
 	return len(recs), rejected, nil
 }
 
-// verifyMirrored checks events on every core as mirrored events and
-// returns the records of the valid ones and the number rejected.
+// verifyMirrored checks events as mirrored events and returns the records
+// of the valid ones and the number rejected.
 func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
+	errs := make([]error, len(evs))
+	s.checkMirrored(evs, errs)
+	now := s.now()
+	recs := make([]sqlite.Record, 0, len(evs))
+	for i, e := range evs {
+		if errs[i] == nil {
+			recs = append(recs, record(e, nil, "json", now))
+		}
+	}
+	return recs, len(evs) - len(recs)
+}
+
+// checkMirrored verifies evs on every core as mirrored events (SPEC §6.2):
+// everything an event can be judged on by itself, without the freshness
+// window, rate limits or log-dependent rules; never kind 11. It fills
+// errs[i] for each bad event; entries already set, or with a nil event,
+// are left alone.
+func (s *Server) checkMirrored(evs []*protocol.Event, errs []error) {
 	checker := s.cfg.Checker
 	checker.Limits.MaxAge = 0
-	now := s.cfg.Now().Unix()
-	ok := make([]bool, len(evs))
+	now := s.now()
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
 	for w := range workers {
@@ -228,21 +245,17 @@ func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(evs); i += workers {
-				ok[i] = evs[i].Kind != protocol.KindHealth && checker.CheckFirst(evs[i], now) == nil
+				switch {
+				case errs[i] != nil || evs[i] == nil:
+				case evs[i].Kind == protocol.KindHealth:
+					errs[i] = protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
+				default:
+					errs[i] = checker.CheckFirst(evs[i], now)
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	recs := make([]sqlite.Record, 0, len(evs))
-	rejected := 0
-	for i, e := range evs {
-		if !ok[i] {
-			rejected++
-			continue
-		}
-		recs = append(recs, record(e, nil, "json", now))
-	}
-	return recs, rejected
 }
 
 func (s *Server) peerGet(ctx context.Context, url string) ([]byte, error) {
