@@ -59,6 +59,9 @@ type State struct {
 	seq int64
 	// revoked counts the distinct events excluded by a revocation.
 	revoked map[string]struct{}
+	// revMu guards revoked for readers (Revoked runs per event on the
+	// stream's fan-out and must not wait for a fold); writers hold mu too.
+	revMu sync.RWMutex
 
 	digestMu sync.Mutex
 	weights  *trust.Snapshot
@@ -112,14 +115,14 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 			}
 			if target := lookup(t); target != nil && target.AgentID == ev.AgentID {
 				if _, done := s.revoked[t]; !done {
-					s.revoked[t] = struct{}{}
+					s.markRevoked(t)
 					s.remove(target)
 				}
 			}
 		}
 	}
 	if s.isRevoked(ev) {
-		s.revoked[ev.ID] = struct{}{}
+		s.markRevoked(ev.ID)
 		return
 	}
 	s.Trust.Add(ev)
@@ -158,10 +161,17 @@ func (s *State) isRevoked(ev *protocol.Event) bool {
 // Revoked reports whether id is excluded from the views by its author's
 // revocation.
 func (s *State) Revoked(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.revMu.RLock()
+	defer s.revMu.RUnlock()
 	_, ok := s.revoked[id]
 	return ok
+}
+
+// markRevoked records id as revoked. Callers hold mu.
+func (s *State) markRevoked(id string) {
+	s.revMu.Lock()
+	s.revoked[id] = struct{}{}
+	s.revMu.Unlock()
 }
 
 // revokeTargets returns the distinct 64-hex e tags of a kind 9.
