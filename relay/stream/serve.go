@@ -63,6 +63,9 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, f *Filter, reader st
 		}
 		return nil
 	}
+	if resume {
+		c.replayed = c.pos
+	}
 	c.comment("live")
 	if c.flush() != nil {
 		return nil
@@ -183,13 +186,13 @@ func (h *Hub) drain(c *sseWriter, s *subscriber) error {
 		switch {
 		case e.meta:
 			c.meta(e.body)
-		case e.seq <= c.pos: // already replayed from the log
+		case e.seq <= c.replayed: // already replayed from the log
 			continue
 		default:
 			if h.visible(s.reader, e.ev) {
 				c.event(e.seq, e.data())
 			}
-			c.pos = e.seq
+			c.pos = max(c.pos, e.seq)
 		}
 		if err := c.maybeFlush(); err != nil {
 			return err

@@ -23,6 +23,10 @@ type sseWriter struct {
 	buf     []byte
 	sent    int64
 	pos     int64
+	// replayed is the last sequence the log replay covered: queued live
+	// events up to it were already sent. 0 for a live-only stream, whose
+	// queue holds only events committed after it subscribed.
+	replayed int64
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {

@@ -263,6 +263,30 @@ func TestResumeHandOver(t *testing.T) {
 	}
 }
 
+// TestLiveOnlyHandOver: a stream opened without a resume point gets every
+// event committed after it subscribed, including one committed before the
+// hub read where the log ends (that read must not hide it).
+func TestLiveOnlyHandOver(t *testing.T) {
+	r := newRig(t, Options{})
+	k := key(8)
+	r.append(t, mk(k, 100, 1, "old"))
+	var once sync.Once
+	var raced int64
+	r.mu.Lock()
+	r.beforeExport = func() {
+		once.Do(func() { raced = r.append(t, mk(k, 200, 1, "committed between subscribing and the bound")) })
+	}
+	r.mu.Unlock()
+	c := r.connect(t, "")
+	if got := c.events(t, 1); got[0] != raced {
+		t.Fatalf("got %v, want the raced event %d", got, raced)
+	}
+	after := r.append(t, mk(k, 202, 1, "live"))
+	if f, _ := c.next(t, 5*time.Second); !f.isEvent() || f.seq(t) != after {
+		t.Fatalf("next frame %+v, want event %d", f, after)
+	}
+}
+
 // TestResumeBeyondTheLog: a Last-Event-ID past the log's end (another
 // relay's, or a wiped database) is taken as the end, not waited for.
 func TestResumeBeyondTheLog(t *testing.T) {
