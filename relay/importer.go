@@ -38,6 +38,9 @@ type Importer struct {
 	OnInvalid func(Invalid)
 	// OnProgress, when set, is called after each appended batch.
 	OnProgress func(ImportStats)
+	// OnPhase, when set, is told when a bulk load starts and which step
+	// of its end runs.
+	OnPhase func(string)
 }
 
 // Import reads r to the end. Lines are event objects, or export lines
@@ -60,27 +63,73 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 	return st, err
 }
 
+// appendAll appends in batches. Once an import has added as many events as
+// the log held when it began (and at least bulkMin), the rest goes in as a
+// bulk load (sqlite.Store.BeginBulk) in larger batches.
 func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *ImportStats) error {
-	batch := make([]sqlite.Record, 0, 2048)
-	flush := func() error {
-		if len(batch) == 0 {
+	size, err := im.Store.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	bulkAfter := max(bulkMin, int(size.Events))
+	bulk := false
+	defer func() {
+		if bulk {
+			im.Store.EndBulk(im.OnPhase)
+		}
+	}()
+	// One batch commits while the next is read and verified.
+	type inFlight struct {
+		res []sqlite.Result
+		err error
+	}
+	var pending chan inFlight
+	wait := func() error {
+		if pending == nil {
 			return nil
 		}
-		res, err := im.Store.AppendBatch(ctx, batch)
-		if err != nil {
-			return fmt.Errorf("append: %w", err)
+		done := <-pending
+		pending = nil
+		if done.err != nil {
+			return fmt.Errorf("append: %w", done.err)
 		}
-		for _, r := range res {
+		for _, r := range done.res {
 			if r.Duplicate {
 				st.Duplicate++
 			} else {
 				st.Accepted++
 			}
 		}
-		batch = batch[:0]
 		if im.OnProgress != nil {
 			im.OnProgress(*st)
 		}
+		return nil
+	}
+	var batch []sqlite.Record
+	limit := min(2048, bulkAfter)
+	flush := func() error {
+		if err := wait(); err != nil {
+			return err
+		}
+		if !bulk && st.Accepted >= bulkAfter {
+			if err := im.Store.BeginBulk(ctx); err != nil {
+				return err
+			}
+			bulk, limit = true, 8192
+			if im.OnPhase != nil {
+				im.OnPhase("bulk load")
+			}
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		recs := batch
+		batch = nil
+		pending = make(chan inFlight, 1)
+		go func(done chan<- inFlight) {
+			res, err := im.Store.AppendBatch(ctx, recs)
+			done <- inFlight{res, err}
+		}(pending)
 		return nil
 	}
 	var failed error
@@ -106,14 +155,18 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 			continue
 		}
 		batch = append(batch, it.rec)
-		if len(batch) == cap(batch) {
+		if len(batch) >= limit {
 			failed = flush()
 		}
 	}
 	if failed != nil {
+		wait()
 		return failed
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return wait()
 }
 
 // codeOf is the stable code of a rejection: a *protocol.Error's code,

@@ -33,6 +33,10 @@ type MirrorResult struct {
 	Accepted  int    `json:"accepted"`
 	Rejected  int    `json:"rejected"`
 	Pushed    int    `json:"pushed"`
+	// Phase names a step that is not counted in events: "bulk load"
+	// while a catch-up appends with the indexes dropped, then each index
+	// being rebuilt.
+	Phase string `json:"phase,omitempty"`
 }
 
 // mirrorChunk is how many ids one fetch or push carries.
@@ -156,30 +160,46 @@ func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 	return ans.Accepted + ans.Duplicate, nil
 }
 
-// fetchAll fetches and verifies chunk k+1 while chunk k is being appended,
-// so the network, the cores and the single writer work at once.
+// bulkMin is the smallest catch-up that loads in bulk mode (see
+// sqlite.Store.BeginBulk); a catch-up must also be at least as large as the
+// log, since the indexes are then rebuilt over all of it.
+var bulkMin = 20000
+
+// fetchAll fetches, verifies and appends in three stages that overlap, so
+// the network, the cores and the single writer work at once. A catch-up
+// larger than the log itself (a new mirror) runs in bulk-load mode and
+// appends in groups of bulkGroup.
 func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res *MirrorResult, progress func(MirrorResult)) error {
+	const bulkGroup = 8192
 	type chunk struct {
+		evs             []*protocol.Event
 		recs            []sqlite.Record
 		fetched, reject int
 		err             error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunks := make(chan chunk, 2)
+	if len(need) >= bulkMin && len(need) >= s.index.Len() {
+		if err := s.store.BeginBulk(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			s.store.EndBulk(func(step string) {
+				res.Phase = step
+				report(progress, res)
+			})
+			res.Phase = ""
+		}()
+		res.Phase = "bulk load"
+	}
+	bulk := res.Phase != ""
+	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
 	go func() {
-		defer close(chunks)
+		defer close(fetched)
 		for i := 0; i < len(need) && ctx.Err() == nil; i += mirrorChunk {
 			evs, err := s.fetchEvents(ctx, base, need[i:min(len(need), i+mirrorChunk)])
-			var ch chunk
-			if err != nil {
-				ch.err = err
-			} else {
-				ch.recs, ch.reject = s.verifyMirrored(evs)
-				ch.fetched = len(evs)
-			}
 			select {
-			case chunks <- ch:
+			case fetched <- chunk{evs: evs, err: err}:
 			case <-ctx.Done():
 				return
 			}
@@ -188,19 +208,52 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 			}
 		}
 	}()
-	for ch := range chunks {
+	go func() {
+		defer close(verified)
+		for ch := range fetched {
+			if ch.err == nil {
+				ch.recs, ch.reject = s.verifyMirrored(ch.evs)
+				ch.fetched, ch.evs = len(ch.evs), nil
+			}
+			select {
+			case verified <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var recs []sqlite.Record
+	for ch := range verified {
 		if ch.err != nil {
 			return ch.err
 		}
-		if _, err := s.store.AppendBatch(ctx, ch.recs); err != nil {
+		recs = append(recs, ch.recs...)
+		res.Fetched += ch.fetched
+		res.Rejected += ch.reject
+		if bulk && len(recs) < bulkGroup && len(verified) < cap(verified) {
+			continue // larger transactions write each touched page once
+		}
+		if err := s.appendMirrored(ctx, recs, res, progress); err != nil {
 			return err
 		}
-		res.Fetched += ch.fetched
-		res.Accepted += len(ch.recs)
-		res.Rejected += ch.reject
-		report(progress, res)
+		recs = recs[:0]
+	}
+	if err := s.appendMirrored(ctx, recs, res, progress); err != nil {
+		return err
 	}
 	return ctx.Err()
+}
+
+func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, res *MirrorResult, progress func(MirrorResult)) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, err := s.store.AppendBatch(ctx, recs); err != nil {
+		return err
+	}
+	res.Accepted += len(recs)
+	report(progress, res)
+	return nil
 }
 
 // ingestMirrored verifies events on every core as mirrored events and

@@ -121,7 +121,7 @@ func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
 	defer m.Close()
 	start := time.Now()
 	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
-		c.progress.update("catch-up: %d/%d events (%.0f/s)", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds())
+		c.progress.update("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
 	})
 	c.progress.done()
 	if err != nil {
@@ -150,7 +150,8 @@ func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
 	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
 		OnProgress: func(s relay.ImportStats) {
 			c.progress.update("import: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
-		}}
+		},
+		OnPhase: func(p string) { c.progress.update("import: %s", p) }}
 	res, err := im.Import(ctx, f)
 	c.progress.done()
 	fmt.Fprintf(c.out, "imported %d events (%d accepted) in %s\n", res.Read, res.Accepted, time.Since(start).Round(time.Second))

@@ -53,11 +53,15 @@ func (c *importCmd) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 	start := time.Now()
+	var last relay.ImportStats
+	phase := ""
+	show := func() {
+		c.progress.update("read %d  accepted %d  duplicate %d  rejected %d  (%.0f/s) %s", last.Read, last.Accepted,
+			last.Duplicate, last.Read-last.Accepted-last.Duplicate, float64(last.Read)/time.Since(start).Seconds(), phase)
+	}
 	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
-		OnProgress: func(s relay.ImportStats) {
-			c.progress.update("read %d  accepted %d  duplicate %d  rejected %d  (%.0f/s)",
-				s.Read, s.Accepted, s.Duplicate, s.Read-s.Accepted-s.Duplicate, float64(s.Read)/time.Since(start).Seconds())
-		}}
+		OnProgress: func(s relay.ImportStats) { last = s; show() },
+		OnPhase:    func(p string) { phase = p; show() }}
 	if c.verbose {
 		im.OnInvalid = func(inv relay.Invalid) {
 			b, _ := json.Marshal(inv)

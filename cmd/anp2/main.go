@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -43,7 +44,8 @@ const usage = `anp2 — ANP2 relay and tools
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>
-from the environment (dashes become underscores).`
+from the environment (dashes become underscores). ANP2_CPUPROFILE=FILE
+writes a CPU profile of the whole command to FILE (go tool pprof).`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -68,6 +70,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := mk(stdout, stderr)
 	if err := cmd.ParseFlags(args[1:]); err != nil {
 		return err
+	}
+	if path := os.Getenv("ANP2_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return cmd.Run(ctx)
 }

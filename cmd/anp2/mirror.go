@@ -55,7 +55,7 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	for _, peer := range c.peers {
 		start := time.Now()
 		res, err := srv.MirrorOnce(ctx, peer, func(r relay.MirrorResult) {
-			c.progress.update("%s: need %d (fetched %d), have %d (pushed %d)", peer, r.Need, r.Fetched, r.Have, r.Pushed)
+			c.progress.update("%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
 		})
 		c.progress.done()
 		b, _ := json.Marshal(res)

@@ -108,7 +108,7 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 
 // Query returns the bodies of matching events, newest first by (created_at, id).
 func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
-	q, args := buildQuery(f)
+	q, args := buildQuery(f, s.bulkOn.Load())
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
@@ -127,8 +127,13 @@ func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
 
 // buildQuery turns f into SQL. With a tag filter the first tag name (in
 // sorted order) drives the scan through the tags primary key; other tag
-// names become EXISTS probes on the same key.
-func buildQuery(f Filter) (string, []any) {
+// names become EXISTS probes on the same key. With pending set (a bulk
+// load is under way) tag rows are read from tags and tags_pending both.
+func buildQuery(f Filter, pending bool) (string, []any) {
+	tags := "tags"
+	if pending {
+		tags = "(SELECT name, value, created_at, id FROM tags UNION ALL SELECT name, value, created_at, id FROM tags_pending)"
+	}
 	var where []string
 	var args []any
 	from := "events e"
@@ -141,7 +146,7 @@ func buildQuery(f Filter) (string, []any) {
 	if len(names) > 0 {
 		first := names[0]
 		vals := f.Tags[first]
-		from = "tags t CROSS JOIN events e ON e.id = t.id" // CROSS JOIN fixes the order: tags drive
+		from = tags + " t CROSS JOIN events e ON e.id = t.id" // CROSS JOIN fixes the order: tags drive
 		where = append(where, "t.name = ?")
 		args = append(args, first)
 		if len(vals) == 1 {
@@ -163,7 +168,7 @@ func buildQuery(f Filter) (string, []any) {
 		}
 		for _, n := range names[1:] {
 			vals := f.Tags[n]
-			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = ? AND t2.value IN ("+
+			where = append(where, "EXISTS (SELECT 1 FROM "+tags+" t2 WHERE t2.name = ? AND t2.value IN ("+
 				placeholders(len(vals))+") AND t2.created_at = e.created_at AND t2.id = e.id)")
 			args = append(args, n)
 			args = append(args, anySlice(vals)...)
@@ -337,7 +342,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 
 // explain returns SQLite's query plan for f (tests assert index use).
 func (s *Store) explain(f Filter) (string, error) {
-	q, args := buildQuery(f)
+	q, args := buildQuery(f, s.bulkOn.Load())
 	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return "", err

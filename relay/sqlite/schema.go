@@ -1,11 +1,18 @@
 package sqlite
 
+import "strings"
+
 // schema is the log's layout. events is append-only; seq is the local
 // arrival order (the rowid). tags holds one row per tag with at least two
 // elements and serves every tag filter from its primary key. revokes records
 // kind-9 claims; a revoke takes effect only over events of the same author,
-// whichever arrives first.
-const schema = `
+// whichever arrives first. tags_pending holds the tag rows of events
+// appended during a bulk load (see BeginBulk); it is empty otherwise.
+//
+// The secondary indexes are listed apart (secondaryIndexes) because a bulk
+// load drops them and builds them again at its end; Open creates any that
+// are missing, so a crash during a bulk load heals on the next start.
+var schema = `
 CREATE TABLE IF NOT EXISTS events (
 	seq         INTEGER PRIMARY KEY,
 	id          BLOB    NOT NULL UNIQUE,
@@ -17,10 +24,6 @@ CREATE TABLE IF NOT EXISTS events (
 	raw_type    TEXT,
 	received_at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_order       ON events(created_at, id);
-CREATE INDEX IF NOT EXISTS events_author      ON events(agent_id, created_at, id);
-CREATE INDEX IF NOT EXISTS events_kind        ON events(kind, created_at, id);
-CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id);
 CREATE TABLE IF NOT EXISTS tags (
 	name       TEXT    NOT NULL,
 	value      TEXT    NOT NULL,
@@ -28,6 +31,12 @@ CREATE TABLE IF NOT EXISTS tags (
 	id         BLOB    NOT NULL,
 	PRIMARY KEY (name, value, created_at, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tags_pending (
+	name       TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	id         BLOB    NOT NULL
+);
 CREATE TABLE IF NOT EXISTS revokes (
 	target     BLOB    NOT NULL,
 	author     BLOB    NOT NULL,
@@ -39,4 +48,26 @@ CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 );
-`
+` + strings.Join(secondaryIndexes, ";\n") + ";\n"
+
+// secondaryIndexes serve the filtered reads; every append updates each of
+// them at a position set by its key, which at a million events means a
+// scattered page write per index per event.
+var secondaryIndexes = []string{
+	`CREATE INDEX IF NOT EXISTS events_order       ON events(created_at, id)`,
+	`CREATE INDEX IF NOT EXISTS events_author      ON events(agent_id, created_at, id)`,
+	`CREATE INDEX IF NOT EXISTS events_kind        ON events(kind, created_at, id)`,
+	`CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id)`,
+}
+
+// indexName returns the name in a CREATE INDEX statement.
+func indexName(ddl string) string {
+	return strings.Fields(strings.TrimPrefix(ddl, "CREATE INDEX IF NOT EXISTS "))[0]
+}
+
+// mergePending moves the bulk-loaded tag rows into tags, in key order so
+// the primary key is written page by page.
+const mergePending = `
+INSERT OR IGNORE INTO tags(name, value, created_at, id)
+	SELECT name, value, created_at, id FROM tags_pending ORDER BY name, value, created_at, id;
+DELETE FROM tags_pending;`

@@ -30,11 +30,17 @@ type Store struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	maxBatch int
+	maxBatch, bulkBatch int
+	// bulk counts the BeginBulk calls not yet ended; only the writer
+	// goroutine touches it. bulkOn tells readers that tag rows may be in
+	// tags_pending (set before the first such row, cleared after they
+	// are merged).
+	bulk   int
+	bulkOn atomic.Bool
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
-	insEvent, insTag, insRevoke, selSeq *sql.Stmt
-	lookup, author                      *sql.Stmt
+	insEvent, insTag, insPending, insRevoke, selSeq *sql.Stmt
+	lookup, author                                  *sql.Stmt
 }
 
 // Committed is an event that has just been made durable.
@@ -64,7 +70,10 @@ type Record struct {
 }
 
 type appendReq struct {
-	rec  Record
+	rec Record
+	// ctl, when set, is run by the writer between transactions instead of
+	// appending rec (schema changes of a bulk load).
+	ctl  func() error
 	done chan appendRes
 }
 
@@ -89,6 +98,11 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("create schema: %w", err)
 	}
+	// A bulk load cut short by a crash left tag rows pending.
+	if _, err := w.Exec(`BEGIN IMMEDIATE;` + mergePending + `COMMIT;`); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("merge pending tags: %w", err)
+	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		w.Close()
@@ -96,7 +110,8 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 4096), closed: make(chan struct{}), maxBatch: 512}
+	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
+		maxBatch: 512, bulkBatch: 8192}
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
@@ -117,6 +132,7 @@ func (s *Store) prepare() error {
 		{s.write, &s.insEvent, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`},
 		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id) VALUES(?,?,?,?)`},
+		{s.write, &s.insPending, `INSERT INTO tags_pending(name, value, created_at, id) VALUES(?,?,?,?)`},
 		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
 		{s.write, &s.selSeq, `SELECT seq FROM events WHERE id = ?`},
 		{s.read, &s.lookup, `SELECT substr(body, -130, 128) FROM events WHERE id = ?`},
@@ -224,25 +240,129 @@ func (s *Store) writer() {
 			for {
 				select {
 				case first = <-s.queue:
-					s.commit(append(batch[:0], first))
+					if first.ctl != nil {
+						first.done <- appendRes{err: first.ctl()}
+					} else {
+						s.commit(append(batch[:0], first))
+					}
 				default:
 					return
 				}
 			}
 		}
+		if first.ctl != nil {
+			first.done <- appendRes{err: first.ctl()}
+			continue
+		}
 		batch = append(batch[:0], first)
+		limit := s.maxBatch
+		if s.bulk > 0 {
+			// Nobody waits on a bulk load's answers the way a publisher
+			// does, and a bigger transaction writes each touched page once.
+			limit = s.bulkBatch
+		}
+		var ctl *appendReq
 	fill:
-		for len(batch) < s.maxBatch {
+		for len(batch) < limit {
 			select {
 			case r := <-s.queue:
+				if r.ctl != nil {
+					ctl = r
+					break fill
+				}
 				batch = append(batch, r)
 			default:
 				break fill
 			}
 		}
 		s.commit(batch)
+		if ctl != nil {
+			ctl.done <- appendRes{err: ctl.ctl()}
+		}
 	}
 }
+
+// control runs fn on the writer goroutine between transactions.
+func (s *Store) control(ctx context.Context, fn func() error) error {
+	req := &appendReq{ctl: fn, done: make(chan appendRes, 1)}
+	select {
+	case s.queue <- req:
+	case <-s.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return (<-req.done).err
+}
+
+// BeginBulk puts the log into bulk-load mode until the matching EndBulk
+// (calls nest). It drops the secondary indexes and sends new tag rows to
+// tags_pending, so an append writes the table's tail and the id index
+// only, and transactions grow to bulkBatch appends. Every read stays
+// correct meanwhile, but filtered reads scan the table. Worth it only when
+// the load is at least as large as the log: EndBulk rebuilds the indexes
+// over everything.
+func (s *Store) BeginBulk(ctx context.Context) error {
+	return s.control(ctx, func() error {
+		s.bulk++
+		if s.bulk > 1 {
+			return nil
+		}
+		s.bulkOn.Store(true)
+		for _, ddl := range secondaryIndexes {
+			if _, err := s.write.Exec("DROP INDEX IF EXISTS " + indexName(ddl)); err != nil {
+				return fmt.Errorf("begin bulk: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// EndBulk ends one BeginBulk. The last one rebuilds the indexes, one
+// statement at a time so appends queued meanwhile commit between them,
+// and then merges the pending tag rows; step, when set, is told what runs
+// next. It keeps going when ctx ends (an index left out would make every
+// later read scan) and stops only if the store closes, in which case the
+// next Open finishes the work.
+func (s *Store) EndBulk(step func(string)) error {
+	ctx := context.Background()
+	last := false
+	if err := s.control(ctx, func() error {
+		s.bulk = max(0, s.bulk-1)
+		last = s.bulk == 0
+		return nil
+	}); err != nil || !last {
+		return err
+	}
+	for _, ddl := range secondaryIndexes {
+		if step != nil {
+			step("building index " + indexName(ddl))
+		}
+		if err := s.control(ctx, func() error {
+			if s.bulk > 0 {
+				return nil // a new bulk load began; it rebuilds at its end
+			}
+			_, err := s.write.Exec(ddl)
+			return err
+		}); err != nil {
+			return fmt.Errorf("end bulk: %w", err)
+		}
+	}
+	if step != nil {
+		step("merging tag rows")
+	}
+	return s.control(ctx, func() error {
+		if _, err := s.write.Exec(`BEGIN IMMEDIATE;` + mergePending + `COMMIT;`); err != nil {
+			s.write.Exec(`ROLLBACK`)
+			return fmt.Errorf("end bulk: %w", err)
+		}
+		s.bulkOn.Store(s.bulk > 0)
+		return nil
+	})
+}
+
+// Bulk reports whether a bulk load is under way (reads scan meanwhile).
+func (s *Store) Bulk() bool { return s.bulkOn.Load() }
 
 // commit writes a batch in one transaction; if the transaction fails it
 // retries each append alone so one bad record cannot sink the others.
@@ -273,7 +393,10 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	st := txStmts{tx.Stmt(s.insEvent), tx.Stmt(s.insTag), tx.Stmt(s.insRevoke), tx.Stmt(s.selSeq)}
+	st := txStmts{event: tx.Stmt(s.insEvent), tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), seq: tx.Stmt(s.selSeq)}
+	if s.bulk > 0 {
+		st.tag, st.pending = tx.Stmt(s.insPending), true
+	}
 	results := make([]Result, len(batch))
 	var committed []Committed
 	for i, r := range batch {
@@ -292,7 +415,12 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	return results, committed, nil
 }
 
-type txStmts struct{ event, tag, revoke, seq *sql.Stmt }
+type txStmts struct {
+	event, tag, revoke, seq *sql.Stmt
+	// pending: tag rows go to tags_pending, which has no key to drop a
+	// repeated tag, so insertOne drops it.
+	pending bool
+}
 
 func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 	e := rec.Event
@@ -316,8 +444,8 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 		return seq, true, err
 	}
 	seq, _ = res.LastInsertId()
-	for _, t := range e.Tags {
-		if len(t) < 2 {
+	for i, t := range e.Tags {
+		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue
 		}
 		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id); err != nil {
@@ -336,4 +464,14 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 		}
 	}
 	return seq, false, nil
+}
+
+// repeatedTag reports whether an earlier tag has t's name and value.
+func repeatedTag(earlier [][]string, t []string) bool {
+	for _, u := range earlier {
+		if len(u) >= 2 && u[0] == t[0] && u[1] == t[1] {
+			return true
+		}
+	}
+	return false
 }
