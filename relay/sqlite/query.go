@@ -132,7 +132,7 @@ func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
 func buildQuery(f Filter, pending bool) (string, []any) {
 	tags := "tags"
 	if pending {
-		tags = "(SELECT name, value, created_at, id FROM tags UNION ALL SELECT name, value, created_at, id FROM tags_pending)"
+		tags = "(SELECT * FROM tags UNION ALL SELECT * FROM tags_pending)"
 	}
 	var where []string
 	var args []any
@@ -146,7 +146,7 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 	if len(names) > 0 {
 		first := names[0]
 		vals := f.Tags[first]
-		from = tags + " t CROSS JOIN events e ON e.id = t.id" // CROSS JOIN fixes the order: tags drive
+		from = tags + " t CROSS JOIN events e ON e.seq = t.seq" // CROSS JOIN fixes the order: tags drive
 		where = append(where, "t.name = ?")
 		args = append(args, first)
 		if len(vals) == 1 {
@@ -189,7 +189,11 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 		}
 	}
 	if len(f.Kinds) > 0 {
-		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
+		col := "e.kind"
+		if len(names) > 0 {
+			col = "t.kind" // checked on the tag row, before the event is read
+		}
+		where = append(where, col+" IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}

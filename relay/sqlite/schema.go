@@ -4,7 +4,9 @@ import "strings"
 
 // schema is the log's layout. events is append-only; seq is the local
 // arrival order (the rowid). tags holds one row per tag with at least two
-// elements and serves every tag filter from its primary key. revokes records
+// elements and serves every tag filter from its primary key; it carries the
+// event's kind, so a kinds filter is applied before the event is read, and
+// its seq, so the event is read by rowid. revokes records
 // kind-9 claims; a revoke takes effect only over events of the same author,
 // whichever arrives first. tags_pending holds the tag rows of events
 // appended during a bulk load (see BeginBulk); it is empty otherwise.
@@ -24,19 +26,10 @@ CREATE TABLE IF NOT EXISTS events (
 	raw_type    TEXT,
 	received_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS tags (
-	name       TEXT    NOT NULL,
-	value      TEXT    NOT NULL,
-	created_at INTEGER NOT NULL,
-	id         BLOB    NOT NULL,
+CREATE TABLE IF NOT EXISTS tags (` + tagColumns + `,
 	PRIMARY KEY (name, value, created_at, id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS tags_pending (
-	name       TEXT    NOT NULL,
-	value      TEXT    NOT NULL,
-	created_at INTEGER NOT NULL,
-	id         BLOB    NOT NULL
-);
+CREATE TABLE IF NOT EXISTS tags_pending (` + tagColumns + `);
 CREATE TABLE IF NOT EXISTS revokes (
 	target     BLOB    NOT NULL,
 	author     BLOB    NOT NULL,
@@ -60,6 +53,27 @@ var secondaryIndexes = []string{
 	`CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id)`,
 }
 
+const tagColumns = `
+	name       TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	id         BLOB    NOT NULL,
+	kind       INTEGER NOT NULL,
+	seq        INTEGER NOT NULL`
+
+// migrateTags rebuilds tag tables made before they carried kind and seq
+// (run before schema, which then creates what is missing).
+const migrateTags = `
+CREATE TABLE tags_v2 (` + tagColumns + `,
+	PRIMARY KEY (name, value, created_at, id)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO tags_v2(name, value, created_at, id, kind, seq)
+	SELECT t.name, t.value, t.created_at, t.id, e.kind, e.seq FROM %s t JOIN events e ON e.id = t.id
+	ORDER BY t.name, t.value, t.created_at, t.id;
+DROP TABLE tags;
+DROP TABLE IF EXISTS tags_pending;
+ALTER TABLE tags_v2 RENAME TO tags;`
+
 // indexName returns the name in a CREATE INDEX statement.
 func indexName(ddl string) string {
 	return strings.Fields(strings.TrimPrefix(ddl, "CREATE INDEX IF NOT EXISTS "))[0]
@@ -68,6 +82,6 @@ func indexName(ddl string) string {
 // mergePending moves the bulk-loaded tag rows into tags, in key order so
 // the primary key is written page by page.
 const mergePending = `
-INSERT OR IGNORE INTO tags(name, value, created_at, id)
-	SELECT name, value, created_at, id FROM tags_pending ORDER BY name, value, created_at, id;
+INSERT OR IGNORE INTO tags(name, value, created_at, id, kind, seq)
+	SELECT name, value, created_at, id, kind, seq FROM tags_pending ORDER BY name, value, created_at, id;
 DELETE FROM tags_pending;`

@@ -94,6 +94,10 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
 	w.SetMaxOpenConns(1)
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if _, err := w.Exec(schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("create schema: %w", err)
@@ -131,8 +135,8 @@ func (s *Store) prepare() error {
 	}{
 		{s.write, &s.insEvent, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`},
-		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id) VALUES(?,?,?,?)`},
-		{s.write, &s.insPending, `INSERT INTO tags_pending(name, value, created_at, id) VALUES(?,?,?,?)`},
+		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
+		{s.write, &s.insPending, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
 		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
 		{s.write, &s.selSeq, `SELECT seq FROM events WHERE id = ?`},
 		{s.read, &s.lookup, `SELECT substr(body, -130, 128) FROM events WHERE id = ?`},
@@ -143,6 +147,29 @@ func (s *Store) prepare() error {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		*p.dst = st
+	}
+	return nil
+}
+
+// migrate brings a log written by an earlier version up to schema: tag
+// tables without kind and seq are rebuilt from the events (pending rows of
+// a cut-short bulk load included).
+func migrate(w *sql.DB) error {
+	var tagsExist, hasSeq, pending bool
+	err := w.QueryRow(`SELECT
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags'),
+		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending')`).Scan(&tagsExist, &hasSeq, &pending)
+	if err != nil || !tagsExist || hasSeq {
+		return err
+	}
+	from := "tags"
+	if pending {
+		from = "(SELECT name, value, created_at, id FROM tags UNION ALL SELECT name, value, created_at, id FROM tags_pending)"
+	}
+	if _, err := w.Exec("BEGIN IMMEDIATE;" + fmt.Sprintf(migrateTags, from) + "COMMIT;"); err != nil {
+		w.Exec("ROLLBACK")
+		return fmt.Errorf("migrate tags: %w", err)
 	}
 	return nil
 }
@@ -448,7 +475,7 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue
 		}
-		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id); err != nil {
+		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id, e.Kind, seq); err != nil {
 			return 0, false, fmt.Errorf("insert tag: %w", err)
 		}
 	}
