@@ -114,10 +114,16 @@ func rss() string {
 	if err != nil {
 		return "n/a"
 	}
+	// The log is memory-mapped, so its pages count as resident file memory
+	// (once per connection's mapping); anonymous memory is the process's own.
+	f := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:"))
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			f[k] = strings.TrimSpace(v)
 		}
 	}
-	return "n/a"
+	if f["VmRSS"] == "" {
+		return "n/a"
+	}
+	return fmt.Sprintf("%s (anonymous %s, mapped files %s)", f["VmRSS"], f["RssAnon"], f["RssFile"])
 }

@@ -183,12 +183,16 @@ func dsn(path string, readOnly bool) string {
 	// million events the indexes outgrow a small cache and each insert
 	// (random ids) would miss.
 	if readOnly {
-		q.Add("_pragma", "cache_size(-65536)")
+		q.Add("_pragma", "cache_size(-16384)")
 	} else {
 		q.Add("_pragma", "cache_size(-524288)")
 	}
 	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "mmap_size(268435456)")
+	// Readers read pages straight from the map (SQLite's largest, 2 GiB
+	// less 64 KiB) instead of copying them into a per-connection cache
+	// with a pread each: at 1M events this halves the median of a
+	// 100-event query. Their own caches stay small.
+	q.Add("_pragma", "mmap_size(2147418112)")
 	q.Add("_pragma", "wal_autocheckpoint(8192)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
