@@ -196,14 +196,26 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
 	go func() {
 		defer close(fetched)
-		for i := 0; i < len(need) && ctx.Err() == nil; i += mirrorChunk {
-			evs, err := s.fetchEvents(ctx, base, need[i:min(len(need), i+mirrorChunk)])
+		send := func(evs []*protocol.Event, err error) bool {
 			select {
 			case fetched <- chunk{evs: evs, err: err}:
+				return err == nil
 			case <-ctx.Done():
+				return false
+			}
+		}
+		rest := need
+		if bulk {
+			// Reading the peer's log in order costs it a sequential scan
+			// instead of a million lookups by id.
+			var err error
+			if rest, err = s.exportNeeded(ctx, base, need, func(evs []*protocol.Event) bool { return send(evs, nil) }); err != nil {
+				send(nil, err)
 				return
 			}
-			if err != nil {
+		}
+		for i := 0; i < len(rest) && ctx.Err() == nil; i += mirrorChunk {
+			if !send(s.fetchEvents(ctx, base, rest[i:min(len(rest), i+mirrorChunk)])) {
 				return
 			}
 		}
@@ -242,6 +254,69 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 		return err
 	}
 	return ctx.Err()
+}
+
+// exportNeeded streams the peer's GET /export and passes the events whose
+// ids are in need to emit, mirrorChunk at a time, until emit returns false.
+// It returns the needed ids the export did not carry (committed there after
+// it began, or lines that did not decode), in need's order.
+func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte, emit func([]*protocol.Event) bool) ([][32]byte, error) {
+	want := make(map[[32]byte]bool, len(need))
+	for _, id := range need {
+		want[id] = true
+	}
+	url := base + "/export"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.RelayKey != nil {
+		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
+	}
+	resp, err := s.streamClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("export from %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("export from %s: %s", base, resp.Status)
+	}
+	br := bufio.NewReaderSize(resp.Body, 1<<20)
+	chunk := make([]*protocol.Event, 0, mirrorChunk)
+	for {
+		line, readErr := br.ReadBytes('\n')
+		var id [32]byte
+		if hexID, _, ok := bodyIDs(line); ok && decodeID(id[:], hexID) && want[id] {
+			if e, err := protocol.DecodeJSON(bytes.TrimSpace(line)); err == nil {
+				delete(want, id)
+				chunk = append(chunk, e)
+			}
+		}
+		if len(chunk) == mirrorChunk || readErr != nil && len(chunk) > 0 {
+			if !emit(chunk) {
+				return nil, ctx.Err()
+			}
+			chunk = make([]*protocol.Event, 0, mirrorChunk)
+		}
+		if readErr == io.EOF {
+			break
+		}
+		if readErr != nil {
+			return nil, fmt.Errorf("export from %s: %w", base, readErr)
+		}
+	}
+	rest := make([][32]byte, 0, len(want))
+	for _, id := range need {
+		if want[id] {
+			rest = append(rest, id)
+		}
+	}
+	return rest, nil
+}
+
+func decodeID(dst []byte, h string) bool {
+	n, err := hex.Decode(dst, []byte(h))
+	return err == nil && n == len(dst)
 }
 
 func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, res *MirrorResult, progress func(MirrorResult)) error {

@@ -135,3 +135,38 @@ func sameAnswers(t *testing.T, a, b *testRelay, paths []string) {
 		}
 	}
 }
+
+// TestExportNeededPassesOnlyNeeded reads a peer's export for a subset of
+// its events plus an id it never had: exactly the subset comes through, in
+// chunks, and the missing id is handed back for a fetch by id.
+func TestExportNeededPassesOnlyNeeded(t *testing.T) {
+	a, _ := peerRelay(t, "a")
+	_, cs := peerRelay(t, "c")
+	evs := statetest.Corpus(13, 10, 12, corpusBase, 1300)
+	publishAll(t, a.URL, evs, 4)
+	var need [][32]byte
+	wanted := map[string]bool{}
+	for i, e := range evs {
+		if i%2 == 0 {
+			var id [32]byte
+			decodeID(id[:], e.ID)
+			need, wanted[e.ID] = append(need, id), true
+		}
+	}
+	missing := [32]byte{1, 2, 3}
+	need = append(need[:5], append([][32]byte{missing}, need[5:]...)...)
+	got, chunks := map[string]bool{}, 0
+	rest, err := cs.exportNeeded(context.Background(), a.URL, need, func(evs []*protocol.Event) bool {
+		chunks++
+		for _, e := range evs {
+			if !wanted[e.ID] || got[e.ID] {
+				t.Errorf("unneeded or repeated event %s", e.ID)
+			}
+			got[e.ID] = true
+		}
+		return true
+	})
+	if err != nil || len(got) != len(wanted) || len(rest) != 1 || rest[0] != missing || chunks != (len(wanted)+mirrorChunk-1)/mirrorChunk {
+		t.Fatalf("got %d of %d in %d chunks, rest %d, err %v", len(got), len(wanted), chunks, len(rest), err)
+	}
+}

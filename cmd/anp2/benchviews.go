@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,22 +83,32 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 		}
 	}()
 	agents := taskstest.Pool(2000)
-	for _, q := range []struct {
+	type query struct {
 		name string
 		path func(i int) string
-	}{
-		{"GET /trust/{agent_id}", func(i int) string { return "/trust/" + agents[(i*13)%len(agents)].ID }},
-		{"GET /agents/{agent_id}/credit", func(i int) string { return "/agents/" + agents[(i*17)%300].ID + "/credit" }},
-		{"GET /tasks?limit=1", func(i int) string { return "/tasks?limit=1" }},
+	}
+	eventQueries := []query{
 		{"GET /events?t=<topic>&limit=100", func(i int) string { return fmt.Sprintf("/events?t=topic%d&limit=100", i%200) }},
 		{"GET /events?authors=<agent>&limit=100", func(i int) string { return "/events?limit=100&authors=" + agents[(i*31)%len(agents)].ID }},
 		{"GET /events?kinds=6&p=<agent>&limit=100", func(i int) string { return "/events?kinds=6&limit=100&p=" + agents[(i*7)%len(agents)].ID }},
-	} {
-		lat := c.getAll(ctx, cl, q.path)
+	}
+	for _, q := range append([]query{
+		{"GET /trust/{agent_id}", func(i int) string { return "/trust/" + agents[(i*13)%len(agents)].ID }},
+		{"GET /agents/{agent_id}/credit", func(i int) string { return "/agents/" + agents[(i*17)%300].ID + "/credit" }},
+		{"GET /tasks?limit=1", func(i int) string { return "/tasks?limit=1" }},
+	}, eventQueries...) {
+		lat := c.getAll(ctx, cl, q.path, c.queryConc)
 		printLatency(c.out, q.name+fmt.Sprintf(" under %d publishes/s", c.loadRate), lat)
 	}
 	stopLoad()
 	wg.Wait()
+	// The query target, with no publishing beside it, from one
+	// client and from several.
+	for _, conc := range []int{1, c.queryConc} {
+		for _, q := range eventQueries {
+			printLatency(c.out, q.name+fmt.Sprintf(", %d client(s), no publishing", conc), c.getAll(ctx, cl, q.path, conc))
+		}
+	}
 	runtime.GC()
 	fmt.Fprintf(c.out, "background publishes: %d (%d errors); process RSS after: %s\n", published.Load(), pubErrs.Load(), rss())
 	if c.mirrorToo {
@@ -159,11 +170,14 @@ func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
 }
 
 // getAll runs c.queries GETs with c.queryConc workers and returns latencies.
-func (c *benchCmd) getAll(ctx context.Context, cl *client.Client, path func(int) string) []time.Duration {
+// getAll runs c.queries GETs from conc clients and returns their latencies.
+// Answers are read as raw JSON: the load generator shares the machine, so
+// it does not build them into maps.
+func (c *benchCmd) getAll(ctx context.Context, cl *client.Client, path func(int) string, conc int) []time.Duration {
 	lat := make([]time.Duration, c.queries)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range c.queryConc {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -172,7 +186,7 @@ func (c *benchCmd) getAll(ctx context.Context, cl *client.Client, path func(int)
 				if i >= c.queries {
 					return
 				}
-				var out any
+				var out json.RawMessage
 				t0 := time.Now()
 				if err := cl.GetJSON(ctx, path(i), nil, &out); err != nil {
 					fmt.Fprintln(c.out, "query error:", err)
