@@ -26,6 +26,10 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The state folds each revoke right after its commit and before it is
+	// answered, so it knows every revocation a reader could have seen
+	// acknowledged; the query leaves revocation to it (sqlite.Store.Query).
+	q.Filter.Revoked = s.state.Revoked
 	bodies, err := s.store.Query(c.Request().Context(), q.Filter)
 	if err != nil {
 		return err

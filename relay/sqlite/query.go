@@ -29,6 +29,9 @@ type Filter struct {
 	AsOf  *int64
 	// IncludeRevoked keeps events their author revoked (§10.2).
 	IncludeRevoked bool
+	// Revoked, when set, reports whether an event is revoked, in place of
+	// the log's own check (see Query); it must agree with the log.
+	Revoked func(id string) bool
 }
 
 // Stored is an event as kept in the log.
@@ -107,8 +110,109 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 }
 
 // Query returns the bodies of matching events, newest first by (created_at, id).
+//
+// When the caller knows revocations (f.Revoked, or f.IncludeRevoked) and
+// asks for the log as it is (no AsOf), the query runs in two steps: the
+// (seq, id) of the page from index entries alone, then the bodies, from the
+// body cache where it holds them. A commit makes SQLite drop every
+// reader's page cache, so under steady publishing each query otherwise
+// starts cold and reads a page per event; stored bodies never change, so
+// the cache needs no invalidation.
 func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
-	q, args := buildQuery(f, s.bulkOn.Load())
+	if f.AsOf != nil || !f.IncludeRevoked && f.Revoked == nil {
+		return s.queryBodies(ctx, f)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	// A few extra rows absorb revoked events; when they do not, ask again
+	// for twice as many.
+	for want := limit + 8; ; want *= 2 {
+		g := f
+		g.Limit = want
+		seqs, ids, err := s.queryRefs(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		keep := seqs[:0]
+		for i, seq := range seqs {
+			if f.IncludeRevoked || !f.Revoked(ids[i]) {
+				keep = append(keep, seq)
+			}
+		}
+		if len(keep) >= limit || len(seqs) < want {
+			return s.bodies(ctx, keep[:min(len(keep), limit)])
+		}
+	}
+}
+
+// queryRefs returns the (seq, id) of the events f selects, in order.
+func (s *Store) queryRefs(ctx context.Context, f Filter) ([]int64, []string, error) {
+	q, args := buildQuery(f, s.bulkOn.Load(), true)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("query: %w", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	var ids []string
+	for rows.Next() {
+		var seq int64
+		var id sql.RawBytes
+		if err := rows.Scan(&seq, &id); err != nil {
+			return nil, nil, fmt.Errorf("scan: %w", err)
+		}
+		seqs, ids = append(seqs, seq), append(ids, hex.EncodeToString(id))
+	}
+	return seqs, ids, rows.Err()
+}
+
+// bodies returns the bodies of seqs, in that order, from the cache and in
+// one read for the rest.
+func (s *Store) bodies(ctx context.Context, seqs []int64) ([][]byte, error) {
+	out := make([][]byte, len(seqs))
+	var miss []any
+	at := map[int64]int{}
+	for i, seq := range seqs {
+		if b, ok := s.cache.get(seq); ok {
+			out[i] = b
+			continue
+		}
+		miss = append(miss, seq)
+		at[seq] = i
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	rows, err := s.read.QueryContext(ctx, "SELECT seq, body FROM events WHERE seq IN ("+placeholders(len(miss))+")", miss...)
+	if err != nil {
+		return nil, fmt.Errorf("bodies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			return nil, fmt.Errorf("bodies: %w", err)
+		}
+		out[at[seq]] = b
+		s.cache.put(seq, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, b := range out {
+		if b == nil {
+			return nil, fmt.Errorf("bodies: an event left the log while it was read")
+		}
+	}
+	return out, nil
+}
+
+// queryBodies answers f in one statement that reads each event's body.
+func (s *Store) queryBodies(ctx context.Context, f Filter) ([][]byte, error) {
+	q, args := buildQuery(f, s.bulkOn.Load(), false)
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
@@ -129,7 +233,12 @@ func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
 // sorted order) drives the scan through the tags primary key; other tag
 // names become EXISTS probes on the same key. With pending set (a bulk
 // load is under way) tag rows are read from tags and tags_pending both.
-func buildQuery(f Filter, pending bool) (string, []any) {
+//
+// With refs set the query selects (seq, id) instead of the body and leaves
+// revocation to the caller, so it reads index entries only: a tag query
+// whose other conditions are all on the tag row does not touch events, and
+// every other shape is covered by an events index.
+func buildQuery(f Filter, pending, refs bool) (string, []any) {
 	tags := "tags"
 	if pending {
 		tags = "(SELECT * FROM tags UNION ALL SELECT * FROM tags_pending)"
@@ -142,34 +251,29 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	order := "e.created_at DESC, e.id DESC"
+	// x is the row that carries created_at and id: the tag row when tags
+	// drive (equal to the event's), else the event.
+	x := "e"
 	if len(names) > 0 {
+		x = "t"
 		first := names[0]
 		vals := f.Tags[first]
-		from = tags + " t CROSS JOIN events e ON e.seq = t.seq" // CROSS JOIN fixes the order: tags drive
+		from = tags + " t"
+		if !refs || len(f.IDs) > 0 || len(f.Authors) > 0 || f.AsOf != nil {
+			from += " CROSS JOIN events e ON e.seq = t.seq" // CROSS JOIN fixes the order: tags drive
+		}
 		where = append(where, "t.name = ?")
 		args = append(args, first)
 		if len(vals) == 1 {
 			where = append(where, "t.value = ?")
-			args = append(args, vals[0])
-			order = "t.created_at DESC, t.id DESC"
 		} else {
 			where = append(where, "t.value IN ("+placeholders(len(vals))+")")
-			args = append(args, anySlice(vals)...)
 		}
-		for _, bound := range []struct {
-			op string
-			v  *int64
-		}{{">=", f.Since}, {"<=", f.Until}, {"<=", f.AsOf}} {
-			if bound.v != nil {
-				where = append(where, "t.created_at "+bound.op+" ?")
-				args = append(args, *bound.v)
-			}
-		}
+		args = append(args, anySlice(vals)...)
 		for _, n := range names[1:] {
 			vals := f.Tags[n]
 			where = append(where, "EXISTS (SELECT 1 FROM "+tags+" t2 WHERE t2.name = ? AND t2.value IN ("+
-				placeholders(len(vals))+") AND t2.created_at = e.created_at AND t2.id = e.id)")
+				placeholders(len(vals))+") AND t2.created_at = t.created_at AND t2.id = t.id)")
 			args = append(args, n)
 			args = append(args, anySlice(vals)...)
 		}
@@ -189,30 +293,26 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 		}
 	}
 	if len(f.Kinds) > 0 {
-		col := "e.kind"
-		if len(names) > 0 {
-			col = "t.kind" // checked on the tag row, before the event is read
-		}
-		where = append(where, col+" IN ("+placeholders(len(f.Kinds))+")")
+		// With tags driving, checked on the tag row before any event is read.
+		where = append(where, x+".kind IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}
 	}
-	if f.Since != nil {
-		where = append(where, "e.created_at >= ?")
-		args = append(args, *f.Since)
-	}
-	if f.Until != nil {
-		where = append(where, "e.created_at <= ?")
-		args = append(args, *f.Until)
+	for _, bound := range []struct {
+		op string
+		v  *int64
+	}{{">=", f.Since}, {"<=", f.Until}, {"<=", f.AsOf}} {
+		if bound.v != nil {
+			where = append(where, x+".created_at "+bound.op+" ?")
+			args = append(args, *bound.v)
+		}
 	}
 	if f.AsOf != nil {
-		where = append(where, "e.created_at <= ?")
-		args = append(args, *f.AsOf)
 		where = append(where, overwriteLatestClause())
 		args = append(args, *f.AsOf)
 	}
-	if !f.IncludeRevoked {
+	if !f.IncludeRevoked && !refs {
 		clause := "NOT EXISTS (SELECT 1 FROM revokes r WHERE r.target = e.id AND r.author = e.agent_id"
 		if f.AsOf != nil {
 			clause += " AND r.created_at <= ?"
@@ -221,6 +321,9 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 		where = append(where, clause+")")
 	}
 	q := "SELECT e.body FROM " + from
+	if refs {
+		q = "SELECT " + x + ".seq, " + x + ".id FROM " + from
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -228,7 +331,7 @@ func buildQuery(f Filter, pending bool) (string, []any) {
 	if limit <= 0 {
 		limit = 100
 	}
-	q += " ORDER BY " + order + " LIMIT ?"
+	q += " ORDER BY " + x + ".created_at DESC, " + x + ".id DESC LIMIT ?"
 	args = append(args, limit)
 	return q, args
 }
@@ -345,8 +448,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 }
 
 // explain returns SQLite's query plan for f (tests assert index use).
-func (s *Store) explain(f Filter) (string, error) {
-	q, args := buildQuery(f, s.bulkOn.Load())
+func (s *Store) explain(f Filter, refs bool) (string, error) {
+	q, args := buildQuery(f, s.bulkOn.Load(), refs)
 	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return "", err

@@ -37,6 +37,8 @@ type Store struct {
 	// are merged).
 	bulk   int
 	bulkOn atomic.Bool
+	// cache holds bodies read by Query (see there).
+	cache *bodyCache
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
 	insEvent, insTag, insPending, insRevoke, selSeq *sql.Stmt
@@ -82,6 +84,9 @@ type appendRes struct {
 	err error
 }
 
+// bodyCacheBytes bounds the body cache: about 200,000 typical events.
+const bodyCacheBytes = 96 << 20
+
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("store closed")
 
@@ -115,7 +120,7 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
-		maxBatch: 512, bulkBatch: 8192}
+		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes)}
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()

@@ -1,0 +1,31 @@
+package sqlite
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestBodyCacheStaysWithinBudget fills the cache far past its budget: each
+// shard keeps its newest entries and never holds more bytes than its share.
+func TestBodyCacheStaysWithinBudget(t *testing.T) {
+	c := newBodyCache(16 * 1000)
+	body := func(seq int64) []byte { return bytes.Repeat([]byte{byte(seq)}, 100) }
+	for seq := int64(1); seq <= 5000; seq++ {
+		c.put(seq, body(seq))
+		c.put(seq, body(seq)) // a second put of the same seq changes nothing
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		if sh.bytes > sh.budget || len(sh.m) != sh.budget/100 || len(sh.m) != len(sh.order)-sh.head {
+			t.Fatalf("shard %d: %d bytes in %d entries (budget %d, order %d from %d)", i, sh.bytes, len(sh.m), sh.budget, len(sh.order), sh.head)
+		}
+	}
+	for seq := int64(5000 - 16*9); seq <= 5000; seq++ {
+		if b, ok := c.get(seq); !ok || !bytes.Equal(b, body(seq)) {
+			t.Fatalf("recent seq %d evicted or wrong", seq)
+		}
+	}
+	if _, ok := c.get(1); ok {
+		t.Fatal("oldest entry kept past the budget")
+	}
+}
