@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -47,10 +48,12 @@ func BenchmarkAppendBulk(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	rebuild := time.Now()
 	if err := s.EndBulk(nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(time.Since(rebuild).Seconds(), "rebuild-s")
 }
 
 // benchRecords signs n events by 100 agents, with t and p tags.
