@@ -50,6 +50,9 @@ type Config struct {
 	RelayKey ed25519.PrivateKey
 	// MaxSubscribers caps concurrent GET /stream subscribers (0: 4096).
 	MaxSubscribers int
+	// MaxStreamsPerIP caps one client address's concurrent streams, so
+	// one client cannot hold every subscriber slot (0: 64, <0: no cap).
+	MaxStreamsPerIP int
 	// Peers are relay URLs mirrored continuously while serving.
 	Peers []string
 	// MirrorInterval is the pause between reconciliations with a peer
@@ -94,6 +97,7 @@ type Server struct {
 	peerClient   *http.Client
 	streamClient *http.Client // no timeout: streams are long
 	hub          *stream.Hub
+	streams      ipStreams
 	a2a          *a2a.Adapter
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/sqlite"
@@ -71,10 +72,47 @@ func (s *Server) getStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ip := c.RealIP()
+	if !s.streams.acquire(ip, s.cfg.MaxStreamsPerIP) {
+		return &retryError{err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", ip), after: 5}
+	}
+	defer s.streams.release(ip)
 	err = s.hub.Serve(c.Response(), c.Request(), f, reader)
 	var busy *stream.BusyError
 	if errors.As(err, &busy) {
 		return &retryError{err: busy.Err, after: busy.RetryAfterSeconds()}
 	}
 	return err
+}
+
+// ipStreams counts each client address's open streams.
+type ipStreams struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// acquire takes a stream slot for ip unless it already holds max (0: 64,
+// negative: no cap).
+func (c *ipStreams) acquire(ip string, max int) bool {
+	if max == 0 {
+		max = 64
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if max > 0 && c.open[ip] >= max {
+		return false
+	}
+	if c.open == nil {
+		c.open = map[string]int{}
+	}
+	c.open[ip]++
+	return true
+}
+
+func (c *ipStreams) release(ip string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[ip]--; c.open[ip] <= 0 {
+		delete(c.open, ip)
+	}
 }

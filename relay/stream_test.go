@@ -72,3 +72,39 @@ func TestStreamOverRelay(t *testing.T) {
 		t.Fatalf("meta notice: %s", d)
 	}
 }
+
+// TestStreamsPerAddressCap: one client address gets MaxStreamsPerIP streams;
+// the next is 429 with Retry-After, and closing one frees its slot.
+func TestStreamsPerAddressCap(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.MaxStreamsPerIP = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	open := func() (*http.Response, context.CancelFunc) {
+		sctx, stop := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(sctx, "GET", r.URL+"/stream", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, func() { stop(); resp.Body.Close() }
+	}
+	var closers []context.CancelFunc
+	for i := 0; i < 2; i++ {
+		resp, stop := open()
+		closers = append(closers, stop)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i, resp.StatusCode)
+		}
+	}
+	third := r.do(t, "GET", "/stream", "", nil)
+	if third.status != 429 || third.code(t) != CodeRateLimited || third.header.Get("Retry-After") == "" {
+		t.Fatalf("third stream: %d %s %q", third.status, third.body, third.header.Get("Retry-After"))
+	}
+	closers[0]()
+	eventually(t, "a slot is freed", func() bool {
+		resp, stop := open()
+		defer stop()
+		return resp.StatusCode == 200
+	})
+	closers[1]()
+}
