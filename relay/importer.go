@@ -66,7 +66,7 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 // appendAll appends in batches. Once an import has added as many events as
 // the log held when it began (and at least bulkMin), the rest goes in as a
 // bulk load (sqlite.Store.BeginBulk) in larger batches.
-func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *ImportStats) error {
+func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *ImportStats) (err error) {
 	size, err := im.Store.Stats(ctx)
 	if err != nil {
 		return err
@@ -75,7 +75,9 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 	bulk := false
 	defer func() {
 		if bulk {
-			im.Store.EndBulk(im.OnPhase)
+			if endErr := im.Store.EndBulk(im.OnPhase); err == nil {
+				err = endErr
+			}
 		}
 	}()
 	// One batch commits while the next is read and verified.

@@ -184,10 +184,15 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 			return err
 		}
 		defer func() {
-			s.store.EndBulk(func(step string) {
+			err := s.store.EndBulk(func(step string) {
 				res.Phase = step
 				report(progress, res)
 			})
+			if err != nil {
+				// Reads stay correct without the indexes; the next
+				// start builds them.
+				s.cfg.Logger.Error("rebuilding indexes after a bulk catch-up", "err", err)
+			}
 			res.Phase = ""
 		}()
 		res.Phase = "bulk load"
