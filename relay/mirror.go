@@ -297,14 +297,14 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 				chunk = append(chunk, e)
 			}
 		}
-		if len(chunk) == mirrorChunk || readErr != nil && len(chunk) > 0 {
+		if len(chunk) == mirrorChunk || (readErr != nil || len(want) == 0) && len(chunk) > 0 {
 			if !emit(chunk) {
 				return nil, ctx.Err()
 			}
 			chunk = make([]*protocol.Event, 0, mirrorChunk)
 		}
-		if readErr == io.EOF {
-			break
+		if readErr == io.EOF || len(want) == 0 && len(chunk) == 0 {
+			break // the end, or nothing left to look for
 		}
 		if readErr != nil {
 			return nil, fmt.Errorf("export from %s: %w", base, readErr)
