@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
 	"testing"
+
+	"github.com/anp2net/relay/protocol"
 )
 
 // TestBodyCacheStaysWithinBudget fills the cache far past its budget: each
@@ -27,5 +30,33 @@ func TestBodyCacheStaysWithinBudget(t *testing.T) {
 	}
 	if _, ok := c.get(1); ok {
 		t.Fatal("oldest entry kept past the budget")
+	}
+}
+
+// TestCommittedBodiesAreCached: an append puts its body in the cache (what
+// newest-first reads ask for next); an append during a bulk load does not.
+func TestCommittedBodiesAreCached(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	e := ev(key(1), 100, 1, "fresh")
+	r, err := s.Append(ctx, Record{Event: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.cache.get(r.Seq); !ok || !bytes.Equal(b, protocol.AppendJSON(nil, e)) {
+		t.Fatalf("committed body not cached: %q %v", b, ok)
+	}
+	if err := s.BeginBulk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Append(ctx, Record{Event: ev(key(1), 101, 1, "bulk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.cache.get(r.Seq); ok {
+		t.Fatal("a bulk load filled the cache")
+	}
+	if err := s.EndBulk(nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -62,7 +62,8 @@ type Record struct {
 	Event *protocol.Event
 	// Body is the event's compact JSON (protocol.AppendJSON); the writer
 	// encodes it when nil, but callers that already have it save the
-	// single writer that work.
+	// single writer that work. The store may keep it: it must not be
+	// changed after Append.
 	Body []byte
 	// Raw is the received encoding; nil when it equals Body.
 	Raw     []byte
@@ -438,18 +439,27 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	}
 	results := make([]Result, len(batch))
 	var committed []Committed
+	var bodies [][]byte
 	for i, r := range batch {
-		seq, dup, err := st.insertOne(r.rec)
+		seq, dup, body, err := st.insertOne(r.rec)
 		if err != nil {
 			return nil, nil, err
 		}
 		results[i] = Result{Seq: seq, Duplicate: dup}
 		if !dup {
 			committed = append(committed, Committed{Seq: seq, Event: r.rec.Event})
+			bodies = append(bodies, body)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	// Newest-first reads mostly ask for what was just published. A bulk
+	// load would only churn the cache.
+	if s.bulk == 0 {
+		for i, c := range committed {
+			s.cache.put(c.Seq, bodies[i])
+		}
 	}
 	return results, committed, nil
 }
@@ -461,7 +471,9 @@ type txStmts struct {
 	pending bool
 }
 
-func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
+// insertOne stores rec and returns its seq, whether it was already stored,
+// and the body it stored.
+func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err error) {
 	e := rec.Event
 	id, _ := hex.DecodeString(e.ID)
 	agent, _ := hex.DecodeString(e.AgentID)
@@ -470,17 +482,17 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 	if rec.Raw != nil {
 		raw, rawType = rec.Raw, rec.RawType
 	}
-	body := rec.Body
+	body = rec.Body
 	if body == nil {
 		body = protocol.AppendJSON(nil, e)
 	}
 	res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	if err != nil {
-		return 0, false, fmt.Errorf("insert event: %w", err)
+		return 0, false, nil, fmt.Errorf("insert event: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		err := st.seq.QueryRow(id).Scan(&seq)
-		return seq, true, err
+		return seq, true, nil, err
 	}
 	seq, _ = res.LastInsertId()
 	for i, t := range e.Tags {
@@ -488,7 +500,7 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 			continue
 		}
 		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id, e.Kind, seq); err != nil {
-			return 0, false, fmt.Errorf("insert tag: %w", err)
+			return 0, false, nil, fmt.Errorf("insert tag: %w", err)
 		}
 	}
 	if e.Kind == protocol.KindRevoke {
@@ -498,11 +510,11 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, err error) {
 				continue
 			}
 			if _, err := st.revoke.Exec(tid, agent, id, e.CreatedAt); err != nil {
-				return 0, false, fmt.Errorf("insert revoke: %w", err)
+				return 0, false, nil, fmt.Errorf("insert revoke: %w", err)
 			}
 		}
 	}
-	return seq, false, nil
+	return seq, false, body, nil
 }
 
 // repeatedTag reports whether an earlier tag has t's name and value.
