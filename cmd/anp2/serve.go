@@ -53,7 +53,9 @@ func (c *serveCmd) ParseFlags(args []string) error {
 // Start opens the log and begins listening; Run waits for ctx to end.
 func (c *serveCmd) Start() error {
 	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
-	st, err := sqlite.Open(c.db, nil)
+	st, err := sqlite.OpenWithRepair(c.db, nil, func(work string) {
+		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
+	})
 	if err != nil {
 		return err
 	}

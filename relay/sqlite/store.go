@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -95,11 +96,24 @@ var ErrClosed = errors.New("store closed")
 // called by the writer after each commit with the newly stored events, in
 // commit order, before any of their Appends return.
 func Open(path string, hook func([]Committed)) (*Store, error) {
+	return OpenWithRepair(path, hook, nil)
+}
+
+// OpenWithRepair is Open that first tells repair (when set) about any slow
+// work it must do before the log can serve: migrating old tag tables, or
+// rebuilding the indexes and merging the tag rows of a bulk load that a
+// crash cut short (seconds per million events).
+func OpenWithRepair(path string, hook func([]Committed), repair func(string)) (*Store, error) {
 	w, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
 	w.SetMaxOpenConns(1)
+	if repair != nil {
+		if msg := repairsNeeded(w); msg != "" {
+			repair(msg)
+		}
+	}
 	if err := migrate(w); err != nil {
 		w.Close()
 		return nil, err
@@ -155,6 +169,29 @@ func (s *Store) prepare() error {
 		*p.dst = st
 	}
 	return nil
+}
+
+// repairsNeeded describes the slow work Open has ahead on an existing log,
+// or returns "".
+func repairsNeeded(w *sql.DB) string {
+	var events, tags, hasSeq bool
+	var indexes int
+	err := w.QueryRow(`SELECT
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'),
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags'),
+		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
+		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).Scan(&events, &tags, &hasSeq, &indexes)
+	var todo []string
+	switch {
+	case err != nil || !events:
+		return ""
+	case tags && !hasSeq:
+		todo = append(todo, "migrating the tag tables")
+	}
+	if indexes < len(secondaryIndexes) {
+		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-indexes))
+	}
+	return strings.Join(todo, "; ")
 }
 
 // migrate brings a log written by an earlier version up to schema: tag

@@ -261,8 +261,12 @@ func TestBulkLoadKeepsReadsRight(t *testing.T) {
 	}
 	appendAll(t, s, ev(key(3), 500, 1, "cut short", []string{"t", "late"}))
 	s.Close()
-	if s, err = Open(filepath.Join(dir, "log.db"), nil); err != nil {
+	var repairs []string
+	if s, err = OpenWithRepair(filepath.Join(dir, "log.db"), nil, func(w string) { repairs = append(repairs, w) }); err != nil {
 		t.Fatal(err)
+	}
+	if len(repairs) != 1 || !strings.Contains(repairs[0], fmt.Sprintf("rebuilding %d indexes", len(secondaryIndexes))) {
+		t.Fatalf("repair notices %q", repairs)
 	}
 	if n := countRows(t, s, "sqlite_master WHERE type = 'index' AND name LIKE 'events_%'"); n != len(secondaryIndexes) || countRows(t, s, "tags_pending") != 0 {
 		t.Fatalf("reopen after a cut-short bulk load: %d indexes, %d pending rows", n, countRows(t, s, "tags_pending"))
@@ -414,8 +418,18 @@ func TestMigrateOldTagTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err = Open(path, nil); err != nil {
+	var repairs []string
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil {
 		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(repairs) != 1 || repairs[0] != "migrating the tag tables" {
+		t.Fatalf("repair notices %q", repairs)
+	}
+	s.Close()
+	repairs = nil
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil || len(repairs) != 0 {
+		t.Fatalf("second open: %v, notices %q", err, repairs)
 	}
 	defer s.Close()
 	if n := countRows(t, s, "pragma_table_info('tags') WHERE name IN ('kind', 'seq')"); n != 2 {
