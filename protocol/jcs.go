@@ -2,46 +2,16 @@ package protocol
 
 import (
 	"strconv"
+
+	"github.com/anp2net/relay/protocol/canonjson"
 )
 
 // The id preimage has a fixed shape (strings, non-negative integers below
 // 2^53, and arrays), so RFC 8785 reduces to JCS string escaping and plain
 // integer printing. FuzzCanonicalMatchesJCS checks this against gowebpki/jcs.
 
-const hexDigits = "0123456789abcdef"
-
-func appendJCSString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJCSString appends s as RFC 8785 writes it (canonjson.AppendString).
+func appendJCSString(dst []byte, s string) []byte { return canonjson.AppendString(dst, s) }
 
 func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 

@@ -1,9 +1,9 @@
 package tasks
 
 import (
-	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/anp2net/relay/protocol/canonjson"
 )
 
 // The digest hashes the RFC 8785 (JCS) form of each TaskView. Running
@@ -23,71 +23,12 @@ func (c *canon) key(k string, first *bool) {
 	c.b = append(c.b, ':')
 }
 
-func (c *canon) str(s string) {
-	c.b = append(c.b, '"')
-	for i := 0; i < len(s); {
-		ch := s[i]
-		if ch >= 0x20 && ch != '"' && ch != '\\' && ch < utf8.RuneSelf {
-			c.b = append(c.b, ch)
-			i++
-			continue
-		}
-		if ch >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				c.b = utf8.AppendRune(c.b, utf8.RuneError) // as encoding/json does
-			} else {
-				c.b = append(c.b, s[i:i+size]...)
-			}
-			i += size
-			continue
-		}
-		switch ch {
-		case '"':
-			c.b = append(c.b, '\\', '"')
-		case '\\':
-			c.b = append(c.b, '\\', '\\')
-		case '\b':
-			c.b = append(c.b, '\\', 'b')
-		case '\t':
-			c.b = append(c.b, '\\', 't')
-		case '\n':
-			c.b = append(c.b, '\\', 'n')
-		case '\f':
-			c.b = append(c.b, '\\', 'f')
-		case '\r':
-			c.b = append(c.b, '\\', 'r')
-		default:
-			const hexDigits = "0123456789abcdef"
-			c.b = append(c.b, '\\', 'u', '0', '0', hexDigits[ch>>4], hexDigits[ch&0xf])
-		}
-		i++
-	}
-	c.b = append(c.b, '"')
-}
+func (c *canon) str(s string) { c.b = canonjson.AppendString(c.b, s) }
 
-func (c *canon) int(n int64) { c.b = strconv.AppendInt(c.b, n, 10) }
+func (c *canon) int(n int64) { c.b = canonjson.AppendInt(c.b, n) }
 
 // float writes a finite float as ES6 Number.prototype.toString does.
-func (c *canon) float(f float64) {
-	if f == 0 {
-		c.b = append(c.b, '0')
-		return
-	}
-	abs := math.Abs(f)
-	if abs >= 1e-6 && abs < 1e21 {
-		c.b = strconv.AppendFloat(c.b, f, 'f', -1, 64)
-		return
-	}
-	start := len(c.b)
-	c.b = strconv.AppendFloat(c.b, f, 'e', -1, 64)
-	// Go writes e-07 / e+21; ES6 writes e-7 / e+21.
-	n := len(c.b)
-	if n-start >= 4 && c.b[n-4] == 'e' && c.b[n-2] == '0' {
-		c.b[n-2] = c.b[n-1]
-		c.b = c.b[:n-1]
-	}
-}
+func (c *canon) float(f float64) { c.b = canonjson.AppendFloat(c.b, f) }
 
 func (c *canon) bool(v bool) { c.b = strconv.AppendBool(c.b, v) }
 
