@@ -203,10 +203,19 @@ func (c *benchCmd) publishAll(ctx context.Context, cl *client.Client, evs []*pro
 }
 
 func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int) url.Values) []time.Duration {
+	return c.timeAll(c.queryConc, func(i int) error {
+		_, err := cl.Events(ctx, mk(i))
+		return err
+	})
+}
+
+// timeAll runs do(0..c.queries-1) from conc workers and returns each
+// call's latency; errors are printed and timed like answers.
+func (c *benchCmd) timeAll(conc int, do func(i int) error) []time.Duration {
 	lat := make([]time.Duration, c.queries)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < c.queryConc; w++ {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -216,7 +225,7 @@ func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int)
 					return
 				}
 				t0 := time.Now()
-				if _, err := cl.Events(ctx, mk(i)); err != nil {
+				if err := do(i); err != nil {
 					fmt.Fprintln(c.out, "query error:", err)
 				}
 				lat[i] = time.Since(t0)

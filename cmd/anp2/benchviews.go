@@ -169,32 +169,12 @@ func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
 	return err
 }
 
-// getAll runs c.queries GETs with c.queryConc workers and returns latencies.
 // getAll runs c.queries GETs from conc clients and returns their latencies.
 // Answers are read as raw JSON: the load generator shares the machine, so
 // it does not build them into maps.
 func (c *benchCmd) getAll(ctx context.Context, cl *client.Client, path func(int) string, conc int) []time.Duration {
-	lat := make([]time.Duration, c.queries)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= c.queries {
-					return
-				}
-				var out json.RawMessage
-				t0 := time.Now()
-				if err := cl.GetJSON(ctx, path(i), nil, &out); err != nil {
-					fmt.Fprintln(c.out, "query error:", err)
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	return lat
+	return c.timeAll(conc, func(i int) error {
+		var out json.RawMessage
+		return cl.GetJSON(ctx, path(i), nil, &out)
+	})
 }
