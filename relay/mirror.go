@@ -179,7 +179,8 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if len(need) >= bulkMin && len(need) >= s.index.Len() {
+	bulk := len(need) >= bulkMin && len(need) >= s.index.Len()
+	if bulk {
 		if err := s.store.BeginBulk(ctx); err != nil {
 			return err
 		}
@@ -197,7 +198,6 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 		}()
 		res.Phase = "bulk load"
 	}
-	bulk := res.Phase != ""
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
 	go func() {
 		defer close(fetched)

@@ -109,12 +109,15 @@ func OpenWithRepair(path string, hook func([]Committed), repair func(string)) (*
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
 	w.SetMaxOpenConns(1)
-	if repair != nil {
-		if msg := repairsNeeded(w); msg != "" {
-			repair(msg)
-		}
+	shape, err := inspect(w)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("inspect log: %w", err)
 	}
-	if err := migrate(w); err != nil {
+	if msg := shape.repairs(); repair != nil && msg != "" {
+		repair(msg)
+	}
+	if err := migrate(w, shape); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -171,25 +174,40 @@ func (s *Store) prepare() error {
 	return nil
 }
 
-// repairsNeeded describes the slow work Open has ahead on an existing log,
-// or returns "".
-func repairsNeeded(w *sql.DB) string {
-	var events, tags, hasSeq bool
-	var indexes int
+// logShape is what Open finds in an existing log before it creates
+// what is missing.
+type logShape struct {
+	events, tags, tagsHaveSeq, pending bool
+	indexes                            int // secondary indexes present
+}
+
+func inspect(w *sql.DB) (logShape, error) {
+	var l logShape
 	err := w.QueryRow(`SELECT
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags'),
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
-		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).Scan(&events, &tags, &hasSeq, &indexes)
-	var todo []string
-	switch {
-	case err != nil || !events:
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending'),
+		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).
+		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.indexes)
+	return l, err
+}
+
+// oldTags reports tag tables written before they carried kind and seq.
+func (l logShape) oldTags() bool { return l.tags && !l.tagsHaveSeq }
+
+// repairs describes the slow work Open has ahead on an existing log, or
+// returns "".
+func (l logShape) repairs() string {
+	if !l.events {
 		return ""
-	case tags && !hasSeq:
+	}
+	var todo []string
+	if l.oldTags() {
 		todo = append(todo, "migrating the tag tables")
 	}
-	if indexes < len(secondaryIndexes) {
-		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-indexes))
+	if l.indexes < len(secondaryIndexes) {
+		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-l.indexes))
 	}
 	return strings.Join(todo, "; ")
 }
@@ -197,17 +215,12 @@ func repairsNeeded(w *sql.DB) string {
 // migrate brings a log written by an earlier version up to schema: tag
 // tables without kind and seq are rebuilt from the events (pending rows of
 // a cut-short bulk load included).
-func migrate(w *sql.DB) error {
-	var tagsExist, hasSeq, pending bool
-	err := w.QueryRow(`SELECT
-		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags'),
-		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
-		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending')`).Scan(&tagsExist, &hasSeq, &pending)
-	if err != nil || !tagsExist || hasSeq {
-		return err
+func migrate(w *sql.DB, l logShape) error {
+	if !l.oldTags() {
+		return nil
 	}
 	from := "tags"
-	if pending {
+	if l.pending {
 		from = "(SELECT name, value, created_at, id FROM tags UNION ALL SELECT name, value, created_at, id FROM tags_pending)"
 	}
 	if _, err := w.Exec("BEGIN IMMEDIATE;" + fmt.Sprintf(migrateTags, from) + "COMMIT;"); err != nil {
