@@ -3,6 +3,7 @@ module github.com/anp2net/relay
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/gowebpki/jcs v1.0.2
 )

@@ -1,0 +1,196 @@
+package sigverify
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"filippo.io/edwards25519"
+)
+
+// DefaultBytes is the table memory of Default: 2,457 keys' tables.
+const DefaultBytes = 96 << 20
+
+// Default is the cache protocol.Event.CheckSig uses.
+var Default = New(DefaultBytes)
+
+const shards = 16
+
+// Cache verifies signatures (Verify) and remembers, per public key, the
+// decoded point and, once two of its signatures have verified within a
+// sweep window, its table. Tables are limited by memory (SetMaxBytes); when they are
+// all in use, a sweep every 4×(table limit) verifications drops the
+// tables of keys used fewer than twice since the last sweep, so a steady
+// set of busy keys keeps its tables and a passing key does not push them
+// out. Keys are limited to 8× the table count (at least 4,096) and evicted
+// at random. A Cache is safe for concurrent use.
+type Cache struct {
+	shards    [shards]shard
+	maxTables atomic.Int64
+	tables    atomic.Int64
+	calls     atomic.Int64
+	fast      atomic.Int64
+	built     atomic.Int64
+}
+
+type shard struct {
+	mu   sync.Mutex
+	keys map[[32]byte]*key
+}
+
+type key struct {
+	minusA  edwards25519.Point
+	uses    atomic.Int32 // valid signatures since the last sweep
+	tab     atomic.Pointer[table]
+	evicted atomic.Bool
+}
+
+// drop takes e's table away and reports whether it had one.
+func (e *key) drop() bool { return e.tab.Swap(nil) != nil }
+
+// New returns a cache whose tables take at most maxBytes (0: decoded keys
+// only, no tables).
+func New(maxBytes int) *Cache {
+	c := &Cache{}
+	for i := range c.shards {
+		c.shards[i].keys = make(map[[32]byte]*key)
+	}
+	c.SetMaxBytes(maxBytes)
+	return c
+}
+
+// SetMaxBytes changes the table memory limit; tables over a lowered limit
+// are dropped by the next sweep.
+func (c *Cache) SetMaxBytes(n int) { c.maxTables.Store(int64(max(n, 0) / tableBytes)) }
+
+// Stats is what a Cache holds and has done.
+type Stats struct {
+	Keys, Tables  int
+	Verifications int64 // calls to Verify
+	TableChecks   int64 // of those, computed from tables
+	TablesBuilt   int64
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	st := Stats{Tables: int(c.tables.Load()), Verifications: c.calls.Load(), TableChecks: c.fast.Load(), TablesBuilt: c.built.Load()}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		st.Keys += len(sh.keys)
+		sh.mu.Unlock()
+	}
+	return st
+}
+
+// Verify reports whether sig is pub's Ed25519 signature of msg, by the
+// rules of crypto/ed25519.Verify (false, not a panic, for a key that is not
+// 32 bytes).
+func (c *Cache) Verify(pub, msg, sig []byte) bool {
+	k, s, ok := parse(pub, msg, sig)
+	if !ok {
+		return false
+	}
+	e := c.key(pub)
+	if e == nil {
+		return false // not a point
+	}
+	if n := c.calls.Add(1); n%c.window() == 0 && c.full() {
+		c.sweep()
+	}
+	t := e.tab.Load()
+	if t == nil && e.uses.Load() >= 2 {
+		t = c.build(e)
+	}
+	if t == nil {
+		ok = verifyChain(&e.minusA, k, s, sig[:32])
+	} else {
+		c.fast.Add(1)
+		ok = verifyTable(t, k, s, sig[:32])
+	}
+	if ok {
+		// Only signatures that verify earn a key its table: a stream of
+		// forgeries under one key costs no more than verifying them.
+		e.uses.Add(1)
+	}
+	return ok
+}
+
+// full reports whether the tables are at (or over) their limit.
+func (c *Cache) full() bool {
+	n := c.tables.Load()
+	return n > 0 && n >= c.maxTables.Load()
+}
+
+func (c *Cache) window() int64 { return max(4*c.maxTables.Load(), 1024) }
+
+// key returns pub's entry, decoding and adding it when absent; nil when
+// pub is not the encoding of a point.
+func (c *Cache) key(pub []byte) *key {
+	id := [32]byte(pub)
+	sh := &c.shards[id[0]%shards]
+	sh.mu.Lock()
+	e := sh.keys[id]
+	sh.mu.Unlock()
+	if e != nil {
+		return e
+	}
+	a, err := new(edwards25519.Point).SetBytes(pub)
+	if err != nil {
+		return nil
+	}
+	e = &key{}
+	e.minusA.Negate(a)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if old := sh.keys[id]; old != nil {
+		return old
+	}
+	if len(sh.keys) >= int(max(8*c.maxTables.Load(), 4096))/shards {
+		for victim, v := range sh.keys {
+			v.evicted.Store(true)
+			if v.drop() {
+				c.tables.Add(-1)
+			}
+			delete(sh.keys, victim)
+			break
+		}
+	}
+	sh.keys[id] = e
+	return e
+}
+
+// build gives e a table if the limit allows; it returns e's table or nil.
+func (c *Cache) build(e *key) *table {
+	if c.tables.Add(1) > c.maxTables.Load() {
+		c.tables.Add(-1)
+		return nil
+	}
+	t := newTable(new(edwards25519.Point).Negate(&e.minusA))
+	if !e.tab.CompareAndSwap(nil, t) {
+		c.tables.Add(-1)
+		return e.tab.Load()
+	}
+	c.built.Add(1)
+	// An entry evicted meanwhile is gone from the map; its table must
+	// not stay counted (whichever of evictor and builder drops it counts).
+	if e.evicted.Load() && e.drop() {
+		c.tables.Add(-1)
+	}
+	return t
+}
+
+// sweep drops the tables of keys used fewer than twice since the last
+// sweep (and any over the limit) and starts a new window.
+func (c *Cache) sweep() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.keys {
+			used := e.uses.Swap(0)
+			if (used < 2 || c.tables.Load() > c.maxTables.Load()) && e.drop() {
+				c.tables.Add(-1)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
