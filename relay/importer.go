@@ -128,8 +128,12 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 		recs := batch
 		batch = nil
 		pending = make(chan inFlight, 1)
+		append := im.Store.AppendBatch
+		if bulk {
+			append = im.Store.LoadBatch // EndBulk makes it durable
+		}
 		go func(done chan<- inFlight) {
-			res, err := im.Store.AppendBatch(ctx, recs)
+			res, err := append(ctx, recs)
 			done <- inFlight{res, err}
 		}(pending)
 		return nil

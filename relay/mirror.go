@@ -250,12 +250,12 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 		if bulk && len(recs) < bulkGroup && len(verified) < cap(verified) {
 			continue // larger transactions write each touched page once
 		}
-		if err := s.appendMirrored(ctx, recs, res, progress); err != nil {
+		if err := s.appendMirrored(ctx, recs, bulk, res, progress); err != nil {
 			return err
 		}
 		recs = recs[:0]
 	}
-	if err := s.appendMirrored(ctx, recs, res, progress); err != nil {
+	if err := s.appendMirrored(ctx, recs, bulk, res, progress); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -324,11 +324,17 @@ func decodeID(dst []byte, h string) bool {
 	return err == nil && n == len(dst)
 }
 
-func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, res *MirrorResult, progress func(MirrorResult)) error {
+// appendMirrored stores recs; in a bulk load without an fsync per
+// transaction (the peer can send them again, and EndBulk commits durably).
+func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, bulk bool, res *MirrorResult, progress func(MirrorResult)) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if _, err := s.store.AppendBatch(ctx, recs); err != nil {
+	append := s.store.AppendBatch
+	if bulk {
+		append = s.store.LoadBatch
+	}
+	if _, err := append(ctx, recs); err != nil {
 		return err
 	}
 	res.Accepted += len(recs)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,13 @@ type Store struct {
 	// are merged).
 	bulk   int
 	bulkOn atomic.Bool
+	// relaxed is the writer connection's synchronous setting: NORMAL
+	// while it commits only LoadBatch appends, FULL otherwise.
+	relaxed bool
+	// finished carries each committed batch from the writer to the
+	// goroutine that runs the hook and answers the appends, so the writer
+	// starts the next transaction meanwhile.
+	finished chan finishJob
 	// cache holds bodies read by Query (see there).
 	cache *bodyCache
 	// Statements prepared once: the writer's on its single connection,
@@ -75,6 +83,8 @@ type Record struct {
 
 type appendReq struct {
 	rec Record
+	// relaxed: a LoadBatch append, which may commit without an fsync.
+	relaxed bool
 	// ctl, when set, is run by the writer between transactions instead of
 	// appending rec (schema changes of a bulk load).
 	ctl  func() error
@@ -86,6 +96,14 @@ type appendRes struct {
 	err error
 }
 
+// finishJob is a transaction's outcome on its way to its appends.
+type finishJob struct {
+	reqs      []*appendReq
+	results   []Result
+	committed []Committed
+	err       error
+}
+
 // bodyCacheBytes bounds the body cache: about 200,000 typical events.
 const bodyCacheBytes = 96 << 20
 
@@ -93,8 +111,9 @@ const bodyCacheBytes = 96 << 20
 var ErrClosed = errors.New("store closed")
 
 // Open opens (creating if needed) the log at path. hook, when non-nil, is
-// called by the writer after each commit with the newly stored events, in
-// commit order, before any of their Appends return.
+// called after each commit with the newly stored events, in commit order,
+// before any of their Appends return; it runs on a goroutine of its own,
+// beside the writer's next transaction.
 func Open(path string, hook func([]Committed)) (*Store, error) {
 	return OpenWithRepair(path, hook, nil)
 }
@@ -138,15 +157,16 @@ func OpenWithRepair(path string, hook func([]Committed), repair func(string)) (*
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
-		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes)}
+		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2)}
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
 		return nil, err
 	}
 	s.SetHook(hook)
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.writer()
+	go s.finisher()
 	return s, nil
 }
 
@@ -297,9 +317,24 @@ func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
 // AppendBatch stores recs and returns once all are committed, letting the
 // writer group them into few transactions (imports, mirrors).
 func (s *Store) AppendBatch(ctx context.Context, recs []Record) ([]Result, error) {
+	return s.appendAll(recs, false)
+}
+
+// LoadBatch is AppendBatch for a bulk load whose source can give the
+// events again (an import file, a peer): while the writer's transactions
+// hold only such appends they commit without an fsync (SQLite's WAL with
+// synchronous=NORMAL). A process crash loses none of them and nothing can
+// corrupt the log, but an operating-system crash or power loss may roll
+// back the latest ones. The next durable commit (any Append or
+// AppendBatch, or the end of EndBulk) makes every earlier one durable.
+func (s *Store) LoadBatch(ctx context.Context, recs []Record) ([]Result, error) {
+	return s.appendAll(recs, true)
+}
+
+func (s *Store) appendAll(recs []Record, relaxed bool) ([]Result, error) {
 	reqs := make([]*appendReq, len(recs))
 	for i, rec := range recs {
-		reqs[i] = &appendReq{rec: rec, done: make(chan appendRes, 1)}
+		reqs[i] = &appendReq{rec: rec, relaxed: relaxed, done: make(chan appendRes, 1)}
 		select {
 		case s.queue <- reqs[i]:
 		case <-s.closed:
@@ -320,6 +355,7 @@ func (s *Store) AppendBatch(ctx context.Context, recs []Record) ([]Result, error
 
 func (s *Store) writer() {
 	defer s.wg.Done()
+	defer close(s.finished)
 	batch := make([]*appendReq, 0, s.maxBatch)
 	for {
 		var first *appendReq
@@ -432,6 +468,11 @@ func (s *Store) EndBulk(step func(string)) error {
 			if s.bulk > 0 {
 				return nil // a new bulk load began; it rebuilds at its end
 			}
+			// An index lost to a power cut is rebuilt by the next Open;
+			// the merge below commits durably, with everything before it.
+			if err := s.setRelaxed(true); err != nil {
+				return err
+			}
 			_, err := s.write.Exec(ddl)
 			return err
 		}); err != nil {
@@ -442,6 +483,9 @@ func (s *Store) EndBulk(step func(string)) error {
 		step("merging tag rows")
 	}
 	return s.control(ctx, func() error {
+		if err := s.setRelaxed(false); err != nil {
+			return fmt.Errorf("end bulk: %w", err)
+		}
 		if _, err := s.write.Exec(`BEGIN IMMEDIATE;` + mergePending + `COMMIT;`); err != nil {
 			s.write.Exec(`ROLLBACK`)
 			return fmt.Errorf("end bulk: %w", err)
@@ -464,20 +508,52 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		return
 	}
-	if h := s.hook.Load(); err == nil && len(committed) > 0 && h != nil {
-		(*h)(committed)
-	}
-	for i, r := range batch {
-		if err != nil {
-			r.done <- appendRes{err: err}
-		} else {
-			r.done <- appendRes{res: results[i]}
+	s.finished <- finishJob{reqs: slices.Clone(batch), results: results, committed: committed, err: err}
+}
+
+// finisher runs the hook over each committed batch, in commit order, and
+// then answers its appends.
+func (s *Store) finisher() {
+	defer s.wg.Done()
+	for j := range s.finished {
+		if h := s.hook.Load(); j.err == nil && len(j.committed) > 0 && h != nil {
+			(*h)(j.committed)
+		}
+		for i, r := range j.reqs {
+			if j.err != nil {
+				r.done <- appendRes{err: j.err}
+			} else {
+				r.done <- appendRes{res: j.results[i]}
+			}
 		}
 	}
 }
 
+// setRelaxed switches the writer connection's synchronous setting.
+func (s *Store) setRelaxed(relaxed bool) error {
+	if relaxed == s.relaxed {
+		return nil
+	}
+	mode := "FULL"
+	if relaxed {
+		mode = "NORMAL"
+	}
+	if _, err := s.write.Exec("PRAGMA synchronous=" + mode); err != nil {
+		return fmt.Errorf("synchronous %s: %w", mode, err)
+	}
+	s.relaxed = relaxed
+	return nil
+}
+
 func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	ctx := context.Background()
+	relaxed := true
+	for _, r := range batch {
+		relaxed = relaxed && r.relaxed
+	}
+	if err := s.setRelaxed(relaxed); err != nil {
+		return nil, nil, err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)

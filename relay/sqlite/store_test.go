@@ -454,3 +454,105 @@ func slicesEqual(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// writerSync returns the writer connection's PRAGMA synchronous (1 NORMAL,
+// 2 FULL), read on the writer between transactions.
+func writerSync(t *testing.T, s *Store) int {
+	t.Helper()
+	var v int
+	if err := s.control(context.Background(), func() error {
+		return s.write.QueryRow("PRAGMA synchronous").Scan(&v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestLoadBatchSyncAndHookOrder checks that LoadBatch commits without an
+// fsync only while the writer holds nothing else, that the next durable
+// append restores synchronous=FULL, and that with loads and publishes
+// interleaved the hook still sees every commit in sequence order before
+// the append that made it returns.
+func TestLoadBatchSyncAndHookOrder(t *testing.T) {
+	var mu sync.Mutex
+	var last int64
+	seen := map[int64]bool{}
+	var order []string
+	s, err := Open(filepath.Join(t.TempDir(), "log.db"), func(c []Committed) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, x := range c {
+			if x.Seq <= last {
+				order = append(order, fmt.Sprintf("seq %d after %d", x.Seq, last))
+			}
+			last = x.Seq
+			seen[x.Seq] = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if got := writerSync(t, s); got != 2 {
+		t.Fatalf("fresh store synchronous=%d, want 2 (FULL)", got)
+	}
+	recs := func(k, from, n int) []Record {
+		out := make([]Record, n)
+		for i := range out {
+			out[i] = Record{Event: ev(key(k), int64(from+i), 1, fmt.Sprint(k, i))}
+		}
+		return out
+	}
+	if _, err := s.LoadBatch(ctx, recs(1, 0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if got := writerSync(t, s); got != 1 {
+		t.Fatalf("after a lone LoadBatch synchronous=%d, want 1 (NORMAL)", got)
+	}
+	if _, err := s.Append(ctx, Record{Event: ev(key(2), 1, 1, "durable")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := writerSync(t, s); got != 2 {
+		t.Fatalf("after an Append synchronous=%d, want 2 (FULL)", got)
+	}
+	var wg sync.WaitGroup
+	check := func(res []Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range res {
+			if !r.Duplicate && !seen[r.Seq] {
+				t.Errorf("append of seq %d returned before the hook saw it", r.Seq)
+			}
+		}
+	}
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				batch := recs(10+g, 1000*i, 25)
+				var res []Result
+				var err error
+				if g%2 == 0 {
+					res, err = s.LoadBatch(ctx, batch)
+				} else {
+					res, err = s.AppendBatch(ctx, batch)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				check(res)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(order) > 0 {
+		t.Fatalf("hook out of order: %v", order)
+	}
+	st, _ := s.Stats(ctx)
+	if st.Events != 51+4*20*25 || len(seen) != int(st.Events) {
+		t.Fatalf("stored %d, hook saw %d", st.Events, len(seen))
+	}
+}
