@@ -101,6 +101,9 @@ func FuzzQueryPathsAgree(f *testing.F) {
 		}
 		if flags&64 != 0 {
 			flt.IDs = []string{evs[next()%len(evs)].ID, evs[next()%len(evs)].ID}
+			if n := next(); n%2 == 0 { // an id never stored
+				flt.IDs[n%4/2] = strings.Repeat(fmt.Sprintf("%02x", next()), 32)
+			}
 		}
 		flt.IncludeRevoked = flags&128 != 0
 		flt.Limit = 1 + next()%40

@@ -32,6 +32,10 @@ type Filter struct {
 	// Revoked, when set, reports whether an event is revoked, in place of
 	// the log's own check (see Query); it must agree with the log.
 	Revoked func(id string) bool
+
+	// idSeqs are the seqs of IDs while a bulk load has events_id dropped
+	// (see resolveIDs).
+	idSeqs []int64
 }
 
 // Stored is an event as kept in the log.
@@ -46,11 +50,11 @@ type Stored struct {
 // Lookup reports whether id is stored and, if so, its signature, so the
 // relay can answer a duplicate without verifying it again.
 func (s *Store) Lookup(ctx context.Context, id string) (sig string, found bool, err error) {
-	idb, err := hex.DecodeString(id)
-	if err != nil {
+	idb, ok := decodeID(id)
+	if !ok {
 		return "", false, nil
 	}
-	err = s.lookup.QueryRowContext(ctx, idb).Scan(&sig)
+	err = s.readByID(ctx, idb, s.lookupSeq, s.lookup, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -62,14 +66,13 @@ func (s *Store) Lookup(ctx context.Context, id string) (sig string, found bool, 
 
 // Get returns the stored event id, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*Stored, error) {
-	idb, err := hex.DecodeString(id)
-	if err != nil || len(idb) != 32 {
+	idb, ok := decodeID(id)
+	if !ok {
 		return nil, ErrNotFound
 	}
 	st := &Stored{}
 	var rawType sql.NullString
-	err = s.read.QueryRowContext(ctx, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE id = ?`, idb).
-		Scan(&st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt)
+	err := s.readByID(ctx, idb, s.getSeq, s.get, &st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -94,12 +97,12 @@ func (s *Store) GetEvent(ctx context.Context, id string) (*protocol.Event, error
 
 // Author returns the agent_id of stored event id, or ErrNotFound.
 func (s *Store) Author(ctx context.Context, id string) (string, error) {
-	idb, err := hex.DecodeString(id)
-	if err != nil || len(idb) != 32 {
+	idb, ok := decodeID(id)
+	if !ok {
 		return "", ErrNotFound
 	}
 	var agent []byte
-	err = s.author.QueryRowContext(ctx, idb).Scan(&agent)
+	err := s.readByID(ctx, idb, s.authorSeq, s.author, &agent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -119,6 +122,10 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 // starts cold and reads a page per event; stored bodies never change, so
 // the cache needs no invalidation.
 func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
+	f, none := s.resolveIDs(f)
+	if none {
+		return nil, nil
+	}
 	if f.AsOf != nil || !f.IncludeRevoked && f.Revoked == nil {
 		return s.queryBodies(ctx, f)
 	}
@@ -278,6 +285,14 @@ func buildQuery(f Filter, pending, refs bool) (string, []any) {
 			args = append(args, anySlice(vals)...)
 		}
 	}
+	if len(f.idSeqs) > 0 {
+		// events_id is dropped for a bulk load: read the rows by seq (the
+		// id condition below still holds them to the ids asked for).
+		where = append(where, "e.seq IN ("+placeholders(len(f.idSeqs))+")")
+		for _, seq := range f.idSeqs {
+			args = append(args, seq)
+		}
+	}
 	if len(f.IDs) > 0 {
 		where = append(where, "e.id IN ("+placeholders(len(f.IDs))+")")
 		for _, id := range f.IDs {
@@ -347,6 +362,12 @@ func overwriteLatestClause() string {
 	return "(e.kind NOT IN (" + strings.Join(kinds, ",") + ") OR NOT EXISTS (SELECT 1 FROM events n " +
 		"WHERE n.agent_id = e.agent_id AND n.kind = e.kind AND n.created_at <= ? " +
 		"AND (n.created_at > e.created_at OR (n.created_at = e.created_at AND n.id > e.id))))"
+}
+
+// decodeID returns the 32 bytes of a hex event id, or false.
+func decodeID(h string) ([]byte, bool) {
+	b, err := hex.DecodeString(h)
+	return b, err == nil && len(b) == 32
 }
 
 func placeholders(n int) string {

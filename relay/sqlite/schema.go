@@ -15,17 +15,7 @@ import "strings"
 // load drops them and builds them again at its end; Open creates any that
 // are missing, so a crash during a bulk load heals on the next start.
 var schema = `
-CREATE TABLE IF NOT EXISTS events (
-	seq         INTEGER PRIMARY KEY,
-	id          BLOB    NOT NULL UNIQUE,
-	agent_id    BLOB    NOT NULL,
-	created_at  INTEGER NOT NULL,
-	kind        INTEGER NOT NULL,
-	body        TEXT    NOT NULL,
-	raw         BLOB,
-	raw_type    TEXT,
-	received_at INTEGER NOT NULL
-);
+CREATE TABLE IF NOT EXISTS events (` + eventColumns + `);
 CREATE TABLE IF NOT EXISTS tags (` + tagColumns + `,
 	PRIMARY KEY (name, value, created_at, id)
 ) WITHOUT ROWID;
@@ -43,10 +33,25 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 ` + strings.Join(secondaryIndexes, ";\n") + ";\n"
 
-// secondaryIndexes serve the filtered reads; every append updates each of
-// them at a position set by its key, which at a million events means a
-// scattered page write per index per event.
+const eventColumns = `
+	seq         INTEGER PRIMARY KEY,
+	id          BLOB    NOT NULL,
+	agent_id    BLOB    NOT NULL,
+	created_at  INTEGER NOT NULL,
+	kind        INTEGER NOT NULL,
+	body        TEXT    NOT NULL,
+	raw         BLOB,
+	raw_type    TEXT,
+	received_at INTEGER NOT NULL`
+
+// secondaryIndexes are the indexes a bulk load drops. events_id makes ids
+// unique and serves reads by id; the others serve the filtered reads.
+// Every append updates each of them at a position set by its key, which
+// at a million events means a scattered page write per index per event
+// (ids are hashes, so events_id is the worst). events_id comes first: it
+// is rebuilt first, so reads by id leave the bulk load's id map soonest.
 var secondaryIndexes = []string{
+	`CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(id)`,
 	`CREATE INDEX IF NOT EXISTS events_order       ON events(created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_author      ON events(agent_id, created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_kind        ON events(kind, created_at, id)`,
@@ -74,8 +79,19 @@ DROP TABLE tags;
 DROP TABLE IF EXISTS tags_pending;
 ALTER TABLE tags_v2 RENAME TO tags;`
 
-// indexName returns the name in a CREATE INDEX statement.
+// migrateEvents rebuilds an events table made when ids were unique by a
+// constraint of the table itself, which no bulk load can drop (run before
+// schema, which then creates the indexes).
+const migrateEvents = `
+CREATE TABLE events_v3 (` + eventColumns + `);
+INSERT INTO events_v3(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+	SELECT seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at FROM events ORDER BY seq;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;`
+
+// indexName returns the name in a CREATE [UNIQUE] INDEX statement.
 func indexName(ddl string) string {
+	ddl = strings.TrimPrefix(ddl, "CREATE UNIQUE INDEX IF NOT EXISTS ")
 	return strings.Fields(strings.TrimPrefix(ddl, "CREATE INDEX IF NOT EXISTS "))[0]
 }
 

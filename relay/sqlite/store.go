@@ -39,6 +39,10 @@ type Store struct {
 	// are merged).
 	bulk   int
 	bulkOn atomic.Bool
+	// ids stands in for events_id while a bulk load has it dropped (set
+	// before the drop, cleared after the rebuild); only the writer
+	// changes it.
+	ids atomic.Pointer[idMap]
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
@@ -50,8 +54,8 @@ type Store struct {
 	cache *bodyCache
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
-	insEvent, insTag, insPending, insRevoke, selSeq *sql.Stmt
-	lookup, author                                  *sql.Stmt
+	insEvent, insEventBulk, insTag, insPending, insRevoke, selSeq *sql.Stmt
+	lookup, lookupSeq, author, authorSeq, get, getSeq             *sql.Stmt
 }
 
 // Committed is an event that has just been made durable.
@@ -178,12 +182,20 @@ func (s *Store) prepare() error {
 	}{
 		{s.write, &s.insEvent, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`},
+		// In a bulk load events_id is dropped and the writer's id map
+		// keeps ids unique.
+		{s.write, &s.insEventBulk, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+			VALUES(?,?,?,?,?,?,?,?)`},
 		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
 		{s.write, &s.insPending, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
 		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
 		{s.write, &s.selSeq, `SELECT seq FROM events WHERE id = ?`},
 		{s.read, &s.lookup, `SELECT substr(body, -130, 128) FROM events WHERE id = ?`},
+		{s.read, &s.lookupSeq, `SELECT substr(body, -130, 128) FROM events WHERE seq = ? AND id = ?`},
 		{s.read, &s.author, `SELECT agent_id FROM events WHERE id = ?`},
+		{s.read, &s.authorSeq, `SELECT agent_id FROM events WHERE seq = ? AND id = ?`},
+		{s.read, &s.get, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE id = ?`},
+		{s.read, &s.getSeq, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE seq = ? AND id = ?`},
 	} {
 		st, err := p.db.Prepare(p.q)
 		if err != nil {
@@ -198,7 +210,10 @@ func (s *Store) prepare() error {
 // what is missing.
 type logShape struct {
 	events, tags, tagsHaveSeq, pending bool
-	indexes                            int // secondary indexes present
+	// inlineID: ids are unique by a constraint of the events table (logs
+	// written before events_id), which a bulk load cannot drop.
+	inlineID bool
+	indexes  int // secondary indexes present
 }
 
 func inspect(w *sql.DB) (logShape, error) {
@@ -208,8 +223,9 @@ func inspect(w *sql.DB) (logShape, error) {
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags'),
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending'),
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'sqlite_autoindex_events_1'),
 		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).
-		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.indexes)
+		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes)
 	return l, err
 }
 
@@ -226,7 +242,10 @@ func (l logShape) repairs() string {
 	if l.oldTags() {
 		todo = append(todo, "migrating the tag tables")
 	}
-	if l.indexes < len(secondaryIndexes) {
+	switch {
+	case l.inlineID:
+		todo = append(todo, "moving event ids to an index of their own (once; the events table is copied and every index rebuilt)")
+	case l.indexes < len(secondaryIndexes):
 		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-l.indexes))
 	}
 	return strings.Join(todo, "; ")
@@ -234,8 +253,24 @@ func (l logShape) repairs() string {
 
 // migrate brings a log written by an earlier version up to schema: tag
 // tables without kind and seq are rebuilt from the events (pending rows of
-// a cut-short bulk load included).
+// a cut-short bulk load included), and an events table whose ids are
+// unique by a table constraint is copied into one whose ids are unique by
+// events_id.
 func migrate(w *sql.DB, l logShape) error {
+	if err := migrateTagTables(w, l); err != nil {
+		return err
+	}
+	if !l.inlineID {
+		return nil
+	}
+	if _, err := w.Exec("BEGIN IMMEDIATE;" + migrateEvents + "COMMIT;"); err != nil {
+		w.Exec("ROLLBACK")
+		return fmt.Errorf("migrate events: %w", err)
+	}
+	return nil
+}
+
+func migrateTagTables(w *sql.DB, l logShape) error {
 	if !l.oldTags() {
 		return nil
 	}
@@ -422,18 +457,29 @@ func (s *Store) control(ctx context.Context, fn func() error) error {
 }
 
 // BeginBulk puts the log into bulk-load mode until the matching EndBulk
-// (calls nest). It drops the secondary indexes and sends new tag rows to
-// tags_pending, so an append writes the table's tail and the id index
-// only, and transactions grow to bulkBatch appends. Every read stays
-// correct meanwhile, but filtered reads scan the table. Worth it only when
-// the load is at least as large as the log: EndBulk rebuilds the indexes
-// over everything.
+// (calls nest). It drops the secondary indexes, events_id included, and
+// sends new tag rows to tags_pending, so an append writes the table's tail
+// only, and transactions grow to bulkBatch appends. Until events_id is
+// back, the writer keeps ids unique with a map of every stored id (see
+// idMap), and reads by id go through it. Every read stays correct
+// meanwhile, but filtered reads scan the table. Worth it only when the
+// load is at least as large as the log: EndBulk rebuilds the indexes over
+// everything.
 func (s *Store) BeginBulk(ctx context.Context) error {
 	return s.control(ctx, func() error {
-		s.bulk++
-		if s.bulk > 1 {
+		if s.bulk > 0 {
+			s.bulk++
 			return nil
 		}
+		// Readers turn to the map before events_id goes.
+		if s.ids.Load() == nil {
+			m, err := loadIDs(s.write)
+			if err != nil {
+				return fmt.Errorf("begin bulk: %w", err)
+			}
+			s.ids.Store(m)
+		}
+		s.bulk++
 		s.bulkOn.Store(true)
 		for _, ddl := range secondaryIndexes {
 			if _, err := s.write.Exec("DROP INDEX IF EXISTS " + indexName(ddl)); err != nil {
@@ -473,8 +519,13 @@ func (s *Store) EndBulk(step func(string)) error {
 			if err := s.setRelaxed(true); err != nil {
 				return err
 			}
-			_, err := s.write.Exec(ddl)
-			return err
+			if _, err := s.write.Exec(ddl); err != nil {
+				return err
+			}
+			if indexName(ddl) == "events_id" {
+				s.ids.Store(nil) // ids are unique by the index again
+			}
+			return nil
 		}); err != nil {
 			return fmt.Errorf("end bulk: %w", err)
 		}
@@ -546,7 +597,6 @@ func (s *Store) setRelaxed(relaxed bool) error {
 }
 
 func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
-	ctx := context.Background()
 	relaxed := true
 	for _, r := range batch {
 		relaxed = relaxed && r.relaxed
@@ -554,7 +604,7 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	if err := s.setRelaxed(relaxed); err != nil {
 		return nil, nil, err
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.write.BeginTx(context.Background(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
@@ -563,22 +613,20 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	if s.bulk > 0 {
 		st.tag, st.pending = tx.Stmt(s.insPending), true
 	}
-	results := make([]Result, len(batch))
-	var committed []Committed
-	var bodies [][]byte
-	for i, r := range batch {
-		seq, dup, body, err := st.insertOne(r.rec)
-		if err != nil {
-			return nil, nil, err
-		}
-		results[i] = Result{Seq: seq, Duplicate: dup}
-		if !dup {
-			committed = append(committed, Committed{Seq: seq, Event: r.rec.Event})
-			bodies = append(bodies, body)
+	if st.ids = s.ids.Load(); st.ids != nil {
+		st.event, st.added = tx.Stmt(s.insEventBulk), new([][32]byte)
+	}
+	results, committed, bodies, err := st.insertAll(batch)
+	if err == nil {
+		if err = tx.Commit(); err != nil {
+			err = fmt.Errorf("commit: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, nil, fmt.Errorf("commit: %w", err)
+	if err != nil {
+		if st.ids != nil {
+			st.ids.forget(*st.added) // their seqs go to the next events
+		}
+		return nil, nil, err
 	}
 	// Newest-first reads mostly ask for what was just published. A bulk
 	// load would only churn the cache.
@@ -590,11 +638,34 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	return results, committed, nil
 }
 
+// insertAll runs insertOne over batch, stopping at the first error.
+func (st txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte, error) {
+	results := make([]Result, len(batch))
+	var committed []Committed
+	var bodies [][]byte
+	for i, r := range batch {
+		seq, dup, body, err := st.insertOne(r.rec)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		results[i] = Result{Seq: seq, Duplicate: dup}
+		if !dup {
+			committed = append(committed, Committed{Seq: seq, Event: r.rec.Event})
+			bodies = append(bodies, body)
+		}
+	}
+	return results, committed, bodies, nil
+}
+
 type txStmts struct {
 	event, tag, revoke, seq *sql.Stmt
 	// pending: tag rows go to tags_pending, which has no key to drop a
 	// repeated tag, so insertOne drops it.
 	pending bool
+	// ids, while events_id is dropped, keeps ids unique in its place;
+	// added lists the ids this transaction recorded in it.
+	ids   *idMap
+	added *[][32]byte
 }
 
 // insertOne stores rec and returns its seq, whether it was already stored,
@@ -612,6 +683,14 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 	if body == nil {
 		body = protocol.AppendJSON(nil, e)
 	}
+	if len(id) != 32 {
+		return 0, false, nil, fmt.Errorf("insert event: id %q is not 32 bytes of hex", e.ID)
+	}
+	if st.ids != nil {
+		if seq, ok := st.ids.get([32]byte(id)); ok {
+			return seq, true, nil, nil
+		}
+	}
 	res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	if err != nil {
 		return 0, false, nil, fmt.Errorf("insert event: %w", err)
@@ -621,6 +700,10 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 		return seq, true, nil, err
 	}
 	seq, _ = res.LastInsertId()
+	if st.ids != nil {
+		st.ids.put([32]byte(id), seq)
+		*st.added = append(*st.added, [32]byte(id))
+	}
 	for i, t := range e.Tags {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue

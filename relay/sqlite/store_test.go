@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -554,5 +555,167 @@ func TestLoadBatchSyncAndHookOrder(t *testing.T) {
 	st, _ := s.Stats(ctx)
 	if st.Events != 51+4*20*25 || len(seen) != int(st.Events) {
 		t.Fatalf("stored %d, hook saw %d", st.Events, len(seen))
+	}
+}
+
+// TestBulkLoadKeepsIDsUnique drops events_id for a bulk load and checks
+// that ids stay unique and readable by id through the writer's map: copies
+// of events stored before and during the load are duplicates with their
+// first seq, Get, Lookup, Author and ids= answer for both, and an id never
+// stored is not found. After EndBulk the same holds through the index.
+func TestBulkLoadKeepsIDsUnique(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	before := ev(key(1), 100, 1, "before", []string{"t", "x"})
+	appendAll(t, s, before)
+	if err := s.BeginBulk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if countRows(t, s, "sqlite_master WHERE name = 'events_id'") != 0 || s.ids.Load() == nil {
+		t.Fatal("bulk mode kept events_id or has no id map")
+	}
+	during := ev(key(2), 200, 1, "during", []string{"t", "x"})
+	res, err := s.LoadBatch(ctx, []Record{{Event: during}, {Event: before}, {Event: during}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Duplicate || !res[1].Duplicate || res[1].Seq != 1 || !res[2].Duplicate || res[2].Seq != res[0].Seq {
+		t.Fatalf("load results %+v", res)
+	}
+	check := func(stage string) {
+		t.Helper()
+		for _, e := range []*protocol.Event{before, during} {
+			if r, err := s.Append(ctx, Record{Event: e}); err != nil || !r.Duplicate {
+				t.Fatalf("%s: second copy of %q: %+v %v", stage, e.Content, r, err)
+			}
+			st, err := s.Get(ctx, e.ID)
+			if err != nil || !strings.Contains(string(st.Body), e.Sig) {
+				t.Fatalf("%s: get %q: %v", stage, e.Content, err)
+			}
+			if sig, found, err := s.Lookup(ctx, e.ID); !found || sig != e.Sig || err != nil {
+				t.Fatalf("%s: lookup %q: %v %v", stage, e.Content, found, err)
+			}
+			if a, err := s.Author(ctx, e.ID); a != e.AgentID || err != nil {
+				t.Fatalf("%s: author %q: %q %v", stage, e.Content, a, err)
+			}
+		}
+		never := ev(key(3), 300, 1, "never stored")
+		if _, err := s.Get(ctx, never.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: get of an unstored id: %v", stage, err)
+		}
+		if _, found, _ := s.Lookup(ctx, never.ID); found {
+			t.Fatalf("%s: lookup found an unstored id", stage)
+		}
+		got, err := s.Query(ctx, Filter{IDs: []string{never.ID, during.ID, before.ID}})
+		if err != nil || strings.Join(ids(t, got), ",") != during.ID+","+before.ID {
+			t.Fatalf("%s: ids query: %d events %v", stage, len(got), err)
+		}
+		if got, _ := s.Query(ctx, Filter{IDs: []string{never.ID}}); len(got) != 0 {
+			t.Fatalf("%s: ids query of an unstored id gave %d events", stage, len(got))
+		}
+		if n := countRows(t, s, "events"); n != 2 {
+			t.Fatalf("%s: %d events stored, want 2", stage, n)
+		}
+	}
+	check("during the load")
+	if err := s.EndBulk(nil); err != nil {
+		t.Fatal(err)
+	}
+	if countRows(t, s, "sqlite_master WHERE name = 'events_id'") != 1 || s.ids.Load() != nil {
+		t.Fatal("EndBulk did not bring events_id back and retire the map")
+	}
+	check("after the load")
+}
+
+// TestBulkLoadFailedBatchForgetsIDs makes a bulk transaction fail on its
+// second record: the writer retries each record alone, and the first and
+// third must then be stored, not taken for copies of ids the failed
+// transaction had recorded.
+func TestBulkLoadFailedBatchForgetsIDs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	if err := s.BeginBulk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	good1, good2 := ev(key(1), 100, 1, "one"), ev(key(1), 101, 1, "two")
+	bad := &protocol.Event{ID: "not hex", AgentID: good1.AgentID, Kind: 1, Tags: [][]string{}}
+	res, err := s.LoadBatch(ctx, []Record{{Event: good1}, {Event: bad}, {Event: good2}})
+	if err == nil {
+		t.Fatal("a record with a bad id was stored")
+	}
+	if res[0].Duplicate || res[0].Seq == 0 || res[2].Duplicate || res[2].Seq == 0 {
+		t.Fatalf("good records after the retry: %+v", res)
+	}
+	if err := s.EndBulk(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*protocol.Event{good1, good2} {
+		if _, err := s.Get(ctx, e.ID); err != nil {
+			t.Fatalf("%q lost: %v", e.Content, err)
+		}
+	}
+}
+
+// TestMigrateInlineIDConstraint opens a log whose events table makes ids
+// unique by a table constraint (as logs did before events_id) and requires
+// the migration notice once, events_id in place of the constraint, and the
+// same answers as before.
+func TestMigrateInlineIDConstraint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*protocol.Event
+	for i := 0; i < 40; i++ {
+		evs = append(evs, ev(key(i%4), int64(100+i), int64(i%3), fmt.Sprint(i), []string{"t", fmt.Sprint("topic", i%5)}))
+	}
+	appendAll(t, s, evs...)
+	filters := []Filter{{}, {Kinds: []int64{1}}, {Authors: []string{protocol.AgentIDOf(key(2))}},
+		{Tags: map[string][]string{"t": {"topic3"}}}, {IDs: []string{evs[5].ID, evs[30].ID}}}
+	var want []string
+	for _, f := range filters {
+		got, err := s.Query(ctx, f)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("%+v: %d %v", f, len(got), err)
+		}
+		want = append(want, strings.Join(ids(t, got), ","))
+	}
+	_, err = s.write.Exec(`
+		CREATE TABLE events_old (seq INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, agent_id BLOB NOT NULL,
+			created_at INTEGER NOT NULL, kind INTEGER NOT NULL, body TEXT NOT NULL, raw BLOB, raw_type TEXT,
+			received_at INTEGER NOT NULL);
+		INSERT INTO events_old SELECT * FROM events;
+		DROP TABLE events; ALTER TABLE events_old RENAME TO events;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var repairs []string
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(repairs) != 1 || !strings.Contains(repairs[0], "moving event ids") {
+		t.Fatalf("repair notices %q", repairs)
+	}
+	if countRows(t, s, "sqlite_master WHERE name = 'sqlite_autoindex_events_1'") != 0 ||
+		countRows(t, s, "sqlite_master WHERE type = 'index' AND name LIKE 'events_%'") != len(secondaryIndexes) {
+		t.Fatal("constraint not replaced by events_id and the other indexes")
+	}
+	for i, f := range filters {
+		got, err := s.Query(ctx, f)
+		if err != nil || strings.Join(ids(t, got), ",") != want[i] {
+			t.Fatalf("%+v after migration: %v", f, err)
+		}
+	}
+	if r, err := s.Append(ctx, Record{Event: evs[7]}); err != nil || !r.Duplicate || r.Seq != 8 {
+		t.Fatalf("copy after migration: %+v %v", r, err)
+	}
+	s.Close()
+	repairs = nil
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil || len(repairs) != 0 {
+		t.Fatalf("second open: %v, notices %q", err, repairs)
 	}
 }
