@@ -141,7 +141,7 @@ func (s *Server) postGossip(c echo.Context) error {
 			evs[i], errs[i] = protocol.DecodeJSON(raw)
 		}
 	}
-	s.checkMirrored(evs, errs)
+	s.checkMirrored(evs, errs, nil)
 	ans := gossipAnswer{Rejected: []gossipRejected{}}
 	var recs []sqlite.Record
 	for i, err := range errs {

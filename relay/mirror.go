@@ -357,12 +357,13 @@ func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (acc
 // of the valid ones and the number rejected.
 func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
 	errs := make([]error, len(evs))
-	s.checkMirrored(evs, errs)
+	bodies := make([][]byte, len(evs))
+	s.checkMirrored(evs, errs, bodies)
 	now := s.now()
 	recs := make([]sqlite.Record, 0, len(evs))
 	for i, e := range evs {
 		if errs[i] == nil {
-			recs = append(recs, record(e, nil, "json", now))
+			recs = append(recs, sqlite.Record{Event: e, Body: bodies[i], RawType: "json", ReceivedAt: now})
 		}
 	}
 	return recs, len(evs) - len(recs)
@@ -372,8 +373,9 @@ func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
 // everything an event can be judged on by itself, without the freshness
 // window, rate limits or log-dependent rules; never kind 11. It fills
 // errs[i] for each bad event; entries already set, or with a nil event,
-// are left alone.
-func (s *Server) checkMirrored(evs []*protocol.Event, errs []error) {
+// are left alone. When bodies is not nil, it also encodes each good
+// event's body into it, on the same cores.
+func (s *Server) checkMirrored(evs []*protocol.Event, errs []error, bodies [][]byte) {
 	checker := s.cfg.Checker
 	checker.Limits.MaxAge = 0
 	now := s.now()
@@ -389,7 +391,9 @@ func (s *Server) checkMirrored(evs []*protocol.Event, errs []error) {
 				case evs[i].Kind == protocol.KindHealth:
 					errs[i] = protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
 				default:
-					errs[i] = checker.CheckFirst(evs[i], now)
+					if errs[i] = checker.CheckFirst(evs[i], now); errs[i] == nil && bodies != nil {
+						bodies[i] = protocol.AppendJSON(nil, evs[i])
+					}
 				}
 			}
 		}()
