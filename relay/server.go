@@ -61,6 +61,10 @@ type Config struct {
 	// PeerRate caps events per RateWindow that one peer address may push
 	// through POST /gossip (0 disables).
 	PeerRate int
+	// SyncRate caps POST /sync messages per RateWindow from one peer
+	// address; a filtered message, which scans the log, counts
+	// SyncFilterCost (0 disables).
+	SyncRate int
 	// OnRebuild, when set, receives progress (seq, through) while New folds
 	// the stored log into the derived views.
 	OnRebuild func(done, total int64)
@@ -70,7 +74,7 @@ type Config struct {
 // per 60 s, 1 MiB bodies, the default checker, the wall clock.
 func DefaultConfig() Config {
 	return Config{
-		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000, MirrorInterval: 5 * time.Second,
+		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000, SyncRate: 1200, MirrorInterval: 5 * time.Second,
 		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
 	}
 }
@@ -90,6 +94,7 @@ type Server struct {
 	onCommit []func([]sqlite.Committed)
 	liveness *liveness.Fold
 	byPeer   *limiter
+	bySync   *limiter
 	peers    peers
 	// index holds every stored event's (created_at, id) for POST /sync.
 	index *reconcile.Index
@@ -132,6 +137,7 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	s.onCommit = append(s.onCommit, s.publishToStream)
 	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
+	s.bySync = newLimiter(cfg.SyncRate, cfg.RateWindow)
 	s.peerClient = &http.Client{Timeout: 60 * time.Second}
 	s.streamClient = &http.Client{}
 	store.SetHook(s.apply)

@@ -24,11 +24,23 @@ func itemOf(e *protocol.Event) reconcile.Item {
 // postSync answers one set-reconciliation message (negentropy V1, SPEC §6)
 // over every stored event, or, with kinds / authors / since, over the
 // matching ones only. The relay keeps no session: each message carries the
+// SyncFilterCost is what one filtered POST /sync message counts against
+// Config.SyncRate: it reads the matching events from the log to build a
+// temporary index, where an unfiltered one uses the index kept in memory.
+const SyncFilterCost = 10
+
 // client's whole position.
 func (s *Server) postSync(c echo.Context) error {
 	v, err := params(c, "kinds", "authors", "since")
 	if err != nil {
 		return err
+	}
+	cost := 1
+	if len(v) > 0 {
+		cost = SyncFilterCost
+	}
+	if ok, wait := s.bySync.allowN(c.RealIP(), s.cfg.Now(), cost); !ok {
+		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its sync rate", c.RealIP()), after: wait}
 	}
 	msg, err := io.ReadAll(io.LimitReader(c.Request().Body, reconcile.MaxMessageSize+1))
 	if err != nil {

@@ -21,6 +21,7 @@ type serveCmd struct {
 
 	addr, db, publicURL, proxies string
 	rateAgent, rateIP            int
+	peerRate, syncRate           int
 	treasury, relayKey           string
 	peers                        listFlag
 	mirrorEvery                  time.Duration
@@ -43,6 +44,8 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	fs.IntVar(&c.peerRate, "peer-rate", 120000, "events per peer address per minute through POST /gossip (0 = unlimited)")
+	fs.IntVar(&c.syncRate, "sync-rate", 1200, fmt.Sprintf("POST /sync messages per peer address per minute, a filtered one counting %d (0 = unlimited)", relay.SyncFilterCost))
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
@@ -63,6 +66,7 @@ func (c *serveCmd) Start() error {
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
 	cfg.RatePerAgent, cfg.RatePerIP = c.rateAgent, c.rateIP
+	cfg.PeerRate, cfg.SyncRate = c.peerRate, c.syncRate
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
 	}
