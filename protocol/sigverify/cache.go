@@ -7,7 +7,7 @@ import (
 	"filippo.io/edwards25519"
 )
 
-// DefaultBytes is the table memory of Default: 2,457 keys' tables.
+// DefaultBytes is the table memory of Default: 3,276 keys' tables.
 const DefaultBytes = 96 << 20
 
 // Default is the cache protocol.Event.CheckSig uses.
@@ -105,7 +105,7 @@ func (c *Cache) Verify(pub, msg, sig []byte) bool {
 		ok = verifyChain(&e.minusA, k, s, sig[:32])
 	} else {
 		c.fast.Add(1)
-		ok = verifyTable(t, k, s, sig[:32])
+		ok = verifyTable(t, &e.minusA, k, s, sig[:32])
 	}
 	if ok {
 		// Only signatures that verify earn a key its table: a stream of
