@@ -460,9 +460,15 @@ func slicesEqual(a, b [][]byte) bool {
 // 2 FULL), read on the writer between transactions.
 func writerSync(t *testing.T, s *Store) int {
 	t.Helper()
+	return writerPragma(t, s, "synchronous")
+}
+
+// writerPragma reads an integer PRAGMA on the writer between transactions.
+func writerPragma(t *testing.T, s *Store, name string) int {
+	t.Helper()
 	var v int
 	if err := s.control(context.Background(), func() error {
-		return s.write.QueryRow("PRAGMA synchronous").Scan(&v)
+		return s.write.QueryRow("PRAGMA " + name).Scan(&v)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -623,6 +629,10 @@ func TestBulkLoadKeepsIDsUnique(t *testing.T) {
 	}
 	if countRows(t, s, "sqlite_master WHERE name = 'events_id'") != 1 || s.ids.Load() != nil {
 		t.Fatal("EndBulk did not bring events_id back and retire the map")
+	}
+	// The rebuild's sorter settings are the writer's own again.
+	if c, ts, th := writerPragma(t, s, "cache_size"), writerPragma(t, s, "temp_store"), writerPragma(t, s, "threads"); fmt.Sprint(c) != writerCache || ts != 2 || th != 0 {
+		t.Fatalf("writer after EndBulk: cache_size %d, temp_store %d, threads %d", c, ts, th)
 	}
 	check("after the load")
 }
