@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,7 +199,11 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 		}()
 		res.Phase = "bulk load"
 	}
+	// The verifiers may run ahead of the writer by two bulk groups.
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
+	if bulk {
+		verified = make(chan chunk, 2) // each chunk is a group
+	}
 	go func() {
 		defer close(fetched)
 		send := func(evs []*protocol.Event, err error) bool {
@@ -227,17 +232,43 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 	}()
 	go func() {
 		defer close(verified)
-		for ch := range fetched {
-			if ch.err == nil {
-				ch.recs, ch.reject = s.verifyMirrored(ch.evs)
-				ch.fetched, ch.evs = len(ch.evs), nil
-			}
+		// A bulk load verifies bulkGroup events at a time: grouped by
+		// author, an author's key table is read from memory once for
+		// several signatures instead of once each.
+		group := 1
+		if bulk {
+			group = bulkGroup
+		}
+		send := func(ch chunk) bool {
 			select {
 			case verified <- ch:
+				return true
 			case <-ctx.Done():
+				return false
+			}
+		}
+		var pending []*protocol.Event
+		flush := func() bool {
+			if len(pending) == 0 {
+				return true
+			}
+			ch := chunk{fetched: len(pending)}
+			ch.recs, ch.reject = s.verifyMirrored(pending)
+			pending = nil
+			return send(ch)
+		}
+		for ch := range fetched {
+			if ch.err != nil {
+				if flush() {
+					send(ch)
+				}
+				return
+			}
+			if pending = append(pending, ch.evs...); len(pending) >= group && !flush() {
 				return
 			}
 		}
+		flush()
 	}()
 	var recs []sqlite.Record
 	for ch := range verified {
@@ -379,13 +410,26 @@ func (s *Server) checkMirrored(evs []*protocol.Event, errs []error, bodies [][]b
 	checker := s.cfg.Checker
 	checker.Limits.MaxAge = 0
 	now := s.now()
+	// In author order, a worker verifies an author's events one after
+	// another, while that author's key table is in the cache.
+	order := make([]int, len(evs))
+	for i := range order {
+		order[i] = i
+	}
+	author := func(i int) string {
+		if evs[i] == nil {
+			return ""
+		}
+		return evs[i].AgentID
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(author(a), author(b)) })
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(evs); i += workers {
+			for _, i := range order[w*len(order)/workers : (w+1)*len(order)/workers] {
 				switch {
 				case errs[i] != nil || evs[i] == nil:
 				case evs[i].Kind == protocol.KindHealth:
