@@ -6,11 +6,13 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/anp2 ./cmd/anp2 \
- && mkdir -p /out/data
+ && mkdir -p /out/data /out/tmp
 
 FROM scratch
 COPY --from=build /out/anp2 /anp2
 COPY --from=build --chown=65534:65534 /out/data /data
+# SQLite sorts index rebuilds in temporary files (SPEC §2); scratch has no /tmp.
+COPY --from=build --chown=65534:65534 /out/tmp /tmp
 USER 65534:65534
 VOLUME /data
 EXPOSE 8080

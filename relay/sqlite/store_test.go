@@ -729,3 +729,40 @@ func TestMigrateInlineIDConstraint(t *testing.T) {
 		t.Fatalf("second open: %v, notices %q", err, repairs)
 	}
 }
+
+// TestSortingFallsBack makes the sorted statement fail once, inside a
+// transaction it leaves open (as a failed merge does): sorting must roll
+// it back and run the statement again with the writer's own settings (the
+// in-memory sorter), and leave those settings in place.
+func TestSortingFallsBack(t *testing.T) {
+	s := open(t)
+	calls := 0
+	var during []int
+	err := s.control(context.Background(), func() error {
+		return sorting(s.write, func() error {
+			calls++
+			var ts int
+			if err := s.write.QueryRow("PRAGMA temp_store").Scan(&ts); err != nil {
+				return err
+			}
+			during = append(during, ts)
+			if _, err := s.write.Exec(`BEGIN IMMEDIATE; INSERT INTO meta(key, value) VALUES('probe', 'x')`); err != nil {
+				return err
+			}
+			if calls == 1 {
+				return errors.New("no temporary directory")
+			}
+			_, err := s.write.Exec(`COMMIT`)
+			return err
+		})
+	})
+	if err != nil || calls != 2 || fmt.Sprint(during) != "[1 2]" {
+		t.Fatalf("err %v, calls %d, temp_store during the calls %v (want FILE then MEMORY: [1 2])", err, calls, during)
+	}
+	if n := countRows(t, s, "meta WHERE key = 'probe'"); n != 1 {
+		t.Fatalf("%d probe rows: the first attempt's transaction was not rolled back", n)
+	}
+	if c := writerPragma(t, s, "cache_size"); fmt.Sprint(c) != writerCache {
+		t.Fatalf("cache_size %d after the fallback", c)
+	}
+}
