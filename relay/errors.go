@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -73,6 +74,10 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 			writeCoded(c, pe)
 		case errors.As(err, &he):
 			writeCoded(c, httpErrorCode(he))
+		case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
+			// The client went away before its answer: nothing broke, and
+			// there is no one to answer.
+			log.Debug("client went away", "err", err, "method", c.Request().Method, "path", c.Request().URL.Path)
 		default:
 			log.Error("internal error", "err", err, "method", c.Request().Method, "path", c.Request().URL.Path)
 			_ = c.JSON(http.StatusInternalServerError, map[string]string{"detail": "internal error", "code": "internal"})
