@@ -43,6 +43,8 @@ type benchCmd struct {
 	viewsFill   int
 	loadRate    int
 	mirrorToo   bool
+	// catchUpInProcess runs the --catch-up mirror inside the bench.
+	catchUpInProcess bool
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -57,7 +59,8 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.queryConc, "query-concurrency", 4, "concurrent query clients")
 	fs.IntVar(&c.replay, "replay", 0, "instead, measure the auditor's replay of a mixed log of this many events")
 	fs.IntVar(&c.viewsFill, "views", 0, "instead, load a mixed log of this many events and measure /trust and /credit under publishing")
-	fs.BoolVar(&c.mirrorToo, "catch-up", false, "with --views: then mirror the loaded relay into an empty one and time it")
+	fs.BoolVar(&c.mirrorToo, "catch-up", false, "with --views: then mirror the loaded relay into an empty one (an anp2 mirror process) and time it")
+	fs.BoolVar(&c.catchUpInProcess, "catch-up-in-process", false, "with --catch-up: run the mirror inside the bench's process instead")
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
 	return parse(fs, args)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/anp2net/relay/client"
@@ -117,34 +120,78 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	return nil
 }
 
-// benchCatchUp starts an empty relay and mirrors the loaded one into it,
-// beside the verify ceiling.
+// benchCatchUp mirrors the loaded relay into an empty one, beside the
+// verify ceilings measured just before. The new mirror runs as its own
+// process (this binary's anp2 mirror), as it would in the field, and is
+// timed whole, from start to exit; with --catch-up-in-process it runs
+// inside the bench, sharing a process and a heap with the loaded relay.
 func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
 	one, all := verifyCeiling(2 * time.Second)
 	own := ownVerifyRate(2 * time.Second)
 	fmt.Fprintf(c.out, "ceiling: raw Ed25519 verify (crypto/ed25519) %.0f/s on 1 core, %.0f/s on %d cores; this relay's verifier, key seen before: %.0f/s on %d cores\n",
 		one, all, runtime.GOMAXPROCS(0), own, runtime.GOMAXPROCS(0))
-	m := newServe(c.out, os.Stderr)
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "mirror.db")}); err != nil {
-		return err
-	}
-	if err := m.Start(); err != nil {
-		return err
-	}
-	defer m.Close()
+	db := filepath.Join(dir, "mirror.db")
 	start := time.Now()
-	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
-		c.progress.update("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
-	})
-	c.progress.done()
+	var res relay.MirrorResult
+	var how string
+	var err error
+	if c.catchUpInProcess {
+		res, how, err = c.mirrorInProcess(ctx, db, source, start)
+	} else {
+		res, how, err = c.mirrorProcess(ctx, db, source)
+	}
 	if err != nil {
 		return err
 	}
 	el := time.Since(start)
 	rate := float64(res.Accepted) / el.Seconds()
-	fmt.Fprintf(c.out, "catch-up of a new mirror: %d events in %s = %.0f events/s = %.0f%% of the %d-core verify ceiling, %.0f%% of this relay's own verifier's rate (%d round trips, %d KiB of sync messages)\n",
-		res.Accepted, el.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), 100*rate/own, res.Rounds, (res.BytesSent+res.BytesRecv)>>10)
+	fmt.Fprintf(c.out, "catch-up of a new mirror (%s): %d events in %s = %.0f events/s = %.0f%% of the %d-core verify ceiling, %.0f%% of this relay's own verifier's rate (%d round trips, %d KiB of sync messages)\n",
+		how, res.Accepted, el.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), 100*rate/own, res.Rounds, (res.BytesSent+res.BytesRecv)>>10)
 	return nil
+}
+
+// mirrorProcess runs anp2 mirror --db db --peer source as a child process
+// (its progress goes to this process's stderr) and returns its result.
+func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.MirrorResult, string, error) {
+	var res relay.MirrorResult
+	exe, err := os.Executable()
+	if err != nil {
+		return res, "", err
+	}
+	cmd := exec.CommandContext(ctx, exe, "mirror", "--db", db, "--peer", source)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return res, "", fmt.Errorf("anp2 mirror: %w (%s)", err, out.Bytes())
+	}
+	// anp2 mirror prints one line per peer: {result} in <duration>.
+	line, _, _ := bytes.Cut(out.Bytes(), []byte(" in "))
+	if err := json.Unmarshal(line, &res); err != nil {
+		return res, "", fmt.Errorf("anp2 mirror printed %q: %w", out.Bytes(), err)
+	}
+	how := "own process"
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		how += fmt.Sprintf(", peak RSS %d MiB", ru.Maxrss>>10)
+	}
+	return res, how, nil
+}
+
+// mirrorInProcess starts an empty relay inside the bench and mirrors
+// source into it.
+func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start time.Time) (relay.MirrorResult, string, error) {
+	m := newServe(c.out, os.Stderr)
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db}); err != nil {
+		return relay.MirrorResult{}, "", err
+	}
+	if err := m.Start(); err != nil {
+		return relay.MirrorResult{}, "", err
+	}
+	defer m.Close()
+	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
+		c.progress.update("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
+	})
+	c.progress.done()
+	return res, "in the bench's process", err
 }
 
 // importCorpus loads the corpus into db with the importer.

@@ -348,3 +348,38 @@ func TestThreeRelaysConverge(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCatchUp runs the views bench on a small corpus with --catch-up:
+// the new mirror runs as its own anp2 mirror process and must take in
+// every event the loaded relay holds.
+func TestBenchCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads and queries a corpus")
+	}
+	corpus := filepath.Join(t.TempDir(), "corpus.jsonl")
+	out, err := exec.Command(binary, "bench", "--views", "1500", "--corpus", corpus, "--catch-up", "--queries", "20", "--load-rate", "20").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	imported := regexp.MustCompile(`imported \d+ events \((\d+) accepted\)`).FindSubmatch(out)
+	caught := regexp.MustCompile(`catch-up of a new mirror \(own process, peak RSS \d+ MiB\): (\d+) events`).FindSubmatch(out)
+	published := regexp.MustCompile(`background publishes: (\d+) \(0 errors\)`).FindSubmatch(out)
+	if imported == nil || caught == nil || published == nil {
+		t.Fatalf("bench output lacks the import, publish or catch-up line:\n%s", out)
+	}
+	// The mirror holds the corpus, the publishes made during the bench
+	// and the loaded relay's own announcement.
+	want := atoi(t, imported[1]) + atoi(t, published[1])
+	if got := atoi(t, caught[1]); got < want || got > want+1 {
+		t.Fatalf("mirror took in %d events, want %d (+1 announcement)\n%s", got, want, out)
+	}
+}
+
+func atoi(t *testing.T, b []byte) int {
+	t.Helper()
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
