@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -67,6 +68,14 @@ func (s *Server) MirrorOnce(ctx context.Context, base string, progress func(Mirr
 }
 
 func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
+	if s.wholeExportFirst(ctx, base, res) {
+		// Reconciling first would only list, round by round, nearly
+		// every event of the peer; its export carries them in one stream.
+		// The reconciliation after it finds what the export missed.
+		if err := s.fetchAll(ctx, base, nil, true, res, progress); err != nil {
+			return err
+		}
+	}
 	sess := reconcile.NewSession(s.index)
 	var need, have [][32]byte
 	for msg := sess.Initiate(); msg != nil; {
@@ -83,9 +92,9 @@ func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult,
 		}
 		have, need = append(have, h...), append(need, n...)
 	}
-	res.Need, res.Have = len(need), len(have)
+	res.Need, res.Have = res.Need+len(need), len(have)
 	report(progress, res)
-	if err := s.fetchAll(ctx, base, need, res, progress); err != nil {
+	if err := s.fetchAll(ctx, base, need, false, res, progress); err != nil {
 		return err
 	}
 	for i := 0; i < len(have); i += mirrorChunk {
@@ -166,11 +175,39 @@ func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 // log, since the indexes are then rebuilt over all of it.
 var bulkMin = 20000
 
+// wholeExportFirst reports whether a catch-up from base should start by
+// reading the peer's whole export in bulk-load mode: when the peer's
+// /health counts enough more events than this relay holds that the
+// catch-up is at least bulkMin and at least as large as this log. It sets
+// res.Need to that estimate. A peer whose /health does not answer so is
+// reconciled with first.
+func (s *Server) wholeExportFirst(ctx context.Context, base string, res *MirrorResult) bool {
+	b, err := s.peerGet(ctx, base+"/health")
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Events int `json:"events"`
+	}
+	if json.Unmarshal(b, &h) != nil {
+		return false
+	}
+	local := s.index.Len()
+	if more := h.Events - local; more >= bulkMin && more >= local {
+		res.Need = more
+		return true
+	}
+	return false
+}
+
 // fetchAll fetches, verifies and appends in three stages that overlap, so
-// the network, the cores and the single writer work at once. A catch-up
-// larger than the log itself (a new mirror) runs in bulk-load mode and
-// appends in groups of bulkGroup.
-func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res *MirrorResult, progress func(MirrorResult)) error {
+// the network, the cores and the single writer work at once. With whole
+// set it reads the peer's whole export and keeps the events this relay
+// lacks, in bulk-load mode (see wholeExportFirst); otherwise it fetches
+// need, and a need larger than the log itself runs in bulk-load mode too,
+// reading the peer's export for those ids. A bulk load appends in groups
+// of bulkGroup.
+func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) error {
 	const bulkGroup = 8192
 	type chunk struct {
 		evs             []*protocol.Event
@@ -180,7 +217,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	bulk := len(need) >= bulkMin && len(need) >= s.index.Len()
+	bulk := whole || len(need) >= bulkMin && len(need) >= s.index.Len()
 	if bulk {
 		if err := s.store.BeginBulk(ctx); err != nil {
 			return err
@@ -213,6 +250,14 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, res
 			case <-ctx.Done():
 				return false
 			}
+		}
+		if whole {
+			if n, err := s.exportMissing(ctx, base, func(evs []*protocol.Event) bool { return send(evs, nil) }); err != nil {
+				send(nil, err)
+			} else {
+				res.Need = n
+			}
+			return
 		}
 		rest := need
 		if bulk {
@@ -301,45 +346,28 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 	for _, id := range need {
 		want[id] = true
 	}
-	url := base + "/export"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	if s.cfg.RelayKey != nil {
-		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
-	}
-	resp, err := s.streamClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("export from %s: %w", base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("export from %s: %s", base, resp.Status)
-	}
-	br := bufio.NewReaderSize(resp.Body, 1<<20)
 	chunk := make([]*protocol.Event, 0, mirrorChunk)
-	for {
-		line, readErr := br.ReadBytes('\n')
+	err := s.readExport(ctx, base, func(line []byte) bool {
 		var id [32]byte
 		if hexID, _, ok := bodyIDs(line); ok && decodeID(id[:], hexID) && want[id] {
-			if e, err := protocol.DecodeJSON(bytes.TrimSpace(line)); err == nil {
+			if e, err := protocol.DecodeJSON(line); err == nil {
 				delete(want, id)
 				chunk = append(chunk, e)
 			}
 		}
-		if len(chunk) == mirrorChunk || (readErr != nil || len(want) == 0) && len(chunk) > 0 {
+		if len(chunk) == mirrorChunk || len(want) == 0 && len(chunk) > 0 {
 			if !emit(chunk) {
-				return nil, ctx.Err()
+				return false
 			}
 			chunk = make([]*protocol.Event, 0, mirrorChunk)
 		}
-		if readErr == io.EOF || len(want) == 0 && len(chunk) == 0 {
-			break // the end, or nothing left to look for
-		}
-		if readErr != nil {
-			return nil, fmt.Errorf("export from %s: %w", base, readErr)
-		}
+		return len(want) > 0 // the rest of the export is not needed
+	})
+	if err == nil && len(chunk) > 0 && !emit(chunk) {
+		err = ctx.Err()
+	}
+	if err != nil || ctx.Err() != nil {
+		return nil, cmp.Or(err, ctx.Err())
 	}
 	rest := make([][32]byte, 0, len(want))
 	for _, id := range need {
@@ -348,6 +376,70 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 		}
 	}
 	return rest, nil
+}
+
+// exportMissing streams the peer's GET /export and passes the events this
+// relay does not hold to emit, mirrorChunk at a time, until the export
+// ends or emit returns false. It returns how many it passed. A line that
+// does not decode is left out: the reconciliation that follows finds the
+// event missing and fetches it by id, where it is judged.
+func (s *Server) exportMissing(ctx context.Context, base string, emit func([]*protocol.Event) bool) (int, error) {
+	n := 0
+	chunk := make([]*protocol.Event, 0, mirrorChunk)
+	err := s.readExport(ctx, base, func(line []byte) bool {
+		if e, err := protocol.DecodeJSON(line); err == nil && !s.index.Has(itemOf(e)) {
+			chunk = append(chunk, e)
+		}
+		if len(chunk) < mirrorChunk {
+			return true
+		}
+		n += len(chunk)
+		ok := emit(chunk)
+		chunk = make([]*protocol.Event, 0, mirrorChunk)
+		return ok
+	})
+	if err == nil && len(chunk) > 0 {
+		n += len(chunk)
+		if !emit(chunk) {
+			err = ctx.Err()
+		}
+	}
+	return n, err
+}
+
+// readExport calls line with each line of the peer's GET /export
+// (authenticated with the relay key), until the export ends or line
+// returns false.
+func (s *Server) readExport(ctx context.Context, base string, line func([]byte) bool) error {
+	url := base + "/export"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if s.cfg.RelayKey != nil {
+		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
+	}
+	resp, err := s.streamClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("export from %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("export from %s: %s", base, resp.Status)
+	}
+	br := bufio.NewReaderSize(resp.Body, 1<<20)
+	for {
+		b, readErr := br.ReadBytes('\n')
+		if b = bytes.TrimSpace(b); len(b) > 0 && !line(b) {
+			return ctx.Err()
+		}
+		if readErr == io.EOF {
+			return nil
+		}
+		if readErr != nil {
+			return fmt.Errorf("export from %s: %w", base, readErr)
+		}
+	}
 }
 
 func decodeID(dst []byte, h string) bool {

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -86,15 +87,33 @@ func TestMirrorCatchUpInBulk(t *testing.T) {
 	evs := statetest.Corpus(91, 18, 25, corpusBase, 900)
 	a, _ := peerRelay(t, "a")
 	c, cs := peerRelay(t, "c")
+	// c already holds some of a's events, and a few a lacks: the bulk
+	// catch-up reads a's whole export, keeps only what c lacks, and the
+	// reconciliation after it pushes c's own.
+	shared, own := evs[:150], statetest.Corpus(5, 3, 4, corpusBase, 20)
 	publishAll(t, a.URL, evs, 4)
+	publishAll(t, c.URL, append(slices.Clone(shared), own...), 4)
 	var phases []string
 	res, err := cs.MirrorOnce(context.Background(), a.URL, func(r MirrorResult) {
 		if r.Phase != "" && (len(phases) == 0 || phases[len(phases)-1] != r.Phase) {
 			phases = append(phases, r.Phase)
 		}
 	})
-	if err != nil || res.Accepted != len(evs) || res.Phase != "" {
+	inA := map[string]bool{}
+	for _, e := range evs {
+		inA[e.ID] = true
+	}
+	onlyC := map[string]bool{} // the corpus repeats some events
+	for _, e := range own {
+		if !inA[e.ID] {
+			onlyC[e.ID] = true
+		}
+	}
+	if err != nil || res.Accepted != len(evs)-len(shared) || res.Need != res.Accepted || res.Pushed != len(onlyC) || res.Phase != "" {
 		t.Fatalf("catch-up: %+v %v", res, err)
+	}
+	if res.Rounds > 3 {
+		t.Fatalf("the reconciliation after the export took %d round trips", res.Rounds)
 	}
 	if len(phases) < 2 || phases[0] != "bulk load" || phases[len(phases)-1] != "merging tag rows" || c.store.Bulk() {
 		t.Fatalf("phases %v, still bulk %v", phases, c.store.Bulk())

@@ -103,6 +103,17 @@ func (x *Index) Add(it Item) bool {
 	return true
 }
 
+// Has reports whether it is in the index.
+func (x *Index) Has(it Item) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.blocks) == 0 {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(x.blocks[x.blockFor(it)].items, it, Item.Compare)
+	return found
+}
+
 // blockFor returns the block an item belongs in: the last whose first item
 // is not after it, or the first block.
 func (x *Index) blockFor(it Item) int {

@@ -121,6 +121,15 @@ func TestIndexMatchesModel(t *testing.T) {
 		if got, want := x.Add(it), m.add(it); got != want {
 			t.Fatalf("Add(%v) = %v, want %v", it, got, want)
 		}
+		if x.Has(it) != (it.CreatedAt >= 0) {
+			t.Fatalf("Has(%v) after Add = %v", it, !(it.CreatedAt >= 0))
+		}
+		other := Item{CreatedAt: it.CreatedAt + 1, ID: it.ID} // same id, another time
+		fresh := Item{CreatedAt: it.CreatedAt}
+		fillID(r, &fresh.ID)
+		if (x.Has(other) && !slices.Contains(m, other)) || x.Has(fresh) {
+			t.Fatalf("Has reports an item never added: %v or %v", other, fresh)
+		}
 		if i%1000 == 0 {
 			checkIndex(t, r, x, m)
 		}
