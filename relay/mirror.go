@@ -315,6 +315,37 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		}
 		flush()
 	}()
+	// Two groups are in flight: an append returns only once the commit
+	// hook has folded its events, and with one the writer would sit idle
+	// while it did.
+	type flight struct {
+		n    int
+		done chan error
+	}
+	var inflight *flight
+	finish := func() error {
+		if inflight == nil {
+			return nil
+		}
+		f := inflight
+		inflight = nil
+		if err := <-f.done; err != nil {
+			return err
+		}
+		res.Accepted += f.n
+		report(progress, res)
+		return nil
+	}
+	start := func(recs []sqlite.Record) error {
+		if len(recs) == 0 {
+			return nil
+		}
+		f := &flight{n: len(recs), done: make(chan error, 1)}
+		go func() { f.done <- s.appendMirrored(ctx, recs, bulk) }()
+		err := finish()
+		inflight = f
+		return err
+	}
 	var recs []sqlite.Record
 	for ch := range verified {
 		if ch.err != nil {
@@ -326,12 +357,15 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		if bulk && len(recs) < bulkGroup && len(verified) < cap(verified) {
 			continue // larger transactions write each touched page once
 		}
-		if err := s.appendMirrored(ctx, recs, bulk, res, progress); err != nil {
+		if err := start(recs); err != nil {
 			return err
 		}
-		recs = recs[:0]
+		recs = nil
 	}
-	if err := s.appendMirrored(ctx, recs, bulk, res, progress); err != nil {
+	if err := start(recs); err != nil {
+		return err
+	}
+	if err := finish(); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -449,20 +483,13 @@ func decodeID(dst []byte, h string) bool {
 
 // appendMirrored stores recs; in a bulk load without an fsync per
 // transaction (the peer can send them again, and EndBulk commits durably).
-func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, bulk bool, res *MirrorResult, progress func(MirrorResult)) error {
-	if len(recs) == 0 {
-		return nil
-	}
+func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, bulk bool) error {
 	append := s.store.AppendBatch
 	if bulk {
 		append = s.store.LoadBatch
 	}
-	if _, err := append(ctx, recs); err != nil {
-		return err
-	}
-	res.Accepted += len(recs)
-	report(progress, res)
-	return nil
+	_, err := append(ctx, recs)
+	return err
 }
 
 // ingestMirrored verifies events on every core as mirrored events and
