@@ -766,3 +766,41 @@ func TestSortingFallsBack(t *testing.T) {
 		t.Fatalf("cache_size %d after the fallback", c)
 	}
 }
+
+// TestBulkLoadTagRowsInMany loads events whose tag rows fill several
+// many-row inserts and a remainder in one transaction: every row lands in
+// tags_pending, and after the merge every tag answers as on a plain log.
+func TestBulkLoadTagRowsInMany(t *testing.T) {
+	ctx := context.Background()
+	plain, bulk := open(t), open(t)
+	var recs []Record
+	for i := range 150 {
+		e := ev(key(i%7), int64(100+i), 1, fmt.Sprint(i), []string{"t", fmt.Sprint("topic", i%5)}, []string{"p", protocol.AgentIDOf(key(i % 3))}, []string{"x"})
+		recs = append(recs, Record{Event: e})
+	}
+	if _, err := plain.AppendBatch(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := bulk.BeginBulk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bulk.LoadBatch(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, bulk, "tags_pending"); n != 300 {
+		t.Fatalf("%d pending tag rows, want 300", n)
+	}
+	if err := bulk.EndBulk(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		for _, f := range []Filter{{Tags: map[string][]string{"t": {fmt.Sprint("topic", i)}}, Limit: 1000},
+			{Tags: map[string][]string{"p": {protocol.AgentIDOf(key(i % 3))}}, Limit: 1000}} {
+			a, err1 := plain.Query(ctx, f)
+			b, err2 := bulk.Query(ctx, f)
+			if err1 != nil || err2 != nil || len(a) == 0 || !slicesEqual(a, b) {
+				t.Fatalf("%+v: plain %d, bulk %d (%v %v)", f.Tags, len(a), len(b), err1, err2)
+			}
+		}
+	}
+}
