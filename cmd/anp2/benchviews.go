@@ -131,7 +131,7 @@ func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
 	fmt.Fprintf(c.out, "ceiling: raw Ed25519 verify (crypto/ed25519) %.0f/s on 1 core, %.0f/s on %d cores; this relay's verifier, key seen before: %.0f/s on %d cores\n",
 		one, all, runtime.GOMAXPROCS(0), own, runtime.GOMAXPROCS(0))
 	db := filepath.Join(dir, "mirror.db")
-	start := time.Now()
+	start, self := time.Now(), cpuTime()
 	var res relay.MirrorResult
 	var how string
 	var err error
@@ -144,10 +144,22 @@ func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
 		return err
 	}
 	el := time.Since(start)
+	if !c.catchUpInProcess {
+		how += fmt.Sprintf("; the loaded relay serving it: %.1f CPU-s", (cpuTime() - self).Seconds())
+	}
 	rate := float64(res.Accepted) / el.Seconds()
 	fmt.Fprintf(c.out, "catch-up of a new mirror (%s): %d events in %s = %.0f events/s = %.0f%% of the %d-core verify ceiling, %.0f%% of this relay's own verifier's rate (%d round trips, %d KiB of sync messages)\n",
 		how, res.Accepted, el.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), 100*rate/own, res.Rounds, (res.BytesSent+res.BytesRecv)>>10)
 	return nil
+}
+
+// cpuTime returns the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // mirrorProcess runs anp2 mirror --db db --peer source as a child process
@@ -169,9 +181,9 @@ func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.
 	if err := json.Unmarshal(line, &res); err != nil {
 		return res, "", fmt.Errorf("anp2 mirror printed %q: %w", out.Bytes(), err)
 	}
-	how := "own process"
+	how := fmt.Sprintf("own process, %.1f CPU-s", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		how += fmt.Sprintf(", peak RSS %d MiB", ru.Maxrss>>10)
+		how += fmt.Sprintf(", peak RSS %d MiB with the mapped log", ru.Maxrss>>10)
 	}
 	return res, how, nil
 }
