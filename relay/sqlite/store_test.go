@@ -784,8 +784,19 @@ func TestBulkLoadTagRowsInMany(t *testing.T) {
 	if err := bulk.BeginBulk(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bulk.LoadBatch(ctx, recs); err != nil {
+	res, err := bulk.LoadBatch(ctx, recs)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The writer numbers a bulk load's events itself: each answer's seq
+	// is the stored event's, and they run 1..150.
+	seen := map[int64]bool{}
+	for i, r := range res {
+		st, err := bulk.Get(ctx, recs[i].Event.ID)
+		if err != nil || r.Duplicate || st.Seq != r.Seq || r.Seq < 1 || r.Seq > 150 || seen[r.Seq] {
+			t.Fatalf("event %d: answered %+v, stored at %v (%v)", i, r, st, err)
+		}
+		seen[r.Seq] = true
 	}
 	if n := countRows(t, bulk, "tags_pending"); n != 300 {
 		t.Fatalf("%d pending tag rows, want 300", n)
