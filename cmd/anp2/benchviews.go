@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,7 +55,8 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	fmt.Fprintf(c.out, "relay start with every view rebuilt: %s; process RSS %s\n", time.Since(t0).Round(time.Millisecond), rss())
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go srv.srv.Serve(sctx, srv.ln)
+	served := make(chan error, 1)
+	go func() { served <- srv.srv.Serve(sctx, srv.ln) }()
 	base := "http://" + srv.Addr()
 	cl := benchClient(base, 16)
 
@@ -114,24 +120,96 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	}
 	runtime.GC()
 	fmt.Fprintf(c.out, "background publishes: %d (%d errors); process RSS after: %s\n", published.Load(), pubErrs.Load(), rss())
-	if c.mirrorToo {
-		return c.benchCatchUp(ctx, dir, base)
+	if !c.mirrorToo {
+		return nil
 	}
-	return nil
+	if c.catchUpInProcess {
+		return c.benchCatchUp(ctx, dir, base, cpuTime)
+	}
+	// The existing relay a new mirror copies is a relay process like any
+	// other, not this one with its load generator: serve the loaded log
+	// from its own anp2 serve process.
+	cancel()
+	<-served
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	return c.catchUpFromProcess(ctx, dir, db)
 }
 
-// benchCatchUp mirrors the loaded relay into an empty one, beside the
-// verify ceilings measured just before. The new mirror runs as its own
-// process (this binary's anp2 mirror), as it would in the field, and is
-// timed whole, from start to exit; with --catch-up-in-process it runs
-// inside the bench, sharing a process and a heap with the loaded relay.
-func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
+// catchUpFromProcess serves db from an anp2 serve process of this binary
+// and times a new mirror's catch-up from it.
+func (c *benchCmd) catchUpFromProcess(ctx context.Context, dir, db string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		close(found)
+	}()
+	addr, ok := <-found
+	if !ok {
+		return fmt.Errorf("anp2 serve on the loaded log did not start")
+	}
+	fmt.Fprintf(c.out, "the loaded log served by its own anp2 serve process (ready in %s)\n", time.Since(t0).Round(time.Millisecond))
+	pid := cmd.Process.Pid
+	return c.benchCatchUp(ctx, dir, "http://"+addr, func() time.Duration { return procCPU(pid) })
+}
+
+// listeningRe finds the address in anp2 serve's "relay listening" log line.
+var listeningRe = regexp.MustCompile(`relay listening"? addr=(\S+)`)
+
+// procCPU returns the CPU time process pid has used (Linux /proc, in
+// clock ticks of 1/100 s), or 0.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which ends at the last ')':
+	// state is the first, utime and stime the 12th and 13th.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// benchCatchUp mirrors the relay at source (the loaded log) into an empty
+// one, beside the verify ceilings measured just before; sourceCPU reports
+// the CPU time the source has used. The new mirror runs as its own process
+// (this binary's anp2 mirror), as it would in the field, and is timed
+// whole, from start to exit; with --catch-up-in-process both relays run
+// inside the bench's process.
+func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string, sourceCPU func() time.Duration) error {
 	one, all := verifyCeiling(2 * time.Second)
 	own := ownVerifyRate(2 * time.Second)
 	fmt.Fprintf(c.out, "ceiling: raw Ed25519 verify (crypto/ed25519) %.0f/s on 1 core, %.0f/s on %d cores; this relay's verifier, key seen before: %.0f/s on %d cores\n",
 		one, all, runtime.GOMAXPROCS(0), own, runtime.GOMAXPROCS(0))
 	db := filepath.Join(dir, "mirror.db")
-	start, self := time.Now(), cpuTime()
+	start, self := time.Now(), sourceCPU()
 	var res relay.MirrorResult
 	var how string
 	var err error
@@ -145,7 +223,7 @@ func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string) error {
 	}
 	el := time.Since(start)
 	if !c.catchUpInProcess {
-		how += fmt.Sprintf("; the loaded relay serving it: %.1f CPU-s", (cpuTime() - self).Seconds())
+		how += fmt.Sprintf("; the loaded relay serving it: %.1f CPU-s", (sourceCPU() - self).Seconds())
 	}
 	rate := float64(res.Accepted) / el.Seconds()
 	fmt.Fprintf(c.out, "catch-up of a new mirror (%s): %d events in %s = %.0f events/s = %.0f%% of the %d-core verify ceiling, %.0f%% of this relay's own verifier's rate (%d round trips, %d KiB of sync messages)\n",
