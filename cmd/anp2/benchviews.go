@@ -146,6 +146,7 @@ func (c *benchCmd) catchUpFromProcess(ctx context.Context, dir, db string) error
 	}
 	t0 := time.Now()
 	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0")
+	cmd.Env = childEnv("serve")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -240,6 +241,17 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// childEnv is this process's environment for a child bench process; a CPU
+// profile asked of the bench goes to FILE.name for the child, so the two do
+// not write over each other.
+func childEnv(name string) []string {
+	env := os.Environ()
+	if path := os.Getenv("ANP2_CPUPROFILE"); path != "" {
+		env = append(env, "ANP2_CPUPROFILE="+path+"."+name)
+	}
+	return env
+}
+
 // mirrorProcess runs anp2 mirror --db db --peer source as a child process
 // (its progress goes to this process's stderr) and returns its result.
 func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.MirrorResult, string, error) {
@@ -249,6 +261,7 @@ func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.
 		return res, "", err
 	}
 	cmd := exec.CommandContext(ctx, exe, "mirror", "--db", db, "--peer", source)
+	cmd.Env = childEnv("mirror")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -301,6 +301,11 @@ func migrateTagTables(w *sql.DB, l logShape) error {
 // writerCache is the writer's page cache (cache_size: negative KiB).
 const writerCache = "-524288"
 
+// bulkCache is the writer's page cache during a bulk load: appends touch
+// only the tails of the tables, so a cache that holds one transaction's
+// pages lets SQLite reuse them rather than allocate fresh ones.
+const bulkCache = "-16384"
+
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -497,6 +502,9 @@ func (s *Store) BeginBulk(ctx context.Context) error {
 		}
 		s.bulk++
 		s.bulkOn.Store(true)
+		if _, err := s.write.Exec("PRAGMA cache_size=" + bulkCache); err != nil {
+			return fmt.Errorf("begin bulk: %w", err)
+		}
 		for _, ddl := range secondaryIndexes {
 			if _, err := s.write.Exec("DROP INDEX IF EXISTS " + indexName(ddl)); err != nil {
 				return fmt.Errorf("begin bulk: %w", err)

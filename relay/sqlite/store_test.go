@@ -624,6 +624,9 @@ func TestBulkLoadKeepsIDsUnique(t *testing.T) {
 		}
 	}
 	check("during the load")
+	if c := writerPragma(t, s, "cache_size"); fmt.Sprint(c) != bulkCache {
+		t.Fatalf("writer's cache_size during the load: %d, want %s", c, bulkCache)
+	}
 	if err := s.EndBulk(nil); err != nil {
 		t.Fatal(err)
 	}
