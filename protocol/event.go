@@ -72,16 +72,30 @@ func (e *Event) CheckID() error {
 // (checked through sigverify.Default, which is faster for agents seen
 // before).
 func (e *Event) CheckSig() error {
-	pub, err1 := hex.DecodeString(e.AgentID)
-	sig, err2 := hex.DecodeString(e.Sig)
-	id, ok := e.IDBytes()
-	if err1 != nil || err2 != nil || !ok || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
-		return Errorf(CodeBadSignature, "signature or key is not well-formed hex")
+	pub, sig, id, err := e.sigParts()
+	if err != nil {
+		return err
 	}
-	if !sigverify.Default.Verify(pub, id[:], sig) {
-		return Errorf(CodeBadSignature, "signature does not verify against agent_id")
+	if !sigverify.Default.Verify(pub, id, sig) {
+		return errBadSig()
 	}
 	return nil
+}
+
+// sigParts decodes what the signature check reads: the key, the
+// signature and the id.
+func (e *Event) sigParts() (pub, sig, id []byte, err error) {
+	pub, err1 := hex.DecodeString(e.AgentID)
+	sig, err2 := hex.DecodeString(e.Sig)
+	idb, ok := e.IDBytes()
+	if err1 != nil || err2 != nil || !ok || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+		return nil, nil, nil, Errorf(CodeBadSignature, "signature or key is not well-formed hex")
+	}
+	return pub, sig, idb[:], nil
+}
+
+func errBadSig() error {
+	return Errorf(CodeBadSignature, "signature does not verify against agent_id")
 }
 
 // AgentIDOf returns the agent_id (hex public key) of priv.

@@ -551,13 +551,21 @@ func (s *Server) checkMirrored(evs []*protocol.Event, errs []error, bodies [][]b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range order[w*len(order)/workers : (w+1)*len(order)/workers] {
-				switch {
-				case errs[i] != nil || evs[i] == nil:
-				case evs[i].Kind == protocol.KindHealth:
-					errs[i] = protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
-				default:
-					if errs[i] = checker.CheckFirst(evs[i], now); errs[i] == nil && bodies != nil {
+			mine := order[w*len(order)/workers : (w+1)*len(order)/workers]
+			// Signatures are verified 64 at a time (CheckFirstBatch).
+			bevs, berrs := make([]*protocol.Event, 0, 64), make([]error, 0, 64)
+			for lo := 0; lo < len(mine); lo += 64 {
+				group := mine[lo:min(lo+64, len(mine))]
+				bevs, berrs = bevs[:0], berrs[:0]
+				for _, i := range group {
+					if errs[i] == nil && evs[i] != nil && evs[i].Kind == protocol.KindHealth {
+						errs[i] = protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
+					}
+					bevs, berrs = append(bevs, evs[i]), append(berrs, errs[i])
+				}
+				checker.CheckFirstBatch(bevs, now, berrs)
+				for k, i := range group {
+					if errs[i] = berrs[k]; errs[i] == nil && evs[i] != nil && bodies != nil {
 						bodies[i] = protocol.AppendJSON(nil, evs[i])
 					}
 				}

@@ -1,10 +1,12 @@
 package sigverify
 
 import (
+	"crypto/subtle"
 	"sync"
 	"sync/atomic"
 
 	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
 )
 
 // DefaultBytes is the table memory of Default: 3,276 keys' tables.
@@ -193,4 +195,91 @@ func (c *Cache) sweep() {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// Job is one signature for VerifyBatch: is Sig Pub's signature of Msg?
+type Job struct{ Pub, Msg, Sig []byte }
+
+// VerifyBatch sets ok[i] to what Verify answers for jobs[i], for every i
+// (ok is at least as long as jobs). Answers computed from tables share one
+// field inversion: each such sum R' is brought to affine form with
+// Montgomery's trick (three multiplications instead of an inversion of
+// about 265), which saves about a sixth of a table check. The answers, and
+// what the cache learns from them, are Verify's.
+func (c *Cache) VerifyBatch(jobs []Job, ok []bool) {
+	type pending struct {
+		i   int
+		e   *key
+		sum extended
+	}
+	sums := make([]pending, 0, len(jobs))
+	for i, j := range jobs {
+		ok[i] = false
+		k, s, good := parse(j.Pub, j.Msg, j.Sig)
+		if !good {
+			continue
+		}
+		e := c.key(j.Pub)
+		if e == nil {
+			continue
+		}
+		if n := c.calls.Add(1); n%c.window() == 0 && c.full() {
+			c.sweep()
+		}
+		t := e.tab.Load()
+		if t == nil && e.uses.Load() >= 2 {
+			t = c.build(e)
+		}
+		if t == nil {
+			if ok[i] = verifyChain(&e.minusA, k, s, j.Sig[:32]); ok[i] {
+				e.uses.Add(1)
+			}
+			continue
+		}
+		c.fast.Add(1)
+		sum := tableSum(t, k, s)
+		if sum.Z.Equal(new(field.Element)) == 1 {
+			// Not a point (impossible: the formulas are complete); the
+			// single check answers as the library would.
+			if ok[i] = verifyTable(t, &e.minusA, k, s, j.Sig[:32]); ok[i] {
+				e.uses.Add(1)
+			}
+			continue
+		}
+		sums = append(sums, pending{i: i, e: e, sum: sum})
+	}
+	if len(sums) == 0 {
+		return
+	}
+	// inv[n] holds Z₀·…·Z_{n−1} until it becomes 1/Zₙ.
+	inv := make([]field.Element, len(sums))
+	var acc field.Element
+	acc.One()
+	for n := range sums {
+		inv[n] = acc
+		acc.Multiply(&acc, &sums[n].sum.Z)
+	}
+	acc.Invert(&acc)
+	for n := len(sums) - 1; n >= 0; n-- {
+		inv[n].Multiply(&inv[n], &acc)
+		acc.Multiply(&acc, &sums[n].sum.Z)
+	}
+	for n := range sums {
+		p := &sums[n]
+		r := jobs[p.i].Sig[:32]
+		if ok[p.i] = subtle.ConstantTimeCompare(r, encode(&p.sum, &inv[n])) == 1; ok[p.i] {
+			p.e.uses.Add(1)
+		}
+	}
+}
+
+// encode returns p's encoding given zInv = 1/Z, exactly as
+// edwards25519.Point.Bytes writes it: y, with x's sign in the top bit.
+func encode(p *extended, zInv *field.Element) []byte {
+	var x, y field.Element
+	x.Multiply(&p.X, zInv)
+	y.Multiply(&p.Y, zInv)
+	out := y.Bytes()
+	out[31] |= byte(x.IsNegative() << 7)
+	return out
 }

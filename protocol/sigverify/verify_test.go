@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -83,6 +84,68 @@ func TestMatchesStdlib(t *testing.T) {
 		}
 	}
 	if st := c.Stats(); st.Tables != 12 || st.TableChecks == 0 {
+		t.Fatalf("tables not in use: %+v", st)
+	}
+}
+
+// TestBatchMatchesStdlib puts the signatures of TestMatchesStdlib and the
+// odd keys' into batches, shuffled, three rounds over one cache (so the
+// first rounds verify by the chain, build tables, and later ones share
+// inversions), and requires crypto/ed25519's answer for each.
+func TestBatchMatchesStdlib(t *testing.T) {
+	var jobs []Job
+	for i := range 12 {
+		priv := keyOf(i)
+		pub := priv.Public().(ed25519.PublicKey)
+		for m := range 6 {
+			msg := []byte(fmt.Sprintf("message %d of key %d", m, i))
+			for _, sig := range variants(priv, msg) {
+				jobs = append(jobs, Job{Pub: pub, Msg: msg, Sig: sig})
+			}
+		}
+	}
+	for _, hk := range oddKeys {
+		pub, _ := hex.DecodeString(hk)
+		var sb [32]byte
+		sb[0] = 5
+		s, _ := edwards25519.NewScalar().SetCanonicalBytes(sb[:])
+		r := new(edwards25519.Point).ScalarBaseMult(s).Bytes()
+		for m := range 4 {
+			jobs = append(jobs, Job{Pub: pub, Msg: []byte{byte(m)}, Sig: append(append([]byte(nil), r...), sb[:]...)})
+		}
+	}
+	jobs = append(jobs, Job{Pub: make([]byte, 31), Sig: make([]byte, 64)})
+	want := make([]bool, len(jobs))
+	valid := 0
+	for i, j := range jobs {
+		want[i] = len(j.Pub) == 32 && ed25519.Verify(j.Pub, j.Msg, j.Sig)
+		if want[i] {
+			valid++
+		}
+	}
+	if valid == 0 || valid == len(jobs) {
+		t.Fatalf("%d of %d valid: the test needs both kinds", valid, len(jobs))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := New(DefaultBytes)
+	got := make([]bool, len(jobs))
+	for round := range 3 {
+		perm := rng.Perm(len(jobs))
+		batch := make([]Job, len(jobs))
+		for k, i := range perm {
+			batch[k] = jobs[i]
+		}
+		for lo := 0; lo < len(batch); lo += 37 {
+			hi := min(lo+37, len(batch))
+			c.VerifyBatch(batch[lo:hi], got[lo:hi])
+		}
+		for k, i := range perm {
+			if got[k] != want[i] {
+				t.Fatalf("round %d: job %d (key %x): got %v, stdlib %v", round, i, jobs[i].Pub, got[k], want[i])
+			}
+		}
+	}
+	if st := c.Stats(); st.Tables < 12 || st.TableChecks == 0 {
 		t.Fatalf("tables not in use: %+v", st)
 	}
 }
@@ -249,6 +312,14 @@ func FuzzMatchesStdlib(f *testing.F) {
 				t.Fatalf("round %d: got %v, stdlib %v", round, got, want)
 			}
 		}
+		// The same, in a batch beside a valid signature of the key.
+		other := append([]byte("other "), msg...)
+		batch := []Job{{Pub: pub, Msg: msg, Sig: sig}, {Pub: priv.Public().(ed25519.PublicKey), Msg: other, Sig: ed25519.Sign(priv, other)}}
+		got := make([]bool, 2)
+		c.VerifyBatch(batch, got)
+		if got[0] != want || !got[1] {
+			t.Fatalf("batch: got %v, stdlib %v and true", got, want)
+		}
 	})
 }
 
@@ -285,6 +356,23 @@ func BenchmarkVerify(b *testing.B) {
 				b.Fatal("rejected")
 			}
 		}
+	})
+	b.Run("table-batch64", func(b *testing.B) {
+		c := New(DefaultBytes)
+		jobs := make([]Job, 64)
+		for i := range jobs {
+			jobs[i] = Job{Pub: pub, Msg: msgs[i], Sig: sigs[i]}
+		}
+		ok := make([]bool, 64)
+		c.VerifyBatch(jobs, ok)
+		c.VerifyBatch(jobs, ok)
+		for b.Loop() {
+			c.VerifyBatch(jobs, ok)
+			if !ok[63] {
+				b.Fatal("rejected")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(64*b.N), "ns/sig")
 	})
 	b.Run("build-table", func(b *testing.B) {
 		a, _ := new(edwards25519.Point).SetBytes(pub)
