@@ -423,8 +423,12 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 func (s *Server) exportMissing(ctx context.Context, base string, emit func([]*protocol.Event) bool) (int, error) {
 	n := 0
 	chunk := make([]*protocol.Event, 0, mirrorChunk)
+	// A relay that held nothing when the export began holds only what
+	// this export gives it (and the odd event gossiped meanwhile, which
+	// the log keeps once): no event needs looking up.
+	empty := s.index.Len() == 0
 	err := s.readExport(ctx, base, func(line []byte) bool {
-		if e, err := protocol.DecodeJSON(line); err == nil && !s.index.Has(itemOf(e)) {
+		if e, err := protocol.DecodeJSON(line); err == nil && (empty || !s.index.Has(itemOf(e))) {
 			chunk = append(chunk, e)
 		}
 		if len(chunk) < mirrorChunk {
@@ -446,7 +450,7 @@ func (s *Server) exportMissing(ctx context.Context, base string, emit func([]*pr
 
 // readExport calls line with each line of the peer's GET /export
 // (authenticated with the relay key), until the export ends or line
-// returns false.
+// returns false. The bytes passed to line are valid only during the call.
 func (s *Server) readExport(ctx context.Context, base string, line func([]byte) bool) error {
 	url := base + "/export"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -464,17 +468,41 @@ func (s *Server) readExport(ctx context.Context, base string, line func([]byte) 
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("export from %s: %s", base, resp.Status)
 	}
-	br := bufio.NewReaderSize(resp.Body, 1<<20)
-	for {
-		b, readErr := br.ReadBytes('\n')
-		if b = bytes.TrimSpace(b); len(b) > 0 && !line(b) {
+	if err := eachLine(resp.Body, line); err != nil {
+		if err == errStopped {
 			return ctx.Err()
+		}
+		return fmt.Errorf("export from %s: %w", base, err)
+	}
+	return nil
+}
+
+var errStopped = errors.New("stopped")
+
+// eachLine calls fn with every non-blank line of r, without its
+// surrounding space, until r ends (nil) or fn returns false (errStopped).
+// Lines are read in place, so the bytes are valid only during the call;
+// one longer than the 1 MiB buffer is gathered.
+func eachLine(r io.Reader, fn func([]byte) bool) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		b, readErr := br.ReadSlice('\n')
+		if readErr == bufio.ErrBufferFull {
+			long := append([]byte(nil), b...)
+			for readErr == bufio.ErrBufferFull {
+				b, readErr = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if b = bytes.TrimSpace(b); len(b) > 0 && !fn(b) {
+			return errStopped
 		}
 		if readErr == io.EOF {
 			return nil
 		}
 		if readErr != nil {
-			return fmt.Errorf("export from %s: %w", base, readErr)
+			return readErr
 		}
 	}
 }

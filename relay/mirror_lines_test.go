@@ -1,0 +1,46 @@
+package relay
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestEachLine reads lines around and beyond the reader's buffer, blank
+// lines and a last line without a newline, through a reader that returns
+// a byte at a time and one that returns everything at once.
+func TestEachLine(t *testing.T) {
+	long := strings.Repeat("x", 3<<20+17) // longer than the 1 MiB buffer
+	edge := strings.Repeat("y", 1<<20-1)  // with its newline, exactly the buffer
+	lines := []string{"first", long, "", "  padded  ", edge, "after", "last without newline"}
+	input := strings.Join(lines, "\n")
+	want := []string{"first", long, "padded", edge, "after", "last without newline"}
+	for name, r := range map[string]func() io.Reader{
+		"whole":       func() io.Reader { return strings.NewReader(input) },
+		"byte a time": func() io.Reader { return iotest.OneByteReader(strings.NewReader(input)) },
+	} {
+		var got []string
+		if err := eachLine(r(), func(b []byte) bool { got = append(got, string(b)); return true }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d lines, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: line %d has %d bytes, want %d", name, i, len(got[i]), len(want[i]))
+			}
+		}
+	}
+	n := 0
+	err := eachLine(strings.NewReader("a\nb\nc\n"), func([]byte) bool { n++; return n < 2 })
+	if err != errStopped || n != 2 {
+		t.Fatalf("stopping after 2 lines: %v after %d", err, n)
+	}
+	boom := io.ErrUnexpectedEOF
+	err = eachLine(io.MultiReader(strings.NewReader("a\n"), iotest.ErrReader(boom)), func([]byte) bool { return true })
+	if err != boom {
+		t.Fatalf("a read error: got %v", err)
+	}
+}
