@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -238,8 +239,12 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	}
 	// The verifiers may run ahead of the writer by two bulk groups.
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
+	const verifyGroup = 2 * bulkGroup
 	if bulk {
 		verified = make(chan chunk, 2) // each chunk is a group
+		// The reader decodes the next verify group while this one is
+		// verified, instead of stopping two chunks ahead.
+		fetched = make(chan chunk, verifyGroup/mirrorChunk+1)
 	}
 	go func() {
 		defer close(fetched)
@@ -282,7 +287,6 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		// several signatures instead of once each (with 2,000 authors,
 		// runs of about eight: 18.7 us a signature against 25 us one
 		// by one).
-		const verifyGroup = 2 * bulkGroup
 		group := 1
 		if bulk {
 			group = verifyGroup
@@ -574,16 +578,21 @@ func (s *Server) checkMirrored(evs []*protocol.Event, errs []error, bodies [][]b
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(author(a), author(b)) })
 	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0)
-	for w := range workers {
+	// Workers take the next 64 events in author order until none are
+	// left (so none waits on another that got the slower keys); their
+	// signatures are verified together (CheckFirstBatch).
+	var next atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mine := order[w*len(order)/workers : (w+1)*len(order)/workers]
-			// Signatures are verified 64 at a time (CheckFirstBatch).
 			bevs, berrs := make([]*protocol.Event, 0, 64), make([]error, 0, 64)
-			for lo := 0; lo < len(mine); lo += 64 {
-				group := mine[lo:min(lo+64, len(mine))]
+			for {
+				lo := int(next.Add(64)) - 64
+				if lo >= len(order) {
+					return
+				}
+				group := order[lo:min(lo+64, len(order))]
 				bevs, berrs = bevs[:0], berrs[:0]
 				for _, i := range group {
 					if errs[i] == nil && evs[i] != nil && evs[i].Kind == protocol.KindHealth {
