@@ -374,6 +374,36 @@ func BenchmarkVerify(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(64*b.N), "ns/sig")
 	})
+	b.Run("2000-keys-batch64", func(b *testing.B) {
+		// A mirror's pattern: 2,000 keys' tables (more than the
+		// processor's caches hold), eight signatures per key in a row.
+		const keys, per = 2000, 8
+		jobs := make([]Job, 0, keys*per)
+		for k := range keys {
+			priv := keyOf(1000 + k)
+			for m := range per {
+				msg := []byte(fmt.Sprint("message ", m))
+				jobs = append(jobs, Job{Pub: priv.Public().(ed25519.PublicKey), Msg: msg, Sig: ed25519.Sign(priv, msg)})
+			}
+		}
+		c := New(DefaultBytes)
+		ok := make([]bool, 64)
+		for range 3 { // build every table
+			for lo := 0; lo < len(jobs); lo += 64 {
+				c.VerifyBatch(jobs[lo:lo+64], ok)
+			}
+		}
+		n := 0
+		for b.Loop() {
+			lo := n % len(jobs)
+			c.VerifyBatch(jobs[lo:lo+64], ok)
+			if !ok[0] {
+				b.Fatal("rejected")
+			}
+			n += 64
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(64*b.N), "ns/sig")
+	})
 	b.Run("build-table", func(b *testing.B) {
 		a, _ := new(edwards25519.Point).SetBytes(pub)
 		for b.Loop() {
