@@ -290,8 +290,13 @@ func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start
 		return relay.MirrorResult{}, "", err
 	}
 	defer m.Close()
+	phase := ""
 	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
-		c.progress.update("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
+		draw := c.progress.update
+		if r.Phase != phase {
+			phase, draw = r.Phase, c.progress.show // a new phase is always drawn
+		}
+		draw("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
 	})
 	c.progress.done()
 	return res, "in the bench's process", err

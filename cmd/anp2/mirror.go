@@ -54,8 +54,13 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	}
 	for _, peer := range c.peers {
 		start := time.Now()
+		phase := ""
 		res, err := srv.MirrorOnce(ctx, peer, func(r relay.MirrorResult) {
-			c.progress.update("%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
+			draw := c.progress.update
+			if r.Phase != phase {
+				phase, draw = r.Phase, c.progress.show
+			}
+			draw("%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
 		})
 		c.progress.done()
 		b, _ := json.Marshal(res)

@@ -34,6 +34,13 @@ func (p *progress) update(format string, args ...any) {
 	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
 }
 
+// show redraws the line now, however recently it was drawn: for a new
+// phase, which must not be lost to the rate limit.
+func (p *progress) show(format string, args ...any) {
+	p.last = time.Time{}
+	p.update(format, args...)
+}
+
 // done ends the status line.
 func (p *progress) done() {
 	if p.tty {

@@ -219,6 +219,9 @@ func contains(list []string, s string) bool {
 }
 
 func insertSorted(s []int64, v int64) []int64 {
+	if len(s) == 0 || s[len(s)-1] <= v {
+		return append(s, v) // the usual case: times arrive in order
+	}
 	i := sort.Search(len(s), func(i int) bool { return s[i] > v })
 	s = append(s, 0)
 	copy(s[i+1:], s[i:])

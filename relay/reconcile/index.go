@@ -86,11 +86,17 @@ func (x *Index) Add(it Item) bool {
 		x.n = 1
 		return true
 	}
-	bi := x.blockFor(it)
+	// Items mostly arrive in order: one after the last needs no search.
+	bi := len(x.blocks) - 1
 	b := x.blocks[bi]
-	i, found := slices.BinarySearchFunc(b.items, it, Item.Compare)
-	if found {
-		return false
+	i := len(b.items)
+	if len(b.items) == 0 || b.items[len(b.items)-1].Compare(it) >= 0 {
+		bi = x.blockFor(it)
+		b = x.blocks[bi]
+		var found bool
+		if i, found = slices.BinarySearchFunc(b.items, it, Item.Compare); found {
+			return false
+		}
 	}
 	if len(b.items) >= maxBlock {
 		bi, i = x.makeRoom(bi, i)
