@@ -1,9 +1,7 @@
 package protocol
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"testing"
 )
 
@@ -17,15 +15,8 @@ func TestCheckFirstBatchAgrees(t *testing.T) {
 	c.Limits.MaxAge = 0
 	const now = 1779200000
 	var evs []*Event
-	f, err := os.Open("../testdata/vectors/anp2-network-sample.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		e, err := DecodeJSON(sc.Bytes())
+	for _, line := range networkSample(t) {
+		e, err := DecodeJSON(line)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -103,6 +104,16 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// networkSample returns the lines of the public-network sample.
+func networkSample(t *testing.T) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/vectors/anp2-network-sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 }
 
 // TestNetworkSample checks the 443 public-network events: exactly 196 derive

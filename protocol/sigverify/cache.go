@@ -92,16 +92,9 @@ func (c *Cache) Verify(pub, msg, sig []byte) bool {
 	if !ok {
 		return false
 	}
-	e := c.key(pub)
+	e, t := c.prepare(pub)
 	if e == nil {
 		return false // not a point
-	}
-	if n := c.calls.Add(1); n%c.window() == 0 && c.full() {
-		c.sweep()
-	}
-	t := e.tab.Load()
-	if t == nil && e.uses.Load() >= 2 {
-		t = c.build(e)
 	}
 	if t == nil {
 		ok = verifyChain(&e.minusA, k, s, sig[:32])
@@ -115,6 +108,24 @@ func (c *Cache) Verify(pub, msg, sig []byte) bool {
 		e.uses.Add(1)
 	}
 	return ok
+}
+
+// prepare counts a verification under pub and returns pub's entry (nil
+// when pub is not a point) and its table, built now if the key has earned
+// one; nil when it has none.
+func (c *Cache) prepare(pub []byte) (*key, *table) {
+	e := c.key(pub)
+	if e == nil {
+		return nil, nil
+	}
+	if n := c.calls.Add(1); n%c.window() == 0 && c.full() {
+		c.sweep()
+	}
+	t := e.tab.Load()
+	if t == nil && e.uses.Load() >= 2 {
+		t = c.build(e)
+	}
+	return e, t
 }
 
 // full reports whether the tables are at (or over) their limit.
@@ -219,16 +230,9 @@ func (c *Cache) VerifyBatch(jobs []Job, ok []bool) {
 		if !good {
 			continue
 		}
-		e := c.key(j.Pub)
+		e, t := c.prepare(j.Pub)
 		if e == nil {
 			continue
-		}
-		if n := c.calls.Add(1); n%c.window() == 0 && c.full() {
-			c.sweep()
-		}
-		t := e.tab.Load()
-		if t == nil && e.uses.Load() >= 2 {
-			t = c.build(e)
 		}
 		if t == nil {
 			if ok[i] = verifyChain(&e.minusA, k, s, j.Sig[:32]); ok[i] {
