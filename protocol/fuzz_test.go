@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,6 +107,46 @@ func FuzzFastDecodeAgrees(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("decoders disagree on %q:\nfast %#v\nslow %#v", b, fast, slow)
+		}
+	})
+}
+
+// FuzzSplitCBORList feeds arbitrary bytes to the gossip batch splitter. It
+// must not panic; when it accepts, the items it returns are, in order, the
+// array's contents (b ends with them), and each is judged on its own by
+// DecodeCBOR without a panic. A list it was given by EncodeCBORList comes
+// back as the events' own encodings.
+func FuzzSplitCBORList(f *testing.F) {
+	a, b := signed(1, "hi", []string{"t", "x"}), signed(0, `{"name":"n"}`)
+	list, err := EncodeCBORList([]*Event{a, b})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(list)
+	f.Add([]byte{0x80})
+	f.Add([]byte{0x9f, 0xff})
+	f.Add([]byte{0x82, 0x01})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		items, err := SplitCBORList(in)
+		if err != nil {
+			var env *EnvelopeError
+			if !errors.As(err, &env) {
+				t.Fatalf("error %v is not an *EnvelopeError", err)
+			}
+			return
+		}
+		if !bytes.HasSuffix(in, bytes.Join(items, nil)) {
+			t.Fatalf("items are not the array's contents")
+		}
+		for _, it := range items {
+			DecodeCBOR(it)
+		}
+		if bytes.Equal(in, list) {
+			for i, e := range []*Event{a, b} {
+				if want, _ := EncodeCBOR(e); !bytes.Equal(items[i], want) {
+					t.Fatalf("item %d is not the event's encoding", i)
+				}
+			}
 		}
 	})
 }
