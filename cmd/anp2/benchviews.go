@@ -290,13 +290,8 @@ func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start
 		return relay.MirrorResult{}, "", err
 	}
 	defer m.Close()
-	phase := ""
 	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
-		draw := c.progress.update
-		if r.Phase != phase {
-			phase, draw = r.Phase, c.progress.show // a new phase is always drawn
-		}
-		draw("catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
+		c.progress.step(r.Phase, "catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
 	})
 	c.progress.done()
 	return res, "in the bench's process", err
@@ -319,7 +314,7 @@ func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
 		OnProgress: func(s relay.ImportStats) {
 			c.progress.update("import: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		},
-		OnPhase: func(p string) { c.progress.update("import: %s", p) }}
+		OnPhase: func(p string) { c.progress.step(p, "import: %s", p) }}
 	res, err := im.Import(ctx, f)
 	c.progress.done()
 	fmt.Fprintf(c.out, "imported %d events (%d accepted) in %s\n", res.Read, res.Accepted, time.Since(start).Round(time.Second))

@@ -56,7 +56,7 @@ func (c *importCmd) Run(ctx context.Context) error {
 	var last relay.ImportStats
 	phase := ""
 	show := func() {
-		c.progress.update("read %d  accepted %d  duplicate %d  rejected %d  (%.0f/s) %s", last.Read, last.Accepted,
+		c.progress.step(phase, "read %d  accepted %d  duplicate %d  rejected %d  (%.0f/s) %s", last.Read, last.Accepted,
 			last.Duplicate, last.Read-last.Accepted-last.Duplicate, float64(last.Read)/time.Since(start).Seconds(), phase)
 	}
 	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),

@@ -54,13 +54,8 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	}
 	for _, peer := range c.peers {
 		start := time.Now()
-		phase := ""
 		res, err := srv.MirrorOnce(ctx, peer, func(r relay.MirrorResult) {
-			draw := c.progress.update
-			if r.Phase != phase {
-				phase, draw = r.Phase, c.progress.show
-			}
-			draw("%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
+			c.progress.step(r.Phase, "%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
 		})
 		c.progress.done()
 		b, _ := json.Marshal(res)

@@ -10,9 +10,10 @@ import (
 // progress prints a self-overwriting status line when its writer is a
 // terminal, and nothing otherwise (logs and CI stay clean).
 type progress struct {
-	w    io.Writer
-	tty  bool
-	last time.Time
+	w     io.Writer
+	tty   bool
+	last  time.Time
+	phase string // the last phase given to step
 }
 
 func newProgress(w io.Writer) *progress {
@@ -34,10 +35,13 @@ func (p *progress) update(format string, args ...any) {
 	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
 }
 
-// show redraws the line now, however recently it was drawn: for a new
-// phase, which must not be lost to the rate limit.
-func (p *progress) show(format string, args ...any) {
-	p.last = time.Time{}
+// step is update for a line that names a phase: a line whose phase
+// differs from the last one's is drawn however recently the line was, so
+// no phase is lost to the rate limit.
+func (p *progress) step(phase, format string, args ...any) {
+	if phase != p.phase {
+		p.phase, p.last = phase, time.Time{}
+	}
 	p.update(format, args...)
 }
 
