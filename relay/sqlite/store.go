@@ -675,11 +675,12 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 	st := txStmts{event: tx.Stmt(s.insEvent), tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), seq: tx.Stmt(s.selSeq)}
 	if s.bulk > 0 {
 		st.tag, st.pending = tx.Stmt(s.insPending), true
-		st.tagMany, st.rows = tx.Stmt(s.insPendingMany), new([]any)
+		st.tags = &rowBatch{what: "tags", width: 6, per: pendingPerInsert, many: tx.Stmt(s.insPendingMany), one: st.tag}
 	}
 	if st.ids = s.ids.Load(); st.ids != nil {
-		st.event, st.eventMany, st.added = tx.Stmt(s.insEventBulk), tx.Stmt(s.insEventMany), new([][32]byte)
-		st.eventRows, st.next = new([]any), new(int64)
+		st.event, st.added = tx.Stmt(s.insEventBulk), new([][32]byte)
+		st.events = &rowBatch{what: "events", width: 9, per: eventsPerInsert, many: tx.Stmt(s.insEventMany), one: st.event}
+		st.next = new(int64)
 		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(st.next); err != nil {
 			return nil, nil, fmt.Errorf("next seq: %w", err)
 		}
@@ -722,10 +723,10 @@ func (st txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte
 			bodies = append(bodies, body)
 		}
 	}
-	if err := st.flushEvents(); err != nil {
+	if err := st.events.flush(); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := st.flushTags(); err != nil {
+	if err := st.tags.flush(); err != nil {
 		return nil, nil, nil, err
 	}
 	return results, committed, bodies, nil
@@ -740,71 +741,55 @@ type txStmts struct {
 	// added lists the ids this transaction recorded in it.
 	ids   *idMap
 	added *[][32]byte
-	// rows, with pending, gathers the tag rows' values for tagMany, which
-	// inserts pendingPerInsert rows a statement (flushTags).
-	tagMany *sql.Stmt
-	rows    *[]any
-	// eventRows, with ids, gathers the events' values for eventMany, which
-	// inserts eventsPerInsert a statement (flushEvents); next is the seq
-	// the next event gets.
-	eventMany *sql.Stmt
-	eventRows *[]any
-	next      *int64
+	// tags, with pending, gathers the tag rows for tags_pending; events,
+	// with ids, gathers the events, next being the seq the next one gets.
+	// Both are inserted many rows a statement when the batch ends.
+	tags, events *rowBatch
+	next         *int64
+}
+
+// rowBatch gathers rows of width values and inserts them per rows a
+// statement (many), the rest one at a time (one): a statement each cost
+// about a microsecond a row beyond SQLite's own work. A nil rowBatch
+// holds nothing.
+type rowBatch struct {
+	what       string
+	width, per int
+	many, one  *sql.Stmt
+	rows       []any
+}
+
+// add gathers one row.
+func (b *rowBatch) add(row ...any) { b.rows = append(b.rows, row...) }
+
+// flush inserts the gathered rows.
+func (b *rowBatch) flush() error {
+	if b == nil {
+		return nil
+	}
+	rows, n := b.rows, b.per*b.width
+	b.rows = b.rows[:0]
+	for ; len(rows) >= n; rows = rows[n:] {
+		if _, err := b.many.Exec(rows[:n]...); err != nil {
+			return fmt.Errorf("insert %s: %w", b.what, err)
+		}
+	}
+	for ; len(rows) > 0; rows = rows[b.width:] {
+		if _, err := b.one.Exec(rows[:b.width]...); err != nil {
+			return fmt.Errorf("insert %s: %w", b.what, err)
+		}
+	}
+	return nil
 }
 
 // eventsPerInsert is how many events one statement inserts while the id
-// map keeps ids unique (a bulk load): a statement each cost about a
-// microsecond apiece beyond SQLite's own work.
+// map keeps ids unique (a bulk load).
 const eventsPerInsert = 32
 
-// flushEvents inserts the gathered events.
-func (st txStmts) flushEvents() error {
-	if st.eventRows == nil {
-		return nil
-	}
-	err := flushRows(*st.eventRows, 9, eventsPerInsert, st.eventMany, st.event)
-	*st.eventRows = (*st.eventRows)[:0]
-	if err != nil {
-		return fmt.Errorf("insert events: %w", err)
-	}
-	return nil
-}
-
-// flushRows inserts rows (width values each), per rows at a time with
-// many and the rest one at a time with one.
-func flushRows(rows []any, width, per int, many, one *sql.Stmt) error {
-	for len(rows) >= per*width {
-		if _, err := many.Exec(rows[:per*width]...); err != nil {
-			return err
-		}
-		rows = rows[per*width:]
-	}
-	for ; len(rows) > 0; rows = rows[width:] {
-		if _, err := one.Exec(rows[:width]...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pendingPerInsert is how many tag rows one statement inserts into
-// tags_pending during a bulk load: a million events carry about 1.4
-// million tag rows, and a statement each cost about a microsecond apiece
-// beyond SQLite's own work.
+// tags_pending during a bulk load (a million events carry about 1.4
+// million tag rows).
 const pendingPerInsert = 64
-
-// flushTags inserts the gathered tag rows.
-func (st txStmts) flushTags() error {
-	if st.rows == nil {
-		return nil
-	}
-	err := flushRows(*st.rows, 6, pendingPerInsert, st.tagMany, st.tag)
-	*st.rows = (*st.rows)[:0]
-	if err != nil {
-		return fmt.Errorf("insert tags: %w", err)
-	}
-	return nil
-}
 
 // insertOne stores rec and returns its seq, whether it was already stored,
 // and the body it stored.
@@ -829,7 +814,7 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 			return seq, true, nil, nil
 		}
 		seq, *st.next = *st.next, *st.next+1
-		*st.eventRows = append(*st.eventRows, seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
+		st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 		st.ids.put([32]byte(id), seq)
 		*st.added = append(*st.added, [32]byte(id))
 	} else {
@@ -847,8 +832,8 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue
 		}
-		if st.rows != nil {
-			*st.rows = append(*st.rows, t[0], t[1], e.CreatedAt, id, e.Kind, seq)
+		if st.tags != nil {
+			st.tags.add(t[0], t[1], e.CreatedAt, id, e.Kind, seq)
 			continue
 		}
 		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id, e.Kind, seq); err != nil {
