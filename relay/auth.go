@@ -25,48 +25,72 @@ const AuthMaxSkew = 60
 // to the absolute request URL (query included); a "payload" tag, when
 // present, must be the SHA-256 hex of the request body.
 func (s *Server) reader(c echo.Context) (string, error) {
+	e, err := s.authEvent(c)
+	if e == nil || err != nil {
+		return "", err
+	}
+	return e.AgentID, nil
+}
+
+// authEvent returns the verified kind 27235 event of a request's D4
+// header (see reader), nil for an anonymous request. The address is
+// charged one unit of its authentication allowance (RatePerAuth) before
+// the signature is checked, whatever the outcome.
+func (s *Server) authEvent(c echo.Context) (*protocol.Event, error) {
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	if h == "" {
-		return "", nil
+		return nil, nil
 	}
+	e, err := s.parseAuth(c, h)
+	if err != nil {
+		return nil, err
+	}
+	if ok, wait := s.byAuth.allow(c.RealIP(), s.cfg.Now(), true); !ok {
+		return nil, &retryError{protocol.Errorf(CodeRateLimited, "too many authenticated requests from this address (%d per %s)", s.cfg.RatePerAuth, s.cfg.RateWindow), retrySeconds(wait)}
+	}
+	if err := e.CheckSig(); err != nil {
+		return nil, unauthorized("Authorization event signature is invalid")
+	}
+	return e, nil
+}
+
+// parseAuth runs every check of a D4 header except the signature's.
+func (s *Server) parseAuth(c echo.Context, h string) (*protocol.Event, error) {
 	scheme, token, _ := strings.Cut(h, " ")
 	if !strings.EqualFold(scheme, "ANP2") {
-		return "", unauthorized("Authorization scheme must be ANP2")
+		return nil, unauthorized("Authorization scheme must be ANP2")
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
 	if err != nil {
 		if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimSpace(token)); err != nil {
-			return "", unauthorized("Authorization token is not base64")
+			return nil, unauthorized("Authorization token is not base64")
 		}
 	}
 	e, err := protocol.DecodeJSON(raw)
 	if err != nil {
-		return "", unauthorized("Authorization event is malformed: " + err.Error())
+		return nil, unauthorized("Authorization event is malformed: " + err.Error())
 	}
 	if e.Kind != protocol.KindHTTPAuth || e.Content != "" {
-		return "", unauthorized("Authorization event must be kind 27235 with empty content")
+		return nil, unauthorized("Authorization event must be kind 27235 with empty content")
 	}
 	if d := e.CreatedAt - s.now(); d > AuthMaxSkew || d < -AuthMaxSkew {
-		return "", unauthorized("Authorization event created_at is more than 60 s from the relay clock")
+		return nil, unauthorized("Authorization event created_at is more than 60 s from the relay clock")
 	}
 	if e.TagValue("method") != c.Request().Method {
-		return "", unauthorized("Authorization method tag does not match the request method")
+		return nil, unauthorized("Authorization method tag does not match the request method")
 	}
 	if !s.sameURL(c, e.TagValue("u")) {
-		return "", unauthorized("Authorization u tag does not match the request URL")
+		return nil, unauthorized("Authorization u tag does not match the request URL")
 	}
 	if want := e.TagValue("payload"); want != "" {
 		if err := checkPayload(c, want); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if err := e.CheckID(); err != nil {
-		return "", unauthorized("Authorization event id does not match its content")
+		return nil, unauthorized("Authorization event id does not match its content")
 	}
-	if err := e.CheckSig(); err != nil {
-		return "", unauthorized("Authorization event signature is invalid")
-	}
-	return e.AgentID, nil
+	return e, nil
 }
 
 func unauthorized(detail string) error { return protocol.Errorf(CodeUnauthorized, "%s", detail) }

@@ -88,13 +88,20 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		s.metrics.duplicates.Add(1)
 		return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
 	}
+	// The address pays for the signature check before it is made, valid or
+	// not, so junk signatures cost their sender's allowance, not our CPU.
+	// The agent is charged only once the signature proves it sent the event
+	// (otherwise anyone could spend a victim's allowance).
+	if err := s.chargeIP(ip, now); err != nil {
+		return nil, err
+	}
 	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
 		return nil, err
 	}
 	if err := s.checkAgainstLog(ctx, e); err != nil {
 		return nil, err
 	}
-	if err := s.charge(e, ip, now); err != nil {
+	if err := s.chargeAgent(e, now); err != nil {
 		return nil, err
 	}
 	if e.Kind == protocol.KindHealth {
@@ -176,18 +183,21 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 	return out, nil
 }
 
-// charge applies the per-agent and per-IP rate limits (429 + Retry-After).
-func (s *Server) charge(e *protocol.Event, ip string, now time.Time) error {
-	okA, waitA := s.byAgent.allow(e.AgentID, now, false)
-	okI, waitI := s.byIP.allow(ip, now, false)
-	if !okA {
-		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per agent)", s.cfg.RatePerAgent, s.cfg.RateWindow), retrySeconds(waitA)}
+// chargeIP takes one unit of the address's allowance (429 + Retry-After
+// when it has none left). Every signature check an address asks for is
+// charged, whatever its outcome.
+func (s *Server) chargeIP(ip string, now time.Time) error {
+	if ok, wait := s.byIP.allow(ip, now, true); !ok {
+		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per IP)", s.cfg.RatePerIP, s.cfg.RateWindow), retrySeconds(wait)}
 	}
-	if !okI {
-		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per IP)", s.cfg.RatePerIP, s.cfg.RateWindow), retrySeconds(waitI)}
+	return nil
+}
+
+// chargeAgent takes one unit of the verified author's allowance.
+func (s *Server) chargeAgent(e *protocol.Event, now time.Time) error {
+	if ok, wait := s.byAgent.allow(e.AgentID, now, true); !ok {
+		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per agent)", s.cfg.RatePerAgent, s.cfg.RateWindow), retrySeconds(wait)}
 	}
-	s.byAgent.allow(e.AgentID, now, true)
-	s.byIP.allow(ip, now, true)
 	return nil
 }
 
@@ -211,6 +221,10 @@ func (s *Server) dryRun(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	now := s.cfg.Now()
+	// A dry run verifies a signature too: it is charged like a publish.
+	if err := s.chargeIP(c.RealIP(), now); err != nil {
+		return s.reject(err)
+	}
 	errs := s.cfg.Checker.CheckAll(e, now.Unix())
 	logErrs, err := s.logViolations(ctx, e)
 	if err != nil {
@@ -219,9 +233,6 @@ func (s *Server) dryRun(c echo.Context) error {
 	errs = append(errs, logErrs...)
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
-	}
-	if ok, _ := s.byIP.allow(c.RealIP(), now, false); !ok {
-		errs = append(errs, protocol.Errorf(CodeRateLimited, "this address is currently rate limited"))
 	}
 	ans := dryRunAnswer{ID: e.ID, Violations: []violation{}}
 	for _, err := range errs {

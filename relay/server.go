@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anp2net/relay/a2a"
@@ -35,6 +36,13 @@ type Config struct {
 	RatePerAgent int
 	RatePerIP    int
 	RateWindow   time.Duration
+	// RatePerAuth caps the D4 Authorization headers one address may have
+	// checked per RateWindow (0 disables): each costs a signature check.
+	RatePerAuth int
+	// PeerKeys are relay agent_ids whose authenticated POST /gossip is
+	// taken as a peer's (mirrored-event rules); the relay keys of Peers are
+	// learned as well. Anyone else's gossip gets POST /events' rules.
+	PeerKeys []string
 	// Checker holds the shape limits and PoW policy.
 	Checker protocol.Checker
 	// Now is the relay clock (injectable for tests).
@@ -74,7 +82,7 @@ type Config struct {
 // per 60 s, 1 MiB bodies, the default checker, the wall clock.
 func DefaultConfig() Config {
 	return Config{
-		RatePerAgent: 60, RatePerIP: 300, RateWindow: time.Minute, PeerRate: 120000, SyncRate: 1200, MirrorInterval: 5 * time.Second,
+		RatePerAgent: 60, RatePerIP: 300, RatePerAuth: 1200, RateWindow: time.Minute, PeerRate: 120000, SyncRate: 1200, MirrorInterval: 5 * time.Second,
 		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
 	}
 }
@@ -87,6 +95,7 @@ type Server struct {
 	metrics *metrics
 	byAgent *limiter
 	byIP    *limiter
+	byAuth  *limiter
 	started time.Time
 	// state holds the derived views; onCommit are further commit hooks
 	// (event stream) run after the views are updated.
@@ -96,6 +105,9 @@ type Server struct {
 	byPeer   *limiter
 	bySync   *limiter
 	peers    peers
+	// peerKeys holds the relay keys whose gossip is a peer's (see
+	// Config.PeerKeys): agent_id → where it was learned.
+	peerKeys sync.Map
 	// index holds every stored event's (created_at, id) for POST /sync.
 	index *reconcile.Index
 	// peerClient talks to peer relays.
@@ -123,7 +135,14 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		cfg: cfg, store: store, echo: echo.New(), metrics: newMetrics(),
 		byAgent: newLimiter(cfg.RatePerAgent, cfg.RateWindow),
 		byIP:    newLimiter(cfg.RatePerIP, cfg.RateWindow),
+		byAuth:  newLimiter(cfg.RatePerAuth, cfg.RateWindow),
 		started: cfg.Now(),
+	}
+	for _, k := range cfg.PeerKeys {
+		if !protocol.IsHex64(k) {
+			return nil, fmt.Errorf("peer key %q: want 64 lowercase hex", k)
+		}
+		s.peerKeys.Store(k, "configured")
 	}
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.notifyAuthors}}
@@ -150,6 +169,8 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 	}
 	e.IPExtractor = extractor
 	e.Use(middleware.Recover())
+	e.Use(cors())
+	e.Use(compress())
 	if cfg.MaxBody > 0 {
 		e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}

@@ -20,10 +20,10 @@ type serveCmd struct {
 	out, errw io.Writer
 
 	addr, db, publicURL, proxies string
-	rateAgent, rateIP            int
+	rateAgent, rateIP, rateAuth  int
 	peerRate, syncRate           int
 	treasury, relayKey           string
-	peers                        listFlag
+	peers, peerKeys              listFlag
 	mirrorEvery                  time.Duration
 	now                          func() time.Time
 
@@ -44,9 +44,11 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
+	fs.IntVar(&c.rateAuth, "rate-auth", 1200, "D4 Authorization headers checked per source IP per minute (0 = unlimited)")
 	fs.IntVar(&c.peerRate, "peer-rate", 120000, "events per peer address per minute through POST /gossip (0 = unlimited)")
 	fs.IntVar(&c.syncRate, "sync-rate", 1200, fmt.Sprintf("POST /sync messages per peer address per minute, a filtered one counting %d (0 = unlimited)", relay.SyncFilterCost))
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
+	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
@@ -65,7 +67,8 @@ func (c *serveCmd) Start() error {
 	c.store = st
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
-	cfg.RatePerAgent, cfg.RatePerIP = c.rateAgent, c.rateIP
+	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
+	cfg.PeerKeys = c.peerKeys
 	cfg.PeerRate, cfg.SyncRate = c.peerRate, c.syncRate
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
