@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -117,18 +118,27 @@ type gossipRejected struct {
 	Detail string `json:"detail"`
 }
 
-// postGossip accepts a batch of events pushed by a peer (§12.9.3): a JSON
-// array or a CBOR array. Each event is verified on its own as a mirrored
-// event; bad ones are listed and never block the good ones.
+// postGossip accepts a batch of events pushed to this relay (§12.9.3): a
+// JSON array or a CBOR array. A batch from an authenticated peer (see
+// gossipPeer) is verified as mirrored events; bad ones are listed and never
+// block the good ones. Anyone else's batch gets exactly POST /events' rules,
+// event by event (gossipAsPublisher).
 func (s *Server) postGossip(c echo.Context) error {
+	peerKey, err := s.gossipPeer(c)
+	if err != nil {
+		return err
+	}
 	items, rawType, err := readBatch(c)
 	if err != nil {
 		return err
 	}
+	if peerKey == "" {
+		return s.gossipAsPublisher(c, items, rawType)
+	}
 	now := s.cfg.Now()
 	peer := c.RealIP()
-	if ok, wait := s.byPeer.allowN(peer, now, len(items)); !ok {
-		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its gossip rate", peer), after: wait}
+	if ok, wait := s.byPeer.allowN(peerKey, now, len(items)); !ok {
+		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its gossip rate", peerKey), after: wait}
 	}
 	// Decode and verify every event (on every core), then append the valid
 	// ones in one group commit; each bad one is reported by its index.
@@ -172,6 +182,108 @@ func (s *Server) postGossip(c echo.Context) error {
 		p.Duplicate += int64(ans.Duplicate)
 		p.Invalid += int64(len(ans.Rejected))
 	})
+	return c.JSON(http.StatusOK, ans)
+}
+
+// gossipPeer returns the relay key a POST /gossip is signed with when that
+// key is a peer's this relay chose (Config.PeerKeys, the relay key of a
+// configured --peer, or the author of a kind 10 announcing a configured
+// peer's URL), and "" for anyone else. The D4 header of a peer's push must
+// bind the body with a payload tag, so that a captured header cannot carry
+// another batch. A header that does not verify is a 401, as on any route.
+func (s *Server) gossipPeer(c echo.Context) (string, error) {
+	e, err := s.authEvent(c)
+	if e == nil || err != nil {
+		return "", err
+	}
+	if e.TagValue("payload") == "" || !s.isPeerKey(c.Request().Context(), e.AgentID) {
+		return "", nil
+	}
+	return e.AgentID, nil
+}
+
+// isPeerKey reports whether agent is the relay key of a chosen peer.
+func (s *Server) isPeerKey(ctx context.Context, agent string) bool {
+	if _, ok := s.peerKeys.Load(agent); ok {
+		return true
+	}
+	if len(s.cfg.Peers) == 0 {
+		return false
+	}
+	bodies, err := s.store.Query(ctx, sqlite.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	if err != nil || len(bodies) == 0 {
+		return false
+	}
+	var ev protocol.Event
+	var a announcement
+	if json.Unmarshal(bodies[0], &ev) != nil || json.Unmarshal([]byte(ev.Content), &a) != nil {
+		return false
+	}
+	for _, p := range s.cfg.Peers {
+		if sameBase(p, a.URL) {
+			s.peerKeys.Store(agent, "announced "+a.URL)
+			return true
+		}
+	}
+	return false
+}
+
+// sameBase compares two relay base URLs, ignoring a trailing slash and
+// an /api suffix (D1).
+func sameBase(a, b string) bool {
+	norm := func(u string) string {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		return strings.TrimSuffix(u, "/api")
+	}
+	return a != "" && norm(a) == norm(b)
+}
+
+// learnPeerKey reads the relay key a configured peer names for itself in
+// GET /relays ("self") and takes its gossip as a peer's from then on.
+func (s *Server) learnPeerKey(ctx context.Context, base string) {
+	b, err := s.peerGet(ctx, base+"/relays")
+	if err != nil {
+		return
+	}
+	var r struct {
+		Self struct {
+			AgentID string `json:"agent_id"`
+		} `json:"self"`
+	}
+	if json.Unmarshal(b, &r) == nil && protocol.IsHex64(r.Self.AgentID) {
+		s.peerKeys.Store(r.Self.AgentID, "peer "+base)
+	}
+}
+
+// gossipAsPublisher ingests a pushed batch from someone who is not a chosen
+// peer with POST /events' rules, one event at a time (freshness window,
+// address and agent allowances, PoW, kind and log rules), and lists what
+// it refused.
+func (s *Server) gossipAsPublisher(c echo.Context, items [][]byte, rawType string) error {
+	ctx := c.Request().Context()
+	ans := gossipAnswer{Rejected: []gossipRejected{}}
+	for i, raw := range items {
+		var e *protocol.Event
+		var err error
+		if rawType == "cbor" {
+			e, err = protocol.DecodeCBOR(raw)
+		} else {
+			e, err = protocol.DecodeJSON(raw)
+		}
+		var res *publishAnswer
+		if err == nil {
+			res, err = s.ingest(ctx, e, raw, rawType, c.RealIP())
+		}
+		switch {
+		case err != nil:
+			ans.Rejected = append(ans.Rejected, rejection(i, e, err))
+			s.metrics.rejected(codeOf(err))
+		case res.Duplicate:
+			ans.Duplicate++
+		default:
+			ans.Accepted++
+		}
+	}
 	return c.JSON(http.StatusOK, ans)
 }
 

@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,11 @@ import (
 // duplicate events, as JSON and as CBOR: each is judged alone and the
 // peer's counts show up in /relays.
 func TestGossipJudgesEachEvent(t *testing.T) {
-	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	peer := taskstest.NewAgent("peer relay")
+	r := startRelay(t, func(c *Config) {
+		c.RatePerAgent, c.RatePerIP, c.Checker.PoW.Kinds = 0, 0, nil
+		c.PeerKeys = []string{peer.ID}
+	})
 	a := taskstest.NewAgent("author")
 	old := a.Sign(protocol.KindPost, vectorTime-30*86400, "a month old") // outside the publish window
 	forged := *a.Sign(protocol.KindPost, vectorTime-5, "original")
@@ -28,7 +34,7 @@ func TestGossipJudgesEachEvent(t *testing.T) {
 	}
 	batch := []*protocol.Event{old, &forged, beat, fresh, fresh}
 	body, _ := json.Marshal(batch)
-	ans := r.do(t, "POST", "/gossip", "application/json", body)
+	ans := r.gossipAs(t, peer.Key, "/gossip", "application/json", body)
 	var g gossipAnswer
 	if ans.status != 200 || json.Unmarshal(ans.body, &g) != nil {
 		t.Fatalf("gossip: %d %s", ans.status, ans.body)
@@ -42,11 +48,11 @@ func TestGossipJudgesEachEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans = r.do(t, "POST", "/api/gossip", protocol.ContentTypeCBOR, cb)
+	ans = r.gossipAs(t, peer.Key, "/api/gossip", protocol.ContentTypeCBOR, cb)
 	if json.Unmarshal(ans.body, &g) != nil || g.Accepted != 0 || g.Duplicate != 3 || len(g.Rejected) != 2 {
 		t.Fatalf("cbor gossip: %d %s", ans.status, ans.body)
 	}
-	if ans := r.do(t, "POST", "/gossip", "application/json", []byte(`{"not":"a list"}`)); ans.status != 400 {
+	if ans := r.gossipAs(t, peer.Key, "/gossip", "application/json", []byte(`{"not":"a list"}`)); ans.status != 400 {
 		t.Fatalf("non-array gossip: %d", ans.status)
 	}
 	var rel struct {
@@ -64,7 +70,8 @@ func TestGossipJudgesEachEvent(t *testing.T) {
 // SyncFilterCost, are 429 rate_limited with Retry-After, and go through
 // again once the window has passed.
 func TestPeerLimits(t *testing.T) {
-	r := startRelay(t, func(c *Config) { c.PeerRate, c.SyncRate = 5, SyncFilterCost+2 })
+	peer := taskstest.NewAgent("peer relay")
+	r := startRelay(t, func(c *Config) { c.PeerRate, c.SyncRate, c.PeerKeys = 5, SyncFilterCost+2, []string{peer.ID} })
 	a := taskstest.NewAgent("author")
 	var batch []*protocol.Event
 	for i := range 6 {
@@ -72,7 +79,7 @@ func TestPeerLimits(t *testing.T) {
 	}
 	gossip := func(evs []*protocol.Event) answer {
 		body, _ := json.Marshal(evs)
-		return r.do(t, "POST", "/gossip", "application/json", body)
+		return r.gossipAs(t, peer.Key, "/gossip", "application/json", body)
 	}
 	limited := func(what string, ans answer) {
 		t.Helper()
@@ -102,5 +109,96 @@ func TestPeerLimits(t *testing.T) {
 	}
 	if ans := gossip(batch[5:]); ans.status != 200 {
 		t.Fatalf("gossip after the window: %d %s", ans.status, ans.body)
+	}
+}
+
+// gossipAs posts body to path signed by key as a peer relay would (a D4
+// header whose payload tag binds the body).
+func (r *testRelay) gossipAs(t *testing.T, key ed25519.PrivateKey, path, ct string, body []byte) answer {
+	t.Helper()
+	auth := protocol.HTTPAuth(key, "POST", r.URL+path, body, r.clock.now().Unix())
+	return r.do(t, "POST", path, ct, body, "Authorization", auth)
+}
+
+// TestGossipFromStrangersGetsPublishRules closes the hole where POST
+// /gossip skipped the publish guards: a backdated kind 0 and kind 50 with
+// no proof of work, pushed anonymously, by an authenticated relay nobody
+// chose as a peer, or by a chosen peer whose header does not bind the
+// body, are refused exactly as POST /events refuses them, and so is a
+// stranger's burst past the address allowance. The same events from a
+// chosen peer are stored (they predate PoW's activation).
+func TestGossipFromStrangersGetsPublishRules(t *testing.T) {
+	peer, stranger := taskstest.NewAgent("peer relay"), taskstest.NewAgent("stranger relay")
+	r := startRelay(t, func(c *Config) {
+		c.RatePerIP, c.PeerKeys = 4, []string{peer.ID}
+		c.Checker.PoW.ActiveFrom = vectorTime - 86400 // PoW mandatory from yesterday
+	})
+	a := taskstest.NewAgent("sybil")
+	backdated := int64(vectorTime - 30*86400) // before PoW's activation, outside the window
+	profile := a.Sign(protocol.KindProfile, backdated, `{"name":"sybil"}`)
+	task := taskstest.Request(a, backdated, backdated+86400, taskstest.Reward{}, false)
+	body, _ := json.Marshal([]*protocol.Event{profile, task})
+	if got := r.post(t, profile); got.status != 400 {
+		t.Fatalf("POST /events took the backdated profile: %d %s", got.status, got.body)
+	}
+	asPeerNoPayload := protocol.HTTPAuth(peer.Key, "POST", r.URL+"/gossip", nil, r.clock.now().Unix())
+	for name, ans := range map[string]answer{
+		"anonymous":          r.do(t, "POST", "/gossip", "application/json", body),
+		"stranger relay":     r.gossipAs(t, stranger.Key, "/gossip", "application/json", body),
+		"peer, body unbound": r.do(t, "POST", "/gossip", "application/json", body, "Authorization", asPeerNoPayload),
+	} {
+		var g gossipAnswer
+		if ans.status != 200 || json.Unmarshal(ans.body, &g) != nil {
+			t.Fatalf("%s: %d %s", name, ans.status, ans.body)
+		}
+		if g.Accepted != 0 || len(g.Rejected) != 2 || g.Rejected[0].Code != protocol.CodeTooFarPast {
+			t.Fatalf("%s: gossip bypassed the publish rules: %+v", name, g)
+		}
+	}
+	if n := r.count(t); n != 0 {
+		t.Fatalf("%d events stored from strangers", n)
+	}
+	// The address allowance applies to a stranger's pushes too: six fresh
+	// posts against an allowance of four (some already spent above).
+	var fresh []*protocol.Event
+	for i := range 6 {
+		fresh = append(fresh, a.Sign(protocol.KindPost, vectorTime-int64(i), fmt.Sprint("fresh ", i)))
+	}
+	body, _ = json.Marshal(fresh)
+	var g gossipAnswer
+	json.Unmarshal(r.do(t, "POST", "/gossip", "application/json", body).body, &g)
+	limited := 0
+	for _, rej := range g.Rejected {
+		if rej.Code == CodeRateLimited {
+			limited++
+		}
+	}
+	if limited == 0 || g.Accepted+limited != 6 {
+		t.Fatalf("a stranger's burst was not rate limited: %+v", g)
+	}
+	// The chosen peer's push of the old events is mirrored history.
+	body, _ = json.Marshal([]*protocol.Event{profile, task})
+	json.Unmarshal(r.gossipAs(t, peer.Key, "/gossip", "application/json", body).body, &g)
+	if g.Accepted != 2 {
+		t.Fatalf("a chosen peer's history was refused: %+v", g)
+	}
+}
+
+// TestReaderAuthIsCharged: every D4 header an address has checked costs a
+// unit of its authentication allowance before the signature check, so a
+// flood of junk headers is refused with 429 instead of verified.
+func TestReaderAuthIsCharged(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.RatePerAuth = 2 })
+	junk := func() string {
+		e := mk(key(9), r.clock.now().Unix(), protocol.KindHTTPAuth, "", []string{"u", r.URL + "/events"}, []string{"method", "GET"})
+		e.Sig = strings.Repeat("ab", 64) // a well-formed header whose signature is junk
+		return "ANP2 " + base64.StdEncoding.EncodeToString(protocol.AppendJSON(nil, e))
+	}
+	var got []int
+	for range 3 {
+		got = append(got, r.do(t, "GET", "/events", "", nil, "Authorization", junk()).status)
+	}
+	if fmt.Sprint(got) != "[401 401 429]" {
+		t.Fatalf("junk reader headers: %v, want [401 401 429]", got)
 	}
 }

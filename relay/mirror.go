@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -460,6 +461,7 @@ func (s *Server) readExport(ctx context.Context, base string, line func([]byte) 
 	if err != nil {
 		return err
 	}
+	plainToLoopback(req)
 	if s.cfg.RelayKey != nil {
 		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
 	}
@@ -481,6 +483,16 @@ func (s *Server) readExport(ctx context.Context, base string, line func([]byte) 
 }
 
 var errStopped = errors.New("stopped")
+
+// plainToLoopback asks a peer on this machine for uncompressed answers:
+// there compression only costs both processes CPU. Elsewhere the
+// transport negotiates gzip and decompresses transparently.
+func plainToLoopback(req *http.Request) {
+	h := req.URL.Hostname()
+	if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+}
 
 // eachLine calls fn with every non-blank line of r, without its
 // surrounding space, until r ends (nil) or fn returns false (errStopped).
@@ -628,8 +640,11 @@ func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
+	plainToLoopback(req)
 	if s.cfg.RelayKey != nil {
-		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, method, url, nil, s.now()))
+		// The payload tag binds the body: a peer takes a push as a peer's
+		// only when the header does (gossipPeer).
+		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, method, url, body, s.now()))
 	}
 	resp, err := s.peerClient.Do(req)
 	if err != nil {
@@ -680,6 +695,7 @@ func (s *Server) mirrorRound(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
+	s.learnPeerKey(ctx, base)
 	if _, err := s.MirrorOnce(ctx, base, nil); err != nil {
 		return err
 	}
@@ -727,6 +743,7 @@ func (s *Server) follow(ctx context.Context, base string, after int64) error {
 		return err
 	}
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	plainToLoopback(req)
 	if s.cfg.RelayKey != nil {
 		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
 	}
