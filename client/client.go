@@ -158,7 +158,9 @@ func (c *Client) Export(ctx context.Context, after int64, fn func(seq int64, raw
 }
 
 // ExportThrough is Export stopping at seq through (through < 0: the log's
-// end when the relay starts answering).
+// end when the relay starts answering). Hidden events are served only to
+// an authenticated reader: without Key, an export from which the relay
+// left any out is an error rather than a silently incomplete log.
 func (c *Client) ExportThrough(ctx context.Context, after, through int64, fn func(seq int64, raw json.RawMessage) error) (int64, error) {
 	u := fmt.Sprintf("%s/export?after=%d&seq=true", c.Base, after)
 	if through >= 0 {
@@ -168,6 +170,7 @@ func (c *Client) ExportThrough(ctx context.Context, after, through int64, fn fun
 	if err != nil {
 		return after, err
 	}
+	c.authorize(req, nil)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return after, err
@@ -176,6 +179,9 @@ func (c *Client) ExportThrough(ctx context.Context, after, through int64, fn fun
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		return after, decodeError(resp.StatusCode, b)
+	}
+	if n := resp.Header.Get("X-ANP2-Hidden-Omitted"); n != "" && n != "0" {
+		return after, fmt.Errorf("the relay left out %s hidden events of an anonymous export: set Key to read the whole log", n)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
 
@@ -200,12 +202,31 @@ func (s *Server) export(c echo.Context) error {
 			return err
 		}
 	}
+	reader, err := s.reader(c)
+	if err != nil {
+		return err
+	}
+	// Anonymous readers never get hidden events (§7.1); mirrors and
+	// auditors authenticate (any key) and get the whole log. One snapshot
+	// decides for the whole transfer.
+	var mod *trust.ModSnapshot
+	if reader == "" {
+		mod = s.state.Moderation.Current(s.now())
+	}
+	ctx := c.Request().Context()
 	res := c.Response()
 	w := bufio.NewWriterSize(res, 64<<10)
 	n := 0
 	begin := func(through int64) error {
 		res.Header().Set(echo.HeaderContentType, "application/x-ndjson")
 		res.Header().Set("X-ANP2-Through-Seq", strconv.FormatInt(through, 10))
+		if mod != nil {
+			omitted, err := s.hiddenInRange(ctx, mod, after, through)
+			if err != nil {
+				return err
+			}
+			res.Header().Set("X-ANP2-Hidden-Omitted", strconv.Itoa(omitted))
+		}
 		res.WriteHeader(http.StatusOK)
 		return nil
 	}
@@ -215,9 +236,14 @@ func (s *Server) export(c echo.Context) error {
 		}
 		return begin(through)
 	}
-	err = s.store.Export(c.Request().Context(), after, start, func(seq int64, body []byte) error {
+	err = s.store.Export(ctx, after, start, func(seq int64, body []byte) error {
 		if until >= 0 && seq > until {
 			return errExportDone
+		}
+		if mod != nil {
+			if id, _, ok := bodyIDs(body); ok && mod.Hidden(id) {
+				return nil
+			}
 		}
 		if withSeq {
 			w.WriteString(`{"seq":`)
@@ -250,6 +276,25 @@ func (s *Server) export(c echo.Context) error {
 		return err
 	}
 	return w.Flush()
+}
+
+// hiddenInRange counts the events hidden in mod whose log sequence is in
+// (after, through]: what an anonymous export leaves out.
+func (s *Server) hiddenInRange(ctx context.Context, mod *trust.ModSnapshot, after, through int64) (int, error) {
+	n := 0
+	for _, h := range mod.HiddenEvents() {
+		st, err := s.store.Get(ctx, h.EventID)
+		if errors.Is(err, sqlite.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if st.Seq > after && st.Seq <= through {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (s *Server) health(c echo.Context) error {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -34,6 +36,7 @@ type replayCmd struct {
 	at       int64
 	treasury string
 	verbose  bool
+	keyPath  string
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -45,6 +48,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
+	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -161,7 +165,23 @@ func (c *replayCmd) openSource(ctx context.Context, through int64) (string, func
 func (c *replayCmd) download(ctx context.Context, w io.Writer, through int64) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	n := 0
-	_, err := client.New(c.source).ExportThrough(ctx, 0, through, func(_ int64, raw json.RawMessage) error {
+	cl := client.New(c.source)
+	// Hidden events count in derived state (D6) but are exported only to
+	// authenticated readers: the auditor always authenticates.
+	if c.keyPath != "" {
+		k, err := loadKey(c.keyPath)
+		if err != nil {
+			return err
+		}
+		cl.Key = k
+	} else {
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		cl.Key = k
+	}
+	_, err := cl.ExportThrough(ctx, 0, through, func(_ int64, raw json.RawMessage) error {
 		n++
 		if n%4096 == 0 {
 			c.progress.update("download: %d events", n)
