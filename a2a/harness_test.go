@@ -62,6 +62,7 @@ func startRelay(t testing.TB, tweak ...func(*relay.Config)) *testRelay {
 	for _, f := range tweak {
 		f(&cfg)
 	}
+	cfg.Modules = append(cfg.Modules, a2a.NewModule(a2a.Options{}))
 	srv, err := relay.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)

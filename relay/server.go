@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/reconcile"
@@ -76,6 +75,9 @@ type Config struct {
 	// OnRebuild, when set, receives progress (seq, through) while New folds
 	// the stored log into the derived views.
 	OnRebuild func(done, total int64)
+	// Modules are the capability modules this relay runs (see Module);
+	// cmd/anp2 lists them in one place.
+	Modules []Module
 }
 
 // DefaultConfig returns the seed's limits: 60 events per agent and 300 per IP
@@ -115,7 +117,6 @@ type Server struct {
 	streamClient *http.Client // no timeout: streams are long
 	hub          *stream.Hub
 	streams      ipStreams
-	a2a          *a2a.Adapter
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -145,7 +146,8 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		s.peerKeys.Store(k, "configured")
 	}
 	s.index = reconcile.NewIndex(nil)
-	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.notifyAuthors}}
+	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.notifyAuthors},
+		Folds: Folds(cfg.Modules)}
 	st, err := rebuild(context.Background(), store, opts, cfg.OnRebuild,
 		func(e *protocol.Event) { s.index.Add(itemOf(e)) })
 	if err != nil {
@@ -175,6 +177,11 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}
 	s.routes()
+	for _, m := range cfg.Modules {
+		if err := m.Mount(s); err != nil {
+			return nil, fmt.Errorf("module %s: %w", m.Name(), err)
+		}
+	}
 	return s, nil
 }
 
@@ -215,8 +222,36 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/relays", s.getRelays)
 	s.route(http.MethodPost, "/sync", s.postSync)
 	s.route(http.MethodGet, "/stream", s.getStream)
-	s.mountA2A()
 }
+
+// Route registers h for method at path and under /api (D1), behind the
+// core's middleware (CORS, compression, body limit, error mapping).
+func (s *Server) Route(method, path string, h echo.HandlerFunc) { s.route(method, path, h) }
+
+// Config returns the relay's settings (defaults filled in).
+func (s *Server) Config() Config { return s.cfg }
+
+// Log returns the event log.
+func (s *Server) Log() *sqlite.Store { return s.store }
+
+// State returns the composed derived state.
+func (s *Server) State() *state.State { return s.state }
+
+// Now returns the relay clock in unix seconds.
+func (s *Server) Now() int64 { return s.now() }
+
+// Reader returns the agent a request is authenticated as (D4), "" for an
+// anonymous one, or a 401 (see reader).
+func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
+
+// OnCommit adds a hook that receives every committed batch, after the
+// derived state has folded it and before the publishers are answered. It
+// must be called before the relay serves (from Mount).
+func (s *Server) OnCommit(hook func([]sqlite.Committed)) { s.onCommit = append(s.onCommit, hook) }
+
+// NativeTasks answers task queries (GET /task, A2A's tasks/get) at the
+// relay clock with the current trust weights.
+func (s *Server) NativeTasks() TaskSource { return TaskSource{s} }
 
 // Handler returns the relay's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.echo }
@@ -237,13 +272,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go s.MirrorLoop(rctx, p)
 	}
 	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 30*time.Second)
+	for _, m := range s.cfg.Modules {
+		if r, ok := m.(Runner); ok {
+			go r.Run(rctx)
+		}
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
 	s.hub.Close() // streams end so that Shutdown need not wait for them
-	s.a2a.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -69,18 +69,21 @@ func (s *Server) weights(now int64) tasks.WeightFunc {
 	return s.state.Trust.Current(now).Weight
 }
 
-// taskSource answers task queries at the relay clock with the current trust
-// weights (the A2A adapter reads native tasks through it).
-type taskSource struct{ s *Server }
+// TaskSource answers task queries at the relay clock with the current trust
+// weights (the A2A module reads native tasks through it).
+type TaskSource struct{ s *Server }
+
+// taskSource is the handlers' name for TaskSource.
+type taskSource = TaskSource
 
 // Task returns the task with id, or false.
-func (t taskSource) Task(id string) (tasks.TaskView, bool) {
+func (t TaskSource) Task(id string) (tasks.TaskView, bool) {
 	now := t.s.cfg.Now().Unix()
 	return t.s.state.Tasks.Task(id, now, t.s.weights(now))
 }
 
 // List returns the tasks matching f, newest first.
-func (t taskSource) List(f tasks.Filter) []tasks.TaskView {
+func (t TaskSource) List(f tasks.Filter) []tasks.TaskView {
 	now := t.s.cfg.Now().Unix()
 	return t.s.state.Tasks.List(f, now, t.s.weights(now))
 }

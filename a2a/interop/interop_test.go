@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	relaya2a "github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -45,6 +46,7 @@ func startRelay(t *testing.T) (string, func(...*protocol.Event) error) {
 	cfg.Now = clk.now
 	cfg.RatePerAgent, cfg.RatePerIP = 0, 0
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Modules = append(cfg.Modules, relaya2a.NewModule(relaya2a.Options{}))
 	srv, err := relay.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func (c *serveCmd) Start() error {
 		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
 	}
 	cfg.Treasury = c.treasury
+	cfg.Modules = modules()
 	cfg.Peers, cfg.MirrorInterval = c.peers, c.mirrorEvery
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"

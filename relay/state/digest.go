@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"strconv"
 
 	"github.com/anp2net/relay/trust"
@@ -30,7 +31,8 @@ type Digest struct {
 	Views   map[string]string `json:"views"`
 }
 
-// ViewNames lists the digested views in canonical order.
+// ViewNames lists the built-in digested views in canonical order; a
+// registered fold that is a Digester adds its module's name (Options.Folds).
 var ViewNames = []string{"credit", "events", "moderation", "tasks", "trust"}
 
 // Digest computes every view's digest at trust.EvalTime(now). Writers wait
@@ -50,6 +52,11 @@ func (s *State) Digest(now int64) Digest {
 		"moderation": s.Moderation.Digest(at),
 		"tasks":      s.Tasks.Digest(at),
 		"credit":     s.Credit.Digest(at, w),
+	}
+	for _, f := range s.folds {
+		if dg, ok := f.Fold.(Digester); ok {
+			views[f.Name] = dg.Digest(at)
+		}
 	}
 	d.Views = make(map[string]string, len(views))
 	for k, v := range views {
@@ -78,7 +85,7 @@ func combine(at int64, views map[string]string) string {
 	b := []byte(`{"at":`)
 	b = strconv.AppendInt(b, at, 10)
 	b = append(b, `,"version":"`+Version+`","views":{`...)
-	for i, k := range ViewNames {
+	for i, k := range viewKeys(views) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -93,13 +100,31 @@ func combine(at int64, views map[string]string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// FirstDifference returns the first view, in ViewNames order, whose digest
+// FirstDifference returns the first view, in canonical order, whose digest
 // differs between a and b, or "" when all agree.
 func FirstDifference(a, b Digest) string {
-	for _, k := range ViewNames {
+	keys := viewKeys(a.Views)
+	for k := range b.Views {
+		if _, ok := a.Views[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		if a.Views[k] != b.Views[k] {
 			return k
 		}
 	}
 	return ""
+}
+
+// viewKeys returns the view names in canonical (JCS: bytewise, the names
+// being ASCII) order; with only the built-in views that is ViewNames.
+func viewKeys(views map[string]string) []string {
+	keys := make([]string, 0, len(views))
+	for k := range views {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

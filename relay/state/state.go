@@ -28,6 +28,32 @@ type Options struct {
 	Moderation trust.ModerationOptions
 	// Trust tunes the trust graph's snapshot publication.
 	Trust trust.Options
+	// Folds are the registered capability modules' folds (relay.Folder),
+	// fed exactly like the built-in views: every stored event that its
+	// author has not revoked, and a Remove when a revocation arrives
+	// later. A fold that is also a Digester is digested into /state under
+	// its name.
+	Folds []NamedFold
+}
+
+// Fold is a capability's pure part: its state is a function of the set
+// of events added minus those removed, in any order (D6).
+type Fold interface {
+	Add(ev *protocol.Event)
+	Remove(ev *protocol.Event)
+}
+
+// Digester is a Fold whose state belongs in GET /state: Digest hashes it
+// canonically at evaluation time at.
+type Digester interface {
+	Digest(at int64) [32]byte
+}
+
+// NamedFold is a registered fold and its module's name (its key among
+// /state's views when it is a Digester).
+type NamedFold struct {
+	Name string
+	Fold Fold
 }
 
 // Lookup returns a previously added event by id, or nil when it is unknown.
@@ -45,6 +71,8 @@ type State struct {
 	// Directory (profiles, capabilities, topics) is not digested: it
 	// serves the directory routes and holds no derived judgement.
 	Directory *directory.Directory
+	// folds are the registered modules' folds (Options.Folds).
+	folds []NamedFold
 
 	mu sync.Mutex
 	// revokers maps a target id to the agents whose kind 9 names it; the
@@ -77,6 +105,7 @@ func New(opts Options) *State {
 	s.Tasks = tasks.New(func(agent string) float64 { return s.weights.Weight(agent) })
 	s.Credit = credit.New(s.Tasks, opts.Treasury)
 	s.Directory = directory.New()
+	s.folds = opts.Folds
 	return s
 }
 
@@ -129,6 +158,9 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 	s.Moderation.Add(ev)
 	s.Tasks.Add(ev)
 	s.Directory.Add(ev)
+	for _, f := range s.folds {
+		f.Fold.Add(ev)
+	}
 }
 
 func (s *State) remove(ev *protocol.Event) {
@@ -136,6 +168,9 @@ func (s *State) remove(ev *protocol.Event) {
 	s.Moderation.Remove(ev)
 	s.Tasks.Remove(ev)
 	s.Directory.Remove(ev)
+	for _, f := range s.folds {
+		f.Fold.Remove(ev)
+	}
 }
 
 // addRevoker records that agent revoked target; false when already known.

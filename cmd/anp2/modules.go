@@ -1,0 +1,15 @@
+package main
+
+import (
+	"github.com/anp2net/relay/a2a"
+	"github.com/anp2net/relay/relay"
+)
+
+// modules lists the capability modules every relay process runs: the one
+// place a new capability is registered (see relay.Module). Each call
+// returns fresh modules, so the auditor's replay folds into its own.
+func modules() []relay.Module {
+	return []relay.Module{
+		a2a.NewModule(a2a.Options{}),
+	}
+}
