@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -39,7 +39,6 @@ var statusOf = map[string]int{
 	CodeUnavailable:               http.StatusServiceUnavailable,
 	CodeUnauthorized:              http.StatusUnauthorized,
 	CodeHidden:                    http.StatusForbidden,
-	stream.CodeTooManySubscribers: http.StatusServiceUnavailable,
 }
 
 // retryError is a 429/503 that tells the client when to come back.
@@ -62,6 +61,7 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 		var env *protocol.EnvelopeError
 		var pe *protocol.Error
 		var re *retryError
+		var hre *httpx.RetryError
 		var he *echo.HTTPError
 		switch {
 		case errors.As(err, &env):
@@ -70,6 +70,13 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 		case errors.As(err, &re):
 			c.Response().Header().Set("Retry-After", strconv.Itoa(re.after))
 			writeCoded(c, re.err)
+		case errors.As(err, &hre):
+			c.Response().Header().Set("Retry-After", strconv.Itoa(hre.After))
+			if hre.Status != 0 {
+				_ = c.JSON(hre.Status, map[string]string{"detail": hre.Err.Detail, "code": hre.Err.Code})
+			} else {
+				writeCoded(c, hre.Err)
+			}
 		case errors.As(err, &pe):
 			writeCoded(c, pe)
 		case errors.As(err, &he):

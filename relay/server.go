@@ -19,7 +19,6 @@ import (
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
-	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -115,8 +114,8 @@ type Server struct {
 	// peerClient talks to peer relays.
 	peerClient   *http.Client
 	streamClient *http.Client // no timeout: streams are long
-	hub          *stream.Hub
-	streams      ipStreams
+	// modHooks receive every published moderation snapshot (OnModeration).
+	modHooks []func(*trust.ModSnapshot)
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -146,7 +145,7 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		s.peerKeys.Store(k, "configured")
 	}
 	s.index = reconcile.NewIndex(nil)
-	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.notifyAuthors},
+	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
 		Folds: Folds(cfg.Modules)}
 	st, err := rebuild(context.Background(), store, opts, cfg.OnRebuild,
 		func(e *protocol.Event) { s.index.Add(itemOf(e)) })
@@ -154,8 +153,6 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		return nil, err
 	}
 	s.state = st
-	s.hub = s.newHub()
-	s.onCommit = append(s.onCommit, s.publishToStream)
 	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
 	s.bySync = newLimiter(cfg.SyncRate, cfg.RateWindow)
@@ -221,7 +218,6 @@ func (s *Server) routes() {
 	s.route(http.MethodPost, "/gossip", s.postGossip)
 	s.route(http.MethodGet, "/relays", s.getRelays)
 	s.route(http.MethodPost, "/sync", s.postSync)
-	s.route(http.MethodGet, "/stream", s.getStream)
 }
 
 // Route registers h for method at path and under /api (D1), behind the
@@ -248,6 +244,24 @@ func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 // derived state has folded it and before the publishers are answered. It
 // must be called before the relay serves (from Mount).
 func (s *Server) OnCommit(hook func([]sqlite.Committed)) { s.onCommit = append(s.onCommit, hook) }
+
+// OnModeration adds a hook that receives every published moderation
+// snapshot (its Changed lists the events whose visibility changed). It
+// must be called before the relay serves (from Mount).
+func (s *Server) OnModeration(hook func(*trust.ModSnapshot)) { s.modHooks = append(s.modHooks, hook) }
+
+func (s *Server) publishModeration(snap *trust.ModSnapshot) {
+	for _, h := range s.modHooks {
+		h(snap)
+	}
+}
+
+// Sees reports whether reader ("" for anonymous) may see e now: it is not
+// revoked, and §7.1 visibility lets this reader see it (default view, no
+// include_hidden).
+func (s *Server) Sees(reader string, e *protocol.Event) bool {
+	return !s.state.Revoked(e.ID) && s.viewer(reader, false).sees(e.ID, e.AgentID)
+}
 
 // NativeTasks answers task queries (GET /task, A2A's tasks/get) at the
 // relay clock with the current trust weights.
@@ -282,7 +296,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.hub.Close() // streams end so that Shutdown need not wait for them
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/stream"
 )
 
 // modules lists the capability modules every relay process runs: the one
@@ -10,6 +11,7 @@ import (
 // returns fresh modules, so the auditor's replay folds into its own.
 func modules() []relay.Module {
 	return []relay.Module{
+		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
 	}
 }

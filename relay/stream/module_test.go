@@ -1,25 +1,34 @@
-package relay
+package stream_test
 
 import (
 	"bufio"
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
+
+const vectorTime = relaytest.VectorTime
+
+// startRelay runs a relay with the stream module.
+func startRelay(t *testing.T, tweak ...func(*relay.Config)) *relaytest.Relay {
+	return relaytest.Start(t, []relay.Module{stream.NewModule()}, tweak...)
+}
 
 // TestStreamOverRelay subscribes to GET /stream on a real relay, publishes,
 // and reads the frame; a hidden event reaches its author as an event: meta
 // notice and never reaches an anonymous subscriber.
 func TestStreamOverRelay(t *testing.T) {
-	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
-	if a := r.do(t, "GET", "/stream?filter=color:red", "", nil); a.status != 400 || a.code(t) != "filter-axis-unknown" {
-		t.Fatalf("bad filter: %d %s", a.status, a.body)
+	r := startRelay(t)
+	if a := r.Do(t, "GET", "/stream?filter=color:red", "", nil); a.Status != 400 || a.Code(t) != "filter-axis-unknown" {
+		t.Fatalf("bad filter: %d %s", a.Status, a.Body)
 	}
 	a := taskstest.Pool(4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -27,7 +36,7 @@ func TestStreamOverRelay(t *testing.T) {
 	open := func(path string, who *taskstest.Agent) *bufio.Scanner {
 		req, _ := http.NewRequestWithContext(ctx, "GET", r.URL+path, nil)
 		if who != nil {
-			req.Header.Set("Authorization", r.authHeader(*who, "GET", path, vectorTime))
+			req.Header.Set("Authorization", r.Auth(who.Key, "GET", path, vectorTime))
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil || resp.StatusCode != 200 {
@@ -48,7 +57,7 @@ func TestStreamOverRelay(t *testing.T) {
 	anon := open("/stream?kinds=1", nil)
 	author := open("/stream?kinds=1", &a[0])
 	post := a[0].Sign(protocol.KindPost, vectorTime-50, "watch this")
-	publishAll(t, r.URL, []*protocol.Event{post}, 1)
+	r.PostAll(t, []*protocol.Event{post}, 1)
 	if d := next(anon, "data:"); !strings.Contains(d, post.ID) {
 		t.Fatalf("anonymous frame: %s", d)
 	}
@@ -59,11 +68,11 @@ func TestStreamOverRelay(t *testing.T) {
 	for _, f := range a[1:4] {
 		flags = append(flags, f.Sign(protocol.KindFlag, vectorTime-40, map[string]any{"category": "spam"}, []string{"e", post.ID}))
 	}
-	publishAll(t, r.URL, flags, 1)
+	r.PostAll(t, flags, 1)
 	// Reading the flags publishes a fresh moderation snapshot, whose
 	// changes reach the author's stream.
-	eventually(t, "post hidden", func() bool {
-		return strings.Contains(string(r.do(t, "GET", "/events/"+post.ID+"/flags", "", nil).body), `"visibility":"hidden"`)
+	relaytest.Eventually(t, "post hidden", func() bool {
+		return strings.Contains(string(r.Do(t, "GET", "/events/"+post.ID+"/flags", "", nil).Body), `"visibility":"hidden"`)
 	})
 	if ev := next(author, "event:"); ev != "event: meta" {
 		t.Fatalf("author got %q", ev)
@@ -76,7 +85,7 @@ func TestStreamOverRelay(t *testing.T) {
 // TestStreamsPerAddressCap: one client address gets MaxStreamsPerIP streams;
 // the next is 429 with Retry-After, and closing one frees its slot.
 func TestStreamsPerAddressCap(t *testing.T) {
-	r := startRelay(t, func(c *Config) { c.MaxStreamsPerIP = 2 })
+	r := startRelay(t, func(c *relay.Config) { c.MaxStreamsPerIP = 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	open := func() (*http.Response, context.CancelFunc) {
@@ -96,12 +105,12 @@ func TestStreamsPerAddressCap(t *testing.T) {
 			t.Fatalf("stream %d: %d", i, resp.StatusCode)
 		}
 	}
-	third := r.do(t, "GET", "/stream", "", nil)
-	if third.status != 429 || third.code(t) != CodeRateLimited || third.header.Get("Retry-After") == "" {
-		t.Fatalf("third stream: %d %s %q", third.status, third.body, third.header.Get("Retry-After"))
+	third := r.Do(t, "GET", "/stream", "", nil)
+	if third.Status != 429 || third.Code(t) != stream.CodeRateLimited || third.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream: %d %s %q", third.Status, third.Body, third.Header.Get("Retry-After"))
 	}
 	closers[0]()
-	eventually(t, "a slot is freed", func() bool {
+	relaytest.Eventually(t, "a slot is freed", func() bool {
 		resp, stop := open()
 		defer stop()
 		return resp.StatusCode == 200

@@ -1,0 +1,153 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/trust"
+	"github.com/labstack/echo/v4"
+)
+
+// Module is the event stream as a relay capability module: GET /stream
+// over a Hub that the core's commit hook feeds, showing each reader what
+// §7.1 lets them see and greeting authors with notices of their hidden
+// events (§7.2). Its limits come from the relay's config
+// (MaxSubscribers, MaxStreamsPerIP). It keeps no fold: the log is its
+// backlog.
+type Module struct {
+	core    *relay.Server
+	hub     *Hub
+	streams ipStreams
+}
+
+var _ relay.Runner = (*Module)(nil)
+
+// NewModule returns the stream module.
+func NewModule() *Module { return &Module{} }
+
+// Name is "stream".
+func (m *Module) Name() string { return "stream" }
+
+// Mount builds the hub over core's log and registers GET /stream and the
+// commit and moderation hooks that feed it.
+func (m *Module) Mount(core *relay.Server) error {
+	cfg := core.Config()
+	m.core = core
+	m.hub = NewHub(Options{
+		Backlog:        core.Log().Export,
+		MaxSubscribers: cfg.MaxSubscribers,
+		Logger:         cfg.Logger,
+		Visible:        core.Sees,
+		Notices: func(_ context.Context, reader string) ([][]byte, error) {
+			var out [][]byte
+			for _, h := range core.State().Moderation.Current(core.Now()).HiddenBy(reader) {
+				b, _ := json.Marshal(map[string]any{"event_id": h.EventID, "hidden": true,
+					"flag_count": h.FlagCount, "first_hidden_at": h.FirstHiddenAt})
+				out = append(out, b)
+			}
+			return out, nil
+		},
+	})
+	core.OnCommit(m.publish)
+	core.OnModeration(m.notifyAuthors)
+	core.Route(http.MethodGet, "/stream", m.get)
+	return nil
+}
+
+// Run ends every stream when ctx ends, so that the server's shutdown need
+// not wait for them.
+func (m *Module) Run(ctx context.Context) {
+	<-ctx.Done()
+	m.hub.Close()
+}
+
+// Hub returns the mounted hub (nil before Mount).
+func (m *Module) Hub() *Hub { return m.hub }
+
+// publish is the commit hook feeding the stream.
+func (m *Module) publish(batch []sqlite.Committed) {
+	items := make([]Item, len(batch))
+	for i, c := range batch {
+		items[i] = Item{Seq: c.Seq, Event: c.Event}
+	}
+	m.hub.Publish(items)
+}
+
+// notifyAuthors sends each author an event: meta notice when one of their
+// events becomes hidden or visible again (§7.2).
+func (m *Module) notifyAuthors(snap *trust.ModSnapshot) {
+	for _, ch := range snap.Changed {
+		if ch.Author == "" {
+			continue
+		}
+		ev := snap.Event(ch.EventID)
+		b, _ := json.Marshal(map[string]any{"event_id": ch.EventID, "hidden": ch.Visibility == trust.Hidden,
+			"visibility": ch.Visibility, "at": ch.At, "flag_count": ev.FlagCount, "first_hidden_at": ev.FirstHiddenAt})
+		m.hub.Notify(ch.Author, b)
+	}
+}
+
+// CodeRateLimited is the relay's code for a client over an allowance.
+const CodeRateLimited = "rate_limited"
+
+// get is GET /stream (SPEC §7).
+func (m *Module) get(c echo.Context) error {
+	f, err := ParseFilter(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	reader, err := m.core.Reader(c)
+	if err != nil {
+		return err
+	}
+	ip := c.RealIP()
+	if !m.streams.acquire(ip, m.core.Config().MaxStreamsPerIP) {
+		return &httpx.RetryError{Err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", ip), After: 5}
+	}
+	defer m.streams.release(ip)
+	err = m.hub.Serve(c.Response(), c.Request(), f, reader)
+	var busy *BusyError
+	if errors.As(err, &busy) {
+		return &httpx.RetryError{Err: busy.Err, After: busy.RetryAfterSeconds(), Status: http.StatusServiceUnavailable}
+	}
+	return err
+}
+
+// ipStreams counts each client address's open streams.
+type ipStreams struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// acquire takes a stream slot for ip unless it already holds max (0: 64,
+// negative: no cap).
+func (c *ipStreams) acquire(ip string, max int) bool {
+	if max == 0 {
+		max = 64
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if max > 0 && c.open[ip] >= max {
+		return false
+	}
+	if c.open == nil {
+		c.open = map[string]int{}
+	}
+	c.open[ip]++
+	return true
+}
+
+func (c *ipStreams) release(ip string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[ip]--; c.open[ip] <= 0 {
+		delete(c.open, ip)
+	}
+}
