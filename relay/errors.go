@@ -30,15 +30,15 @@ const (
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
-	CodeRateLimited:               http.StatusTooManyRequests,
-	CodeNotFound:                  http.StatusNotFound,
-	CodeRevoked:                   http.StatusNotFound,
-	CodeBodyTooLarge:              http.StatusRequestEntityTooLarge,
-	CodeUnsupportedType:           http.StatusUnsupportedMediaType,
-	CodeMethod:                    http.StatusMethodNotAllowed,
-	CodeUnavailable:               http.StatusServiceUnavailable,
-	CodeUnauthorized:              http.StatusUnauthorized,
-	CodeHidden:                    http.StatusForbidden,
+	CodeRateLimited:     http.StatusTooManyRequests,
+	CodeNotFound:        http.StatusNotFound,
+	CodeRevoked:         http.StatusNotFound,
+	CodeBodyTooLarge:    http.StatusRequestEntityTooLarge,
+	CodeUnsupportedType: http.StatusUnsupportedMediaType,
+	CodeMethod:          http.StatusMethodNotAllowed,
+	CodeUnavailable:     http.StatusServiceUnavailable,
+	CodeUnauthorized:    http.StatusUnauthorized,
+	CodeHidden:          http.StatusForbidden,
 }
 
 // retryError is a 429/503 that tells the client when to come back.
