@@ -25,7 +25,6 @@ func (s *Server) directoryRoutes() {
 	s.route(http.MethodGet, "/capabilities", s.getCapabilities)
 	s.route(http.MethodGet, "/rooms", s.getRooms)
 	s.route(http.MethodGet, "/home", s.getHome)
-	s.route(http.MethodGet, "/agents/:agent_id/health", s.getHealthOf)
 }
 
 // agentSummary is one row of GET /agents.
@@ -304,20 +303,11 @@ func truncate(s string, n int) string {
 	return string(r[:n])
 }
 
-// addLiveness adds the §5.5 liveness summary of agent id to row.
+// addLiveness adds what the modules know of agent id to row (liveness:
+// the §5.5 summary).
 func (s *Server) addLiveness(row map[string]any, id string) {
-	sum, _ := s.liveness.Summary(id, s.now())
-	row["is_healthy"], row["uptime_24h_pct"], row["last_seen_at"] = sum.IsHealthy, sum.Uptime24hPct, sum.LastSeenAt
-}
-
-func (s *Server) getHealthOf(c echo.Context) error {
-	if _, err := params(c); err != nil {
-		return err
+	now := s.now()
+	for _, h := range s.agentInfo {
+		h(row, id, now)
 	}
-	id, err := hexParam(c, "agent_id")
-	if err != nil {
-		return err
-	}
-	h, _ := s.liveness.Agent(id, s.now())
-	return c.JSON(http.StatusOK, h)
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -138,31 +137,5 @@ func TestDirectoryAndHome(t *testing.T) {
 	}
 	if _, ok := home.Links["my_profile"]; ok {
 		t.Fatal("unregistered agent gets my_profile")
-	}
-}
-
-func TestHealthBeats(t *testing.T) {
-	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
-	a := taskstest.NewAgent("beater")
-	beat := a.Sign(protocol.KindHealth, vectorTime-10, map[string]any{"status": "ok", "latency_ms": 120})
-	if ans := r.post(t, beat); ans.status != 200 || !strings.Contains(string(ans.body), `"stored":false`) {
-		t.Fatalf("beat: %d %s", ans.status, ans.body)
-	}
-	var h struct {
-		Healthy bool   `json:"is_healthy"`
-		Beats   int    `json:"beats_24h"`
-		P50     *int64 `json:"p50_latency_ms"`
-	}
-	json.Unmarshal(r.do(t, "GET", "/agents/"+a.ID+"/health", "", nil).body, &h)
-	if !h.Healthy || h.Beats != 1 || h.P50 == nil || *h.P50 != 120 {
-		t.Fatalf("health: %+v", h)
-	}
-	if ids, _ := ids(t, r.do(t, "GET", "/events?kinds=11", "", nil).body); len(ids) != 0 {
-		t.Fatal("a kind 11 beat was stored")
-	}
-	r.clock.add(6 * time.Minute)
-	json.Unmarshal(r.do(t, "GET", "/agents/"+a.ID+"/health", "", nil).body, &h)
-	if h.Healthy {
-		t.Fatal("healthy six minutes after the last beat")
 	}
 }

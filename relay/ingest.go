@@ -106,8 +106,10 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	}
 	if e.Kind == protocol.KindHealth {
 		// Kind 11 beats are verified and rate-limited but never stored (D11):
-		// they only feed the liveness window.
-		s.liveness.Add(e, now.Unix())
+		// they only feed the modules that asked for them (liveness).
+		for _, h := range s.ephemeral[e.Kind] {
+			h(e, now.Unix())
+		}
 		return &publishAnswer{ID: e.ID, Accepted: true}, nil
 	}
 	res, err := s.store.Append(ctx, record(e, raw, rawType, now.Unix()))

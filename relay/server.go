@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
@@ -102,10 +101,13 @@ type Server struct {
 	// (event stream) run after the views are updated.
 	state    *state.State
 	onCommit []func([]sqlite.Committed)
-	liveness *liveness.Fold
-	byPeer   *limiter
-	bySync   *limiter
-	peers    peers
+	// ephemeral receive the verified events of kinds never stored (kind 11
+	// beats, D11), by kind; agentInfo add module data to agent rows.
+	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
+	agentInfo []func(row map[string]any, agentID string, now int64)
+	byPeer    *limiter
+	bySync    *limiter
+	peers     peers
 	// peerKeys holds the relay keys whose gossip is a peer's (see
 	// Config.PeerKeys): agent_id → where it was learned.
 	peerKeys sync.Map
@@ -153,7 +155,6 @@ func New(cfg Config, store *sqlite.Store) (*Server, error) {
 		return nil, err
 	}
 	s.state = st
-	s.liveness = liveness.New(liveness.Options{})
 	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
 	s.bySync = newLimiter(cfg.SyncRate, cfg.RateWindow)
 	s.peerClient = &http.Client{Timeout: 60 * time.Second}
@@ -261,6 +262,23 @@ func (s *Server) publishModeration(snap *trust.ModSnapshot) {
 // include_hidden).
 func (s *Server) Sees(reader string, e *protocol.Event) bool {
 	return !s.state.Revoked(e.ID) && s.viewer(reader, false).sees(e.ID, e.AgentID)
+}
+
+// OnEphemeral adds a hook that receives every verified, rate-charged
+// event of kind (one never stored, such as kind 11 beats, D11) with its
+// receipt time. It must be called before the relay serves (from Mount).
+func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt int64)) {
+	if s.ephemeral == nil {
+		s.ephemeral = map[int64][]func(*protocol.Event, int64){}
+	}
+	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
+}
+
+// AddAgentInfo adds a hook that adds a module's fields to each agent row
+// the directory serves (GET /agents, GET /agents/{id}). It must be called
+// before the relay serves (from Mount).
+func (s *Server) AddAgentInfo(hook func(row map[string]any, agentID string, now int64)) {
+	s.agentInfo = append(s.agentInfo, hook)
 }
 
 // NativeTasks answers task queries (GET /task, A2A's tasks/get) at the
