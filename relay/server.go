@@ -303,7 +303,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	for _, p := range s.cfg.Peers {
 		go s.MirrorLoop(rctx, p)
 	}
-	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 30*time.Second)
+	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 250*time.Millisecond)
 	for _, m := range s.cfg.Modules {
 		if r, ok := m.(Runner); ok {
 			go r.Run(rctx)

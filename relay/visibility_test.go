@@ -169,3 +169,36 @@ func TestReaderAuthRejections(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlagsCountWithinTheMinute: flags dated after the start of the current
+// minute hide a post without waiting for the next minute. The relay's clock
+// stands still 40 s into a minute, so evaluating at the whole minute (as the
+// relay once did) would never count them.
+func TestFlagsCountWithinTheMinute(t *testing.T) {
+	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	if vectorTime%60 == 0 {
+		t.Fatal("the test needs a clock inside a minute")
+	}
+	a := taskstest.Pool(5)
+	post := a[0].Sign(protocol.KindPost, vectorTime-500, "hello")
+	publishAll(t, r.URL, []*protocol.Event{post}, 1)
+	if ans := r.do(t, "GET", "/events/"+post.ID, "", nil); ans.status != 200 {
+		t.Fatalf("before the flags: %d %s", ans.status, ans.body)
+	}
+	var evs []*protocol.Event
+	for _, f := range a[1:4] {
+		evs = append(evs, f.Sign(protocol.KindFlag, vectorTime, map[string]any{"category": "spam"}, []string{"e", post.ID}))
+	}
+	vote := a[4].Sign(protocol.KindTrustVote, vectorTime, map[string]any{"score": 1}, []string{"p", a[0].ID})
+	publishAll(t, r.URL, append(evs, vote), 1)
+	eventually(t, "post hidden by flags made this minute", func() bool {
+		return r.do(t, "GET", "/events/"+post.ID, "", nil).status == 403
+	})
+	eventually(t, "vote made this minute counted", func() bool {
+		var tr struct {
+			VoterCount int `json:"voter_count"`
+		}
+		json.Unmarshal(r.do(t, "GET", "/trust/"+a[0].ID, "", nil).body, &tr)
+		return tr.VoterCount == 1
+	})
+}

@@ -9,9 +9,11 @@
 //
 // # Evaluation time
 //
-// Everything time-dependent is evaluated at EvalTime(now) = now rounded down
-// to a whole minute. All requests within a minute share one exact,
-// reproducible result.
+// Every result is exact for the set of events and one evaluation time.
+// Compute, At and Digest evaluate at EvalTime(now) = now rounded down to a
+// whole minute, so that /state and replays are reproducible; published
+// snapshots (Refresh, Current) are evaluated at the second they are
+// computed, so that reads reflect new votes and flags within seconds.
 //
 // # Trust graph (trust.v1)
 //
@@ -100,8 +102,9 @@
 // Queries read immutable snapshots published through atomic pointers:
 // Current never computes on the request path (except the very first time or
 // when the published snapshot is more than MaxLag behind); it triggers at
-// most one background refresh when the evaluation minute changed or, at
-// most every MinInterval, when events changed. A snapshot states the Now and
+// most one background refresh when the snapshot is due: the minute changed,
+// a flag dated after the snapshot or a debounced transition takes effect,
+// or, at most every MinInterval, events changed. A snapshot states the Now and
 // Version it reflects. Moderation snapshots are numbered (Seq) and list the
 // events whose visibility changed since the previous one (Changed), also
 // passed to ModerationOptions.OnPublish; Moderation.Run refreshes

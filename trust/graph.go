@@ -17,18 +17,19 @@ const MaxReasonRunes = 120
 // computed value, only how fresh the published one is.
 type Options struct {
 	// MinInterval is the least wall-clock time between two background
-	// refreshes triggered by new events (default 2 s). A change of the
-	// evaluation minute always triggers a refresh.
+	// refreshes triggered by new events (default 1 s), which bounds the
+	// refresh work under write load. A change of minute always triggers a
+	// refresh.
 	MinInterval time.Duration
 	// MaxLag is how far (in seconds) the published snapshot's Now may trail
-	// the requested evaluation time before Current computes synchronously
+	// the request time before Current computes synchronously
 	// instead of answering from it (default 300).
 	MaxLag int64
 }
 
 func (o Options) withDefaults() Options {
 	if o.MinInterval == 0 {
-		o.MinInterval = 2 * time.Second
+		o.MinInterval = time.Second
 	}
 	if o.MaxLag == 0 {
 		o.MaxLag = 300

@@ -319,9 +319,12 @@ func TestTrustReceived(t *testing.T) {
 func TestAtReusesOnlyAnExactSnapshot(t *testing.T) {
 	g := NewGraph(Options{})
 	g.Add(vote(1, t0, 1, "", 2))
-	pub := g.Refresh(t0 + 10)
-	if g.At(t0+50) != pub || g.Latest() != pub {
-		t.Fatal("At recomputed the published snapshot")
+	if s := g.Refresh(t0 + 10); s.Now != t0+10 {
+		t.Fatalf("Refresh evaluated at %d, not at the second asked", s.Now-t0)
+	}
+	pub := g.Refresh(t0)
+	if g.At(t0+50) != pub || g.Latest() != pub || g.Refresh(t0) != pub {
+		t.Fatal("At or Refresh recomputed the published snapshot")
 	}
 	if s := g.At(t0 + 60); s == pub || s.Now != t0+60 || g.Latest() != pub {
 		t.Fatal("At served another minute, or published")

@@ -280,8 +280,8 @@ func TestPublishedChanges(t *testing.T) {
 	if s := m.Refresh(t0 + 600); s.Seq != 1 || len(s.Changed) != 0 || m.Hidden(p.ID) {
 		t.Fatalf("first: %+v", s)
 	}
-	if s := m.Refresh(t0 + 630); s.Seq != 1 {
-		t.Fatal("refreshed without a change in the same minute")
+	if s := m.Refresh(t0 + 600); s.Seq != 1 || m.due(s, t0+630) || !m.due(s, t0+660) {
+		t.Fatal("refreshed without a change, or due without a change in the same minute, or not due in the next")
 	}
 	f3 := flag(3, t0+300, "spam", p)
 	v.add(flag(1, t0+100, "spam", p), flag(2, t0+200, "spam", p), f3)
@@ -330,5 +330,49 @@ func TestCurrentRefreshesInBackground(t *testing.T) {
 	// Far behind (more than MaxLag): computed synchronously.
 	if s := g.Current(t0 + 86400); s.Now != t0+86400 {
 		t.Fatalf("lagging snapshot served: %d", s.Now)
+	}
+}
+
+// TestDueWithoutReaders: a published snapshot falls due when a flag dated
+// after it starts to count and when a debounced transition goes through,
+// not only at the next minute; and when new flags arrive once MinInterval
+// has passed.
+func TestDueWithoutReaders(t *testing.T) {
+	g := NewGraph(Options{MinInterval: time.Nanosecond})
+	m := NewModeration(g, ModerationOptions{Options: Options{MinInterval: time.Nanosecond}})
+	v := views{g, m}
+	p := post(author, t0, "x")
+	v.add(p)
+	s := m.Refresh(t0 + 10)
+	if m.due(s, t0+20) {
+		t.Fatal("due without any change")
+	}
+	f3 := flag(3, t0+30, "spam", p)
+	v.add(flag(1, t0+10, "spam", p), flag(2, t0+10, "spam", p), f3)
+	if !m.due(s, t0+11) {
+		t.Fatal("not due after new flags")
+	}
+	if s = m.Refresh(t0 + 11); s.Hidden(p.ID) || s.wake != t0+30 || m.due(s, t0+29) || !m.due(s, t0+30) {
+		t.Fatalf("flag dated ahead: hidden %v wake %d", s.Hidden(p.ID), s.wake-t0)
+	}
+	if s = m.Refresh(t0 + 30); !s.Hidden(p.ID) || s.wake != 0 {
+		t.Fatalf("at the third flag: hidden %v wake %d", s.Hidden(p.ID), s.wake-t0)
+	}
+}
+
+// TestDueAtDebouncedTransition: a published snapshot holding a debounced
+// change falls due the second the debounce lets it through.
+func TestDueAtDebouncedTransition(t *testing.T) {
+	v := newViews()
+	trustedSetup(v)
+	p := post(author, t0, "satire")
+	v.add(p, flag(1, t0+100, "spam", p), flag(2, t0+200, "spam", p), flag(3, t0+300, "spam", p))
+	v.add(flag(overrider, t0+900, "override", p))
+	s := v.m.Refresh(t0 + 1800)
+	if !s.Hidden(p.ID) || s.wake != t0+3900 || v.m.due(s, t0+1801) || !v.m.due(s, t0+3900) {
+		t.Fatalf("hidden %v wake %d", s.Hidden(p.ID), s.wake-t0)
+	}
+	if s = v.m.Refresh(t0 + 3900); s.Hidden(p.ID) || s.wake != 0 {
+		t.Fatalf("after the debounce: hidden %v wake %d", s.Hidden(p.ID), s.wake-t0)
 	}
 }

@@ -7,25 +7,35 @@ import (
 
 // Current returns the latest published moderation snapshot for a request at
 // now. Like Graph.Current it never computes on the request path except when
-// nothing is published yet or the published snapshot trails EvalTime(now)
-// by more than MaxLag; otherwise a stale snapshot (new minute, new flags,
-// new trust votes after MinInterval) triggers one background refresh.
-// Changes that are not flags (activity, hence the threshold) are picked up
-// at the next minute or with the next flag.
+// nothing is published yet or the published snapshot trails now by more
+// than MaxLag; otherwise a stale snapshot (see stale) triggers one
+// background refresh, at most every MinInterval for new events.
 func (m *Moderation) Current(now int64) *ModSnapshot {
-	at := EvalTime(now)
 	s := m.snap.Load()
-	if s == nil || at-s.Now > m.opts.MaxLag {
+	if s == nil || now-s.Now > m.opts.MaxLag {
 		return m.Refresh(now)
 	}
-	if s.Now != at || m.changed(s) && time.Since(time.Unix(0, m.lastStart.Load())) >= m.opts.MinInterval {
+	if m.due(s, now) {
 		m.kick(now)
 	}
 	return s
 }
 
-func (m *Moderation) changed(s *ModSnapshot) bool {
-	return s.flagVersion != m.flagVersion.Load() || s.TrustVersion != m.g.version.Load()
+// due reports whether s should be replaced by a snapshot at now: it is
+// stale by time (now has reached a later minute, or the instant a flag dated
+// after s.Now or a debounced transition takes effect), or flags or trust
+// votes changed and MinInterval has passed since the last refresh began.
+// Changes that are neither (activity, hence the threshold) are picked up at
+// the next minute or with the next flag.
+func (m *Moderation) due(s *ModSnapshot, now int64) bool {
+	if now < s.Now {
+		return false
+	}
+	if EvalTime(now) > s.Now || s.wake != 0 && now >= s.wake {
+		return true
+	}
+	changed := s.flagVersion != m.flagVersion.Load() || s.TrustVersion != m.g.version.Load()
+	return changed && time.Since(time.Unix(0, m.lastStart.Load())) >= m.opts.MinInterval
 }
 
 // Latest returns the latest published snapshot without refreshing, or nil
@@ -39,22 +49,21 @@ func (m *Moderation) Hidden(eventID string) bool {
 	return s != nil && s.Hidden(eventID)
 }
 
-// Refresh computes, publishes and returns the exact snapshot at
-// EvalTime(now) (refreshing the Graph's snapshot too), unless the published
-// one already reflects the current state at that time. OnPublish runs
+// Refresh computes, publishes and returns the exact snapshot at now (to the
+// second), refreshing the Graph's snapshot at the same time too, unless the
+// published one already reflects the current state at now. OnPublish runs
 // before it returns.
 func (m *Moderation) Refresh(now int64) *ModSnapshot { return m.refresh(now, false) }
 
 func (m *Moderation) refresh(now int64, background bool) *ModSnapshot {
-	at := EvalTime(now)
 	m.refreshMu.Lock()
 	defer m.refreshMu.Unlock()
 	prev := m.snap.Load()
-	if prev != nil && background && prev.Now > at {
+	if prev != nil && background && prev.Now > now {
 		return prev
 	}
-	ts := m.g.Refresh(at)
-	if prev != nil && prev.Now == at && prev.Version == m.version.Load() && prev.TrustVersion == ts.Version {
+	ts := m.g.Refresh(now)
+	if prev != nil && prev.Now == now && prev.Version == m.version.Load() && prev.TrustVersion == ts.Version {
 		return prev
 	}
 	m.lastStart.Store(time.Now().UnixNano())
@@ -82,14 +91,20 @@ func (m *Moderation) kick(now int64) {
 	}()
 }
 
-// Run refreshes both views every interval (clock gives unix seconds) until
-// ctx is done, so that time-driven changes (decay, debounced transitions)
-// are published, with their OnPublish notices, even when nobody reads.
-func (m *Moderation) Run(ctx context.Context, clock func() int64, every time.Duration) {
-	t := time.NewTicker(every)
+// Run publishes a fresh snapshot of both views whenever the published one
+// is due (see due), checking every tick (clock gives unix seconds), until
+// ctx is done. So committed flags and votes show within MinInterval plus a
+// tick plus one computation, and time-driven changes (decay, debounced
+// transitions, flags dated a little ahead) are published, with their
+// OnPublish notices, even when nobody reads. A check is two atomic loads.
+func (m *Moderation) Run(ctx context.Context, clock func() int64, tick time.Duration) {
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
-		m.Refresh(clock())
+		now := clock()
+		if s := m.snap.Load(); s == nil || m.due(s, now) {
+			m.Refresh(now)
+		}
 		select {
 		case <-ctx.Done():
 			return

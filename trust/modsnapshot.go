@@ -31,7 +31,8 @@ type VisibilityChange struct {
 // methods are safe for concurrent use; returned slices are shared and must
 // not be modified.
 type ModSnapshot struct {
-	// Now is the evaluation time (a whole minute, see EvalTime).
+	// Now is the evaluation time: a whole minute (EvalTime) for Compute
+	// results, the second of the refresh for published snapshots.
 	Now int64
 	// Seq numbers published snapshots from 1; 0 for Compute results.
 	Seq uint64
@@ -48,9 +49,13 @@ type ModSnapshot struct {
 	Changed []VisibilityChange
 
 	flagVersion uint64
-	events      map[string]*EventModeration // every event with a flag at or before Now
-	hidden      []HiddenEvent               // by author, then event id
-	hiddenIdx   map[string]int32
+	// wake is the earliest instant after Now at which the result changes
+	// without a new event: a flag dated after Now starts to count, or a
+	// debounced transition goes through; 0 when there is none.
+	wake      int64
+	events    map[string]*EventModeration // every event with a flag at or before Now
+	hidden    []HiddenEvent               // by author, then event id
+	hiddenIdx map[string]int32
 }
 
 // Hidden reports whether eventID is hidden (O(1)).
@@ -103,7 +108,15 @@ func (m *Moderation) compute(ts *Snapshot) *ModSnapshot {
 		events: make(map[string]*EventModeration, len(in.targets)), hiddenIdx: make(map[string]int32)}
 	w := &weigher{ts: ts, names: in.names, w: make(map[int32]int64), top: make(map[int32]bool)}
 	for _, t := range in.targets {
+		for i := range t.flags {
+			if c := t.flags[i].createdAt; c > ts.Now {
+				s.wakeAt(c)
+			}
+		}
 		if em := evaluate(t, ts.Now, threshold, w); em != nil {
+			if em.Pending != nil {
+				s.wakeAt(em.Pending.At)
+			}
 			s.events[t.id] = em
 			if em.Visibility == Hidden {
 				s.hidden = append(s.hidden, HiddenEvent{EventID: em.EventID, Author: em.Author, FlagCount: em.FlagCount,
@@ -121,6 +134,12 @@ func (m *Moderation) compute(ts *Snapshot) *ModSnapshot {
 		s.hiddenIdx[h.EventID] = int32(i)
 	}
 	return s
+}
+
+func (s *ModSnapshot) wakeAt(t int64) {
+	if s.wake == 0 || t < s.wake {
+		s.wake = t
+	}
 }
 
 // diff fills s.Changed with the visibility changes since prev.

@@ -3,22 +3,22 @@ package trust
 import "time"
 
 // Published snapshots. Queries never compute per request: they read the
-// latest published Snapshot through an atomic pointer. Current triggers a
-// background refresh (at most one at a time) when the evaluation minute has
-// moved on, or when votes changed and MinInterval has passed since the last
-// refresh; readers keep getting the previous snapshot meanwhile. Current
-// computes synchronously only when nothing is published yet or the
-// published snapshot trails the evaluation time by more than MaxLag.
+// latest published Snapshot through an atomic pointer. A published snapshot
+// is stale when votes changed since it was computed or when now has reached
+// a later minute than its Now; Current then triggers a background refresh
+// (at most one at a time, and for changed votes at most every MinInterval)
+// evaluated at the exact second, and readers keep getting the previous
+// snapshot meanwhile. Current computes synchronously only when nothing is
+// published yet or the published snapshot trails now by more than MaxLag.
 
 // Current returns the latest published snapshot for a request at now,
 // refreshing as described above. Its Now and Version say what it reflects.
 func (g *Graph) Current(now int64) *Snapshot {
-	at := EvalTime(now)
 	s := g.snap.Load()
-	if s == nil || at-s.Now > g.opts.MaxLag {
+	if s == nil || now-s.Now > g.opts.MaxLag {
 		return g.Refresh(now)
 	}
-	if s.Now != at || (s.Version != g.version.Load() && g.intervalPassed()) {
+	if EvalTime(now) > s.Now || s.Version != g.version.Load() && g.intervalPassed() {
 		g.kick(now)
 	}
 	return s
@@ -39,22 +39,22 @@ func (g *Graph) At(now int64) *Snapshot {
 // before the first refresh.
 func (g *Graph) Latest() *Snapshot { return g.snap.Load() }
 
-// Refresh computes, publishes and returns the exact snapshot at
-// EvalTime(now) for the current version, unless the published one already
-// is that snapshot.
+// Refresh computes, publishes and returns the exact snapshot at now (to the
+// second, not rounded) for the current version, unless the published one
+// already is that snapshot.
 func (g *Graph) Refresh(now int64) *Snapshot { return g.refresh(now, false) }
 
 // refresh is Refresh; in the background it leaves alone a snapshot published
-// meanwhile for a later minute.
+// meanwhile for a later time.
 func (g *Graph) refresh(now int64, background bool) *Snapshot {
-	at := EvalTime(now)
 	g.refreshMu.Lock()
 	defer g.refreshMu.Unlock()
-	if s := g.snap.Load(); s != nil && (s.Now == at && s.Version == g.version.Load() || background && s.Now > at) {
+	if s := g.snap.Load(); s != nil && (s.Now == now && s.Version == g.version.Load() || background && s.Now > now) {
 		return s
 	}
 	g.lastStart.Store(time.Now().UnixNano())
-	s := g.Compute(at)
+	version, names, raw := g.extract()
+	s := computeSnapshot(now, version, names, raw)
 	g.snap.Store(s)
 	return s
 }
