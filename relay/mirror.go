@@ -37,6 +37,9 @@ type MirrorResult struct {
 	Accepted  int    `json:"accepted"`
 	Rejected  int    `json:"rejected"`
 	Pushed    int    `json:"pushed"`
+	// Mode is "paged" when the peer serves no POST /sync and was read
+	// by pages of GET /events (SPEC §6.3).
+	Mode string `json:"mode,omitempty"`
 	// Phase names a step that is not counted in events: "bulk load"
 	// while a catch-up appends with the indexes dropped, then each index
 	// being rebuilt.
@@ -70,6 +73,23 @@ func (s *Server) MirrorOnce(ctx context.Context, base string, progress func(Mirr
 }
 
 func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
+	if _, ok := s.paged.get(base); ok {
+		return s.mirrorPaged(ctx, base, res, progress)
+	}
+	err := s.mirrorSynced(ctx, base, res, progress)
+	if unsupported(err) {
+		// Another implementation: no /sync, /export or ?ids=.
+		s.cfg.Logger.Info("peer serves no POST /sync: mirroring it by pages of GET /events", "peer", base)
+		*res = MirrorResult{Peer: base}
+		s.paged.set(base, pagedPeer{})
+		return s.mirrorPaged(ctx, base, res, progress)
+	}
+	return err
+}
+
+// mirrorSynced is a mirror round with a peer of this implementation:
+// reconciliation (POST /sync), fetches by id, pushes by POST /gossip.
+func (s *Server) mirrorSynced(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
 	if s.wholeExportFirst(ctx, base, res) {
 		// Reconciling first would only list, round by round, nearly
 		// every event of the peer; its export carries them in one stream.
@@ -656,7 +676,7 @@ func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(b[:min(len(b), 300)]))
+		return nil, &peerStatusError{Method: method, URL: url, Status: resp.StatusCode, Body: string(bytes.TrimSpace(b[:min(len(b), 300)]))}
 	}
 	return b, nil
 }
@@ -699,6 +719,9 @@ func (s *Server) mirrorRound(ctx context.Context, base string) error {
 	if _, err := s.MirrorOnce(ctx, base, nil); err != nil {
 		return err
 	}
+	if _, paged := s.paged.get(base); paged {
+		return s.pollPaged(ctx, base)
+	}
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -709,6 +732,23 @@ func (s *Server) mirrorRound(ctx context.Context, base string) error {
 		select {
 		case err := <-done:
 			return err
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if _, err := s.MirrorOnce(ctx, base, nil); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// pollPaged mirrors a paged peer again every MirrorInterval: another
+// implementation's stream cannot be resumed (SPEC §6.3).
+func (s *Server) pollPaged(ctx context.Context, base string) error {
+	tick := time.NewTicker(s.cfg.MirrorInterval)
+	defer tick.Stop()
+	for {
+		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:

@@ -108,6 +108,7 @@ type Server struct {
 	byPeer    *limiter
 	bySync    *limiter
 	peers     peers
+	paged     pagedPeers // peers mirrored by pages of GET /events
 	// peerKeys holds the relay keys whose gossip is a peer's (see
 	// Config.PeerKeys): agent_id → where it was learned.
 	peerKeys sync.Map
