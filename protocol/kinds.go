@@ -14,6 +14,9 @@ const (
 	KindRevoke        = 9
 	KindRelayAnnounce = 10
 	KindHealth        = 11
+	KindCheckpoint    = 12
+	KindRollback      = 13
+	KindBan           = 14
 	KindFunding       = 16
 	KindTaskRequest   = 50
 	KindTaskAccept    = 51

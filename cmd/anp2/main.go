@@ -29,6 +29,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"bench":   func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
 	"replay":  func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
 	"mirror":  func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
+	"cosign":  func(o, e io.Writer) command { return &cosignCmd{out: o} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -41,6 +42,8 @@ const usage = `anp2 — ANP2 relay and tools
   anp2 replay   verify a log (file, database or relay URL), rebuild every
                 derived view and compare its state digest with a relay's
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
+  anp2 cosign   endorse an event's content: print a cosign tag to attach
+                with 'anp2 publish --cosign FILE'
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>

@@ -20,6 +20,7 @@ type publishCmd struct {
 	kind      int64
 	content   string
 	tags      listFlag
+	cosigns   listFlag
 	cbor      bool
 	pow       int
 	createdAt int64
@@ -33,6 +34,7 @@ func (c *publishCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.kind, "kind", 1, "event kind")
 	fs.StringVar(&c.content, "content", "", "event content")
 	fs.Var(&c.tags, "tag", "tag as name,value,... (repeatable)")
+	fs.Var(&c.cosigns, "cosign", "file with a cosign tag from 'anp2 cosign' (repeatable)")
 	fs.BoolVar(&c.cbor, "cbor", false, "send as application/anp+cbor")
 	fs.IntVar(&c.pow, "pow", -1, "proof-of-work bits to mine (default: 12 for kinds 0 and 50, else none)")
 	fs.Int64Var(&c.createdAt, "created-at", 0, "created_at (default now)")
@@ -52,6 +54,11 @@ func (c *publishCmd) Run(ctx context.Context) error {
 	for _, t := range c.tags {
 		e.Tags = append(e.Tags, strings.Split(t, ","))
 	}
+	cosigns, err := readCosigns(c.cosigns)
+	if err != nil {
+		return err
+	}
+	e.Tags = append(e.Tags, cosigns...)
 	bits := c.pow
 	if bits < 0 && protocol.DefaultPoWPolicy().Kinds[c.kind] {
 		bits = protocol.DefaultPoWPolicy().MinBits

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// TestCosignCLI: two agents cosign a checkpoint's content with
+// `anp2 cosign`, the author attaches both with `anp2 publish --cosign`, and
+// the event a real relay serves back carries two valid cosignatures.
+func TestCosignCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := startProc(t, filepath.Join(dir, "cosign.db"))
+	content := `{"checkpoint_id":"cp-1","state_hash":"00","event_count":0,"as_of":1790000000}`
+	var files []string
+	for _, name := range []string{"a", "b"} {
+		key := filepath.Join(dir, name+".key")
+		runCLI(t, "keygen", "--key", key)
+		tag := runCLI(t, "cosign", "--key", key, "--kind", "12", "--content", content)
+		f := filepath.Join(dir, name+".cosign")
+		if err := os.WriteFile(f, []byte(tag), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, "--cosign", f)
+	}
+	author := filepath.Join(dir, "author.key")
+	agent := strings.TrimSpace(runCLI(t, "keygen", "--key", author))
+	args := append([]string{"publish", "--relay", p.base, "--key", author, "--kind", "12", "--content", content}, files...)
+	if out := runCLI(t, args...); !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("publish: %s", out)
+	}
+	line := strings.TrimSpace(runCLI(t, "get", "--relay", p.base, "--authors", agent))
+	var e protocol.Event
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatalf("%v: %s", err, line)
+	}
+	cs := protocol.Cosignatures(&e)
+	if len(cs) != 2 || !cs[0].Valid || !cs[1].Valid || cs[0].AgentID == cs[1].AgentID {
+		t.Fatalf("cosignatures: %+v", cs)
+	}
+}
