@@ -10,7 +10,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/directory"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/tasks"
 	"github.com/labstack/echo/v4"
 )
@@ -209,7 +209,7 @@ func (s *Server) getHome(c echo.Context) error {
 // mentions returns the newest public mentions of id by others (§5.4.2 kinds
 // only, hidden and revoked events left out).
 func (s *Server) mentions(c echo.Context, id string, limit int) ([]map[string]any, error) {
-	bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{Kinds: MentionKinds,
+	bodies, err := s.store.Query(c.Request().Context(), eventlog.Filter{Kinds: MentionKinds,
 		Tags: map[string][]string{"p": {id}}, Limit: limit})
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/labstack/echo/v4"
 )
 
@@ -35,7 +35,7 @@ func (s *Server) announce(ctx context.Context) error {
 	}
 	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: "main", ServedBranches: []string{"main"}})
 	self := protocol.AgentIDOf(s.cfg.RelayKey)
-	bodies, err := s.store.Query(ctx, sqlite.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	bodies, err := s.store.Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Server) postGossip(c echo.Context) error {
 	}
 	s.checkMirrored(evs, errs, nil)
 	ans := gossipAnswer{Rejected: []gossipRejected{}}
-	var recs []sqlite.Record
+	var recs []eventlog.Record
 	for i, err := range errs {
 		if err != nil {
 			ans.Rejected = append(ans.Rejected, rejection(i, evs[i], err))
@@ -210,7 +210,7 @@ func (s *Server) isPeerKey(ctx context.Context, agent string) bool {
 	if len(s.cfg.Peers) == 0 {
 		return false
 	}
-	bodies, err := s.store.Query(ctx, sqlite.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	bodies, err := s.store.Query(ctx, eventlog.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil || len(bodies) == 0 {
 		return false
 	}
@@ -341,7 +341,7 @@ func (s *Server) getRelays(c echo.Context) error {
 	if _, err := params(c); err != nil {
 		return err
 	}
-	bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	bodies, err := s.store.Query(c.Request().Context(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
 	if err != nil {
 		return err
 	}

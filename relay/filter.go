@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // Query holds a parsed GET /events query.
 type Query struct {
-	Filter        sqlite.Filter
+	Filter        eventlog.Filter
 	IncludeHidden bool
 	WantCBOR      bool
 }

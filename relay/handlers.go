@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
@@ -30,7 +30,7 @@ func (s *Server) getEvents(c echo.Context) error {
 	}
 	// The state folds each revoke right after its commit and before it is
 	// answered, so it knows every revocation a reader could have seen
-	// acknowledged; the query leaves revocation to it (sqlite.Store.Query).
+	// acknowledged; the query leaves revocation to it (eventlog.Log.Query).
 	q.Filter.Revoked = s.state.Revoked
 	bodies, err := s.store.Query(c.Request().Context(), q.Filter)
 	if err != nil {
@@ -78,13 +78,13 @@ func (s *Server) writeEvents(c echo.Context, bodies [][]byte) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
 }
 
-func (s *Server) lookupStored(c echo.Context) (*sqlite.Stored, error) {
+func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	id := c.Param("id")
 	if !protocol.IsHex64(id) {
 		return nil, protocol.Errorf(CodeBadParameter, "event id must be 64 lowercase hex characters")
 	}
 	st, err := s.store.Get(c.Request().Context(), id)
-	if errors.Is(err, sqlite.ErrNotFound) {
+	if errors.Is(err, eventlog.ErrNotFound) {
 		return nil, protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
 	if err != nil {
@@ -111,7 +111,7 @@ func (s *Server) lookupStored(c echo.Context) (*sqlite.Stored, error) {
 		}
 	}
 	if !inc {
-		bodies, err := s.store.Query(c.Request().Context(), sqlite.Filter{IDs: []string{id}, Limit: 1})
+		bodies, err := s.store.Query(c.Request().Context(), eventlog.Filter{IDs: []string{id}, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +284,7 @@ func (s *Server) hiddenInRange(ctx context.Context, mod *trust.ModSnapshot, afte
 	n := 0
 	for _, h := range mod.HiddenEvents() {
 		st, err := s.store.Get(ctx, h.EventID)
-		if errors.Is(err, sqlite.ErrNotFound) {
+		if errors.Is(err, eventlog.ErrNotFound) {
 			continue
 		}
 		if err != nil {

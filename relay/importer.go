@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // ImportStats counts what an import did.
@@ -31,7 +31,7 @@ type Invalid struct {
 // but not the freshness window (history is old by nature). Kind 11 beats
 // are skipped (never stored).
 type Importer struct {
-	Store   *sqlite.Store
+	Store   eventlog.Log
 	Checker protocol.Checker
 	Now     int64
 	// OnInvalid, when set, receives every rejected line.
@@ -65,7 +65,7 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 
 // appendAll appends in batches. Once an import has added as many events as
 // the log held when it began (and at least bulkMin), the rest goes in as a
-// bulk load (sqlite.Store.BeginBulk) in larger batches.
+// bulk load (eventlog.Log.BeginBulk) in larger batches.
 func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *ImportStats) (err error) {
 	size, err := im.Store.Stats(ctx)
 	if err != nil {
@@ -82,7 +82,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 	}()
 	// One batch commits while the next is read and verified.
 	type inFlight struct {
-		res []sqlite.Result
+		res []eventlog.Result
 		err error
 	}
 	var pending chan inFlight
@@ -107,7 +107,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 		}
 		return nil
 	}
-	var batch []sqlite.Record
+	var batch []eventlog.Record
 	limit := min(2048, bulkAfter)
 	flush := func() error {
 		if err := wait(); err != nil {

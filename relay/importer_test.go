@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state/statetest"
 )
@@ -46,12 +47,12 @@ func TestImportSwitchesToBulk(t *testing.T) {
 	if len(phases) < 2 || phases[0] != "bulk load" || bulk.Bulk() {
 		t.Fatalf("phases %v", phases)
 	}
-	filters := []sqlite.Filter{{Limit: 1000}, {Kinds: []int64{6}, Limit: 1000}}
+	filters := []eventlog.Filter{{Limit: 1000}, {Kinds: []int64{6}, Limit: 1000}}
 	for _, e := range evs[:40] {
-		filters = append(filters, sqlite.Filter{Authors: []string{e.AgentID}, Limit: 1000})
+		filters = append(filters, eventlog.Filter{Authors: []string{e.AgentID}, Limit: 1000})
 		for _, tag := range e.Tags {
 			if len(tag) >= 2 {
-				filters = append(filters, sqlite.Filter{Tags: map[string][]string{tag[0]: {tag[1]}}, Kinds: []int64{e.Kind}, Limit: 1000})
+				filters = append(filters, eventlog.Filter{Tags: map[string][]string{tag[0]: {tag[1]}}, Kinds: []int64{e.Kind}, Limit: 1000})
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/labstack/echo/v4"
 )
 
@@ -127,8 +127,8 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 // record builds the log record for e, encoding its compact JSON body once
 // (off the single writer) and keeping the received bytes only when they
 // differ from it.
-func record(e *protocol.Event, raw []byte, rawType string, receivedAt int64) sqlite.Record {
-	rec := sqlite.Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
+func record(e *protocol.Event, raw []byte, rawType string, receivedAt int64) eventlog.Record {
+	rec := eventlog.Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
 	if !bytes.Equal(raw, rec.Body) {
 		rec.Raw = raw
 	}
@@ -157,7 +157,7 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 		if root := protocol.TaskRoot(e); root != "" {
 			req, err := s.store.GetEvent(ctx, root)
 			switch {
-			case errors.Is(err, sqlite.ErrNotFound):
+			case errors.Is(err, eventlog.ErrNotFound):
 				// The request may arrive later (mirrors); the fold judges then.
 			case err != nil:
 				return nil, err
@@ -171,7 +171,7 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 	if e.Kind == protocol.KindRevoke {
 		for _, target := range e.TagValues("e") {
 			author, err := s.store.Author(ctx, target)
-			if errors.Is(err, sqlite.ErrNotFound) {
+			if errors.Is(err, eventlog.ErrNotFound) {
 				continue // may arrive later; the revoke binds only the same author
 			}
 			if err != nil {

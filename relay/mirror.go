@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/reconcile"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // MirrorResult reports one reconciliation with a peer.
@@ -168,7 +168,7 @@ func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 	n := 0
 	for _, id := range ids {
 		st, err := s.store.Get(ctx, hex.EncodeToString(id[:]))
-		if errors.Is(err, sqlite.ErrNotFound) {
+		if errors.Is(err, eventlog.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -193,7 +193,7 @@ func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 }
 
 // bulkMin is the smallest catch-up that loads in bulk mode (see
-// sqlite.Store.BeginBulk); a catch-up must also be at least as large as the
+// eventlog.Log.BeginBulk); a catch-up must also be at least as large as the
 // log, since the indexes are then rebuilt over all of it.
 var bulkMin = 20000
 
@@ -233,7 +233,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	const bulkGroup = 8192
 	type chunk struct {
 		evs             []*protocol.Event
-		recs            []sqlite.Record
+		recs            []eventlog.Record
 		fetched, reject int
 		err             error
 	}
@@ -363,7 +363,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		report(progress, res)
 		return nil
 	}
-	start := func(recs []sqlite.Record) error {
+	start := func(recs []eventlog.Record) error {
 		if len(recs) == 0 {
 			return nil
 		}
@@ -373,7 +373,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		inflight = f
 		return err
 	}
-	var recs []sqlite.Record
+	var recs []eventlog.Record
 	for ch := range verified {
 		if ch.err != nil {
 			return ch.err
@@ -549,7 +549,7 @@ func decodeID(dst []byte, h string) bool {
 
 // appendMirrored stores recs; in a bulk load without an fsync per
 // transaction (the peer can send them again, and EndBulk commits durably).
-func (s *Server) appendMirrored(ctx context.Context, recs []sqlite.Record, bulk bool) error {
+func (s *Server) appendMirrored(ctx context.Context, recs []eventlog.Record, bulk bool) error {
 	append := s.store.AppendBatch
 	if bulk {
 		append = s.store.LoadBatch
@@ -571,15 +571,15 @@ func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (acc
 
 // verifyMirrored checks events as mirrored events and returns the records
 // of the valid ones and the number rejected.
-func (s *Server) verifyMirrored(evs []*protocol.Event) ([]sqlite.Record, int) {
+func (s *Server) verifyMirrored(evs []*protocol.Event) ([]eventlog.Record, int) {
 	errs := make([]error, len(evs))
 	bodies := make([][]byte, len(evs))
 	s.checkMirrored(evs, errs, bodies)
 	now := s.now()
-	recs := make([]sqlite.Record, 0, len(evs))
+	recs := make([]eventlog.Record, 0, len(evs))
 	for i, e := range evs {
 		if errs[i] == nil {
-			recs = append(recs, sqlite.Record{Event: e, Body: bodies[i], RawType: "json", ReceivedAt: now})
+			recs = append(recs, eventlog.Record{Event: e, Body: bodies[i], RawType: "json", ReceivedAt: now})
 		}
 	}
 	return recs, len(evs) - len(recs)

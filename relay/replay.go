@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/state"
 )
 
@@ -56,7 +56,7 @@ type lineItem struct {
 	offset int64
 	raw    []byte
 	ev     *protocol.Event
-	rec    sqlite.Record // importer only: the record to append
+	rec    eventlog.Record // importer only: the record to append
 	err    error
 }
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/reconcile"
-	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
@@ -90,7 +90,7 @@ func DefaultConfig() Config {
 // Server is a running relay: the Echo instance and what it serves.
 type Server struct {
 	cfg     Config
-	store   *sqlite.Store
+	store   eventlog.Log
 	echo    *echo.Echo
 	metrics *metrics
 	byAgent *limiter
@@ -100,7 +100,7 @@ type Server struct {
 	// state holds the derived views; onCommit are further commit hooks
 	// (event stream) run after the views are updated.
 	state    *state.State
-	onCommit []func([]sqlite.Committed)
+	onCommit []func([]eventlog.Committed)
 	// ephemeral receive the verified events of kinds never stored (kind 11
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
@@ -124,7 +124,7 @@ type Server struct {
 // New builds a relay over store: it folds the stored log into the derived
 // views and installs the store's commit hook. Nothing may append to store
 // while New runs. It does not listen; see Serve.
-func New(cfg Config, store *sqlite.Store) (*Server, error) {
+func New(cfg Config, store eventlog.Log) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -230,7 +230,7 @@ func (s *Server) Route(method, path string, h echo.HandlerFunc) { s.route(method
 func (s *Server) Config() Config { return s.cfg }
 
 // Log returns the event log.
-func (s *Server) Log() *sqlite.Store { return s.store }
+func (s *Server) Log() eventlog.Log { return s.store }
 
 // State returns the composed derived state.
 func (s *Server) State() *state.State { return s.state }
@@ -245,7 +245,7 @@ func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 // OnCommit adds a hook that receives every committed batch, after the
 // derived state has folded it and before the publishers are answered. It
 // must be called before the relay serves (from Mount).
-func (s *Server) OnCommit(hook func([]sqlite.Committed)) { s.onCommit = append(s.onCommit, hook) }
+func (s *Server) OnCommit(hook func([]eventlog.Committed)) { s.onCommit = append(s.onCommit, hook) }
 
 // OnModeration adds a hook that receives every published moderation
 // snapshot (its Changed lists the events whose visibility changed). It

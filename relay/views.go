@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
 )
 
 // rebuild folds every stored event into a fresh state, in log order, and
 // reports progress (done, total) every few thousand events.
-func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress func(done, total int64), also func(*protocol.Event)) (*state.State, error) {
+func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress func(done, total int64), also func(*protocol.Event)) (*state.State, error) {
 	s := state.New(opts)
 	lookup := storeLookup(st)
 	var total, done int64
@@ -40,7 +40,7 @@ func rebuild(ctx context.Context, st *sqlite.Store, opts state.Options, progress
 }
 
 // storeLookup fetches stored events for revocations (rare: kind 9 only).
-func storeLookup(st *sqlite.Store) state.Lookup {
+func storeLookup(st eventlog.Log) state.Lookup {
 	return func(id string) *protocol.Event {
 		e, err := st.GetEvent(context.Background(), id)
 		if err != nil {
@@ -52,7 +52,7 @@ func storeLookup(st *sqlite.Store) state.Lookup {
 
 // apply is the store's commit hook: it folds newly committed events into
 // the derived state before their publishers are answered.
-func (s *Server) apply(batch []sqlite.Committed) {
+func (s *Server) apply(batch []eventlog.Committed) {
 	lookup := storeLookup(s.store)
 	for _, c := range batch {
 		s.state.Add(c.Seq, c.Event, lookup)

@@ -19,6 +19,7 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/protocol/sigverify"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -253,7 +254,7 @@ func (c *benchCmd) fillLog(ctx context.Context, st *sqlite.Store) error {
 	const chunk = 20000
 	for done := 0; done < c.fill; done += chunk {
 		n := min(chunk, c.fill-done)
-		recs := make([]sqlite.Record, n)
+		recs := make([]eventlog.Record, n)
 		var wg sync.WaitGroup
 		for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 			wg.Add(1)
@@ -264,7 +265,7 @@ func (c *benchCmd) fillLog(ctx context.Context, st *sqlite.Store) error {
 					e := &protocol.Event{CreatedAt: now - int64(j%(6*86400)), Kind: int64(1 + j%3), Content: fmt.Sprint("fill ", j),
 						Tags: [][]string{{"t", fmt.Sprint("topic", j%50)}, {"p", protocol.AgentIDOf(keys[(j+1)%len(keys)])}}}
 					e.Sign(keys[j%len(keys)])
-					recs[i] = sqlite.Record{Event: e, ReceivedAt: now}
+					recs[i] = eventlog.Record{Event: e, ReceivedAt: now}
 				}
 			}(w)
 		}

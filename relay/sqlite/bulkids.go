@@ -94,7 +94,8 @@ func (s *Store) resolve(id []byte) (seq int64, found, ok bool) {
 // resolveIDs gives f the seqs of its ids while a bulk load has events_id
 // dropped, so the query reads them by seq; none reports that no id is
 // stored.
-func (s *Store) resolveIDs(f Filter) (g Filter, none bool) {
+func (s *Store) resolveIDs(filter Filter) (f query, none bool) {
+	f.Filter = filter
 	if len(f.IDs) == 0 || s.ids.Load() == nil {
 		return f, false
 	}

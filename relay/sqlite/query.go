@@ -9,42 +9,19 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/anp2net/relay/relay/eventlog"
+
 	"github.com/anp2net/relay/protocol"
 )
 
 // ErrNotFound is returned when no stored event has the requested id.
-var ErrNotFound = errors.New("event not found")
+var ErrNotFound = eventlog.ErrNotFound
 
-// Filter selects events for Query. Empty lists do not filter.
-type Filter struct {
-	IDs     []string
-	Kinds   []int64
-	Authors []string
-	// Tags maps a tag name to accepted values; an event matches when, for
-	// every name, it carries a tag with one of the values.
-	Tags  map[string][]string
-	Since *int64
-	Until *int64
-	Limit int
-	AsOf  *int64
-	// IncludeRevoked keeps events their author revoked (§10.2).
-	IncludeRevoked bool
-	// Revoked, when set, reports whether an event is revoked, in place of
-	// the log's own check (see Query); it must agree with the log.
-	Revoked func(id string) bool
-
-	// idSeqs are the seqs of IDs while a bulk load has events_id dropped
-	// (see resolveIDs).
+// query is a Filter with what the store adds to it: idSeqs are the seqs of
+// IDs while a bulk load has events_id dropped (see resolveIDs).
+type query struct {
+	Filter
 	idSeqs []int64
-}
-
-// Stored is an event as kept in the log.
-type Stored struct {
-	Seq        int64
-	Body       []byte
-	Raw        []byte
-	RawType    string
-	ReceivedAt int64
 }
 
 // Lookup reports whether id is stored and, if so, its signature, so the
@@ -121,8 +98,8 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 // reader's page cache, so under steady publishing each query otherwise
 // starts cold and reads a page per event; stored bodies never change, so
 // the cache needs no invalidation.
-func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
-	f, none := s.resolveIDs(f)
+func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
+	f, none := s.resolveIDs(filter)
 	if none {
 		return nil, nil
 	}
@@ -155,7 +132,7 @@ func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
 }
 
 // queryRefs returns the (seq, id) of the events f selects, in order.
-func (s *Store) queryRefs(ctx context.Context, f Filter) ([]int64, []string, error) {
+func (s *Store) queryRefs(ctx context.Context, f query) ([]int64, []string, error) {
 	q, args := buildQuery(f, s.bulkOn.Load(), true)
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -218,7 +195,7 @@ func (s *Store) bodies(ctx context.Context, seqs []int64) ([][]byte, error) {
 }
 
 // queryBodies answers f in one statement that reads each event's body.
-func (s *Store) queryBodies(ctx context.Context, f Filter) ([][]byte, error) {
+func (s *Store) queryBodies(ctx context.Context, f query) ([][]byte, error) {
 	q, args := buildQuery(f, s.bulkOn.Load(), false)
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -245,7 +222,7 @@ func (s *Store) queryBodies(ctx context.Context, f Filter) ([][]byte, error) {
 // revocation to the caller, so it reads index entries only: a tag query
 // whose other conditions are all on the tag row does not touch events, and
 // every other shape is covered by an events index.
-func buildQuery(f Filter, pending, refs bool) (string, []any) {
+func buildQuery(f query, pending, refs bool) (string, []any) {
 	tags := "tags"
 	if pending {
 		tags = "(SELECT * FROM tags UNION ALL SELECT * FROM tags_pending)"
@@ -447,13 +424,6 @@ func (s *Store) Export(ctx context.Context, after int64, start func(through int6
 	return nil
 }
 
-// Stats are the log's size figures.
-type Stats struct {
-	Events int64 `json:"events"`
-	MaxSeq int64 `json:"max_seq"`
-	Bytes  int64 `json:"bytes"`
-}
-
 // Stats returns the number of events, the highest seq and the database size.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
@@ -470,7 +440,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 
 // explain returns SQLite's query plan for f (tests assert index use).
 func (s *Store) explain(f Filter, refs bool) (string, error) {
-	q, args := buildQuery(f, s.bulkOn.Load(), refs)
+	q, args := buildQuery(query{Filter: f}, s.bulkOn.Load(), refs)
 	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return "", err

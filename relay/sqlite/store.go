@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/anp2net/relay/relay/eventlog"
+
 	"github.com/anp2net/relay/protocol"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -59,32 +61,17 @@ type Store struct {
 	lookup, lookupSeq, author, authorSeq, get, getSeq                                           *sql.Stmt
 }
 
-// Committed is an event that has just been made durable.
-type Committed struct {
-	Seq   int64
-	Event *protocol.Event
-}
+// The log's data types are the eventlog package's (see eventlog.Log).
+type (
+	Committed = eventlog.Committed
+	Result    = eventlog.Result
+	Record    = eventlog.Record
+	Filter    = eventlog.Filter
+	Stored    = eventlog.Stored
+	Stats     = eventlog.Stats
+)
 
-// Result is the outcome of one Append.
-type Result struct {
-	Seq       int64
-	Duplicate bool
-}
-
-// Record is one event to append, with the bytes it arrived as.
-type Record struct {
-	Event *protocol.Event
-	// Body is the event's compact JSON (protocol.AppendJSON); the writer
-	// encodes it when nil, but callers that already have it save the
-	// single writer that work. The store may keep it: it must not be
-	// changed after Append.
-	Body []byte
-	// Raw is the received encoding; nil when it equals Body.
-	Raw     []byte
-	RawType string // "json" or "cbor"
-	// ReceivedAt is the relay clock at receipt (unix seconds).
-	ReceivedAt int64
-}
+var _ eventlog.Log = (*Store)(nil)
 
 type appendReq struct {
 	rec Record

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -75,7 +76,7 @@ func newRig(t testing.TB, opts Options) *rig {
 }
 
 // hook is the store's commit hook, as the lead will wire it.
-func (r *rig) hook(cs []sqlite.Committed) {
+func (r *rig) hook(cs []eventlog.Committed) {
 	items := make([]Item, len(cs))
 	for i, c := range cs {
 		items[i] = Item{Seq: c.Seq, Event: c.Event}
@@ -142,7 +143,7 @@ func writeError(w http.ResponseWriter, err error) {
 
 func (r *rig) append(t testing.TB, e *protocol.Event) int64 {
 	t.Helper()
-	res, err := r.store.Append(context.Background(), sqlite.Record{Event: e, ReceivedAt: e.CreatedAt})
+	res, err := r.store.Append(context.Background(), eventlog.Record{Event: e, ReceivedAt: e.CreatedAt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package stream is the relay's GET /stream: Server-Sent Events of newly
 // stored events, filtered per subscriber, resumable without gaps from the
 // log, with bounded per-subscriber buffers. It knows nothing of Echo or SQL:
-// the log is reached through a Backlog function (sqlite.Store.Export fits).
+// the log is reached through a Backlog function (eventlog.Log.Export fits).
 package stream
 
 import (
@@ -16,7 +16,7 @@ import (
 // Backlog walks the log for resume: it calls start once with the log's last
 // sequence at the time of the call (through), then fn for every stored
 // event with after < seq <= through, in sequence order, stopping at fn's
-// first error. (*sqlite.Store).Export has exactly this shape.
+// first error. (eventlog.Log).Export has exactly this shape.
 type Backlog func(ctx context.Context, after int64, start func(through int64) error, fn func(seq int64, body []byte) error) error
 
 // Options configure a Hub. Zero values take the defaults noted.

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // TestLoad is the target run: STREAM_LOAD_SUBS (1000) concurrent
@@ -225,9 +225,9 @@ func publishPaced(t *testing.T, r *rig, events []*protocol.Event, rate int) int6
 	for i, n := 0, 0; i < len(events); i, n = i+per, n+1 {
 		time.Sleep(time.Until(start.Add(time.Duration(n) * 10 * time.Millisecond)))
 		batch := events[i:min(i+per, len(events))]
-		recs := make([]sqlite.Record, len(batch))
+		recs := make([]eventlog.Record, len(batch))
 		for j, e := range batch {
-			recs[j] = sqlite.Record{Event: e, ReceivedAt: e.CreatedAt}
+			recs[j] = eventlog.Record{Event: e, ReceivedAt: e.CreatedAt}
 		}
 		wg.Add(1)
 		go func() {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/httpx"
-	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
@@ -72,7 +72,7 @@ func (m *Module) Run(ctx context.Context) {
 func (m *Module) Hub() *Hub { return m.hub }
 
 // publish is the commit hook feeding the stream.
-func (m *Module) publish(batch []sqlite.Committed) {
+func (m *Module) publish(batch []eventlog.Committed) {
 	items := make([]Item, len(batch))
 	for i, c := range batch {
 		items[i] = Item{Seq: c.Seq, Event: c.Event}

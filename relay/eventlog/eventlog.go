@@ -1,0 +1,134 @@
+// Package eventlog defines the event log as the relay's core needs it: an
+// append-only, durable set of signed events with a commit hook, lookups,
+// filtered queries, an export by sequence, bulk loading and the source of
+// the reconciliation index. The SQLite store (relay/sqlite) is its first
+// implementation; the conformance suite in relay/eventlog/logtest is what
+// any backend must pass.
+//
+// The types here are plain data shared by the core and every backend, so
+// that neither imports the other.
+package eventlog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// ErrNotFound is returned when no stored event has the requested id.
+var ErrNotFound = errors.New("event not found")
+
+// Committed is an event that has just been made durable.
+type Committed struct {
+	Seq   int64
+	Event *protocol.Event
+}
+
+// Result is the outcome of one append.
+type Result struct {
+	Seq       int64
+	Duplicate bool
+}
+
+// Record is one event to append, with the bytes it arrived as.
+type Record struct {
+	Event *protocol.Event
+	// Body is the event's compact JSON (protocol.AppendJSON); the log
+	// encodes it when nil, but callers that already have it save the
+	// single writer that work. The log may keep it: it must not be changed
+	// after an append.
+	Body []byte
+	// Raw is the received encoding; nil when it equals Body.
+	Raw     []byte
+	RawType string // "json" or "cbor"
+	// ReceivedAt is the relay clock at receipt (unix seconds).
+	ReceivedAt int64
+}
+
+// Filter selects events for Query. Empty lists do not filter.
+type Filter struct {
+	IDs     []string
+	Kinds   []int64
+	Authors []string
+	// Tags maps a tag name to accepted values; an event matches when, for
+	// every name, it carries a tag with one of the values.
+	Tags  map[string][]string
+	Since *int64
+	Until *int64
+	Limit int
+	AsOf  *int64
+	// IncludeRevoked keeps events their author revoked (§10.2).
+	IncludeRevoked bool
+	// Revoked, when set, reports whether an event is revoked, in place of
+	// the log's own check (see Query); it must agree with the log.
+	Revoked func(id string) bool
+}
+
+// Stored is an event as kept in the log.
+type Stored struct {
+	Seq        int64
+	Body       []byte
+	Raw        []byte
+	RawType    string
+	ReceivedAt int64
+}
+
+// Stats are the log's size figures.
+type Stats struct {
+	Events int64 `json:"events"`
+	MaxSeq int64 `json:"max_seq"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Log is the event log the relay's core, its modules and its offline tools
+// work on. Every method is safe for concurrent use.
+//
+// Appends are durable when they return without error: the hook installed
+// with SetHook has then received the committed events, in log order, from
+// the log's single writer. A second copy of a stored id is a Duplicate and
+// changes nothing.
+type Log interface {
+	// SetHook installs the function that receives every committed batch,
+	// in log order, before the appends that made it return.
+	SetHook(hook func([]Committed))
+	// Append stores one event durably.
+	Append(ctx context.Context, rec Record) (Result, error)
+	// AppendBatch stores several events in one transaction, durably.
+	AppendBatch(ctx context.Context, recs []Record) ([]Result, error)
+	// LoadBatch stores events from a source that can give them again (an
+	// import, a catch-up): durable at the end of the bulk load at the
+	// latest, possibly not before.
+	LoadBatch(ctx context.Context, recs []Record) ([]Result, error)
+	// BeginBulk starts a bulk load (indexes may be dropped; reads stay
+	// correct); EndBulk ends it, reporting its phases to step.
+	BeginBulk(ctx context.Context) error
+	EndBulk(step func(string)) error
+	// Bulk reports whether a bulk load is under way.
+	Bulk() bool
+
+	// Lookup reports whether id is stored and, if so, its signature.
+	Lookup(ctx context.Context, id string) (sig string, found bool, err error)
+	// Get returns the stored event id, or ErrNotFound.
+	Get(ctx context.Context, id string) (*Stored, error)
+	// GetEvent returns the decoded event id, or ErrNotFound.
+	GetEvent(ctx context.Context, id string) (*protocol.Event, error)
+	// Author returns the author of the stored event id, or ErrNotFound.
+	Author(ctx context.Context, id string) (string, error)
+	// Query returns the bodies of the events f selects, newest first.
+	Query(ctx context.Context, f Filter) ([][]byte, error)
+	// History returns every revision of agent's events of kind, oldest
+	// first, revoked ones included.
+	History(ctx context.Context, agent string, kind int64) ([][]byte, error)
+	// Export calls fn for every event with seq > after, in log order, up to
+	// the log's end as of the call (given first to start).
+	Export(ctx context.Context, after int64, start func(through int64) error, fn func(seq int64, body []byte) error) error
+	// Items calls fn with the (created_at, id) of every stored event
+	// matching kinds, authors (empty: any) and created_at ≥ since: the
+	// source of a filtered reconciliation index.
+	Items(ctx context.Context, kinds []int64, authors []string, since int64, fn func(createdAt int64, id []byte)) error
+	// Stats returns the log's size figures.
+	Stats(ctx context.Context) (Stats, error)
+	// Close releases the log.
+	Close() error
+}
