@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,7 +10,33 @@ import (
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/eventlog/logtest"
 )
+
+// TestConformance runs the eventlog conformance suite on the SQLite store.
+func TestConformance(t *testing.T) {
+	logtest.Run(t, func(t *testing.T, hook func([]eventlog.Committed)) eventlog.Log {
+		s, err := Open(filepath.Join(t.TempDir(), "log.db"), hook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// The suite's helpers, under the names these tests use.
+var (
+	key          = logtest.Key
+	ev           = logtest.Ev
+	checkFilters = func(t *testing.T, s *Store, add func(...*protocol.Event)) { logtest.CheckFilters(t, s, add) }
+	withRevoked  = logtest.WithRevoked
+)
+
+func appendAll(t *testing.T, s *Store, evs ...*protocol.Event) { logtest.AppendAll(t, s, evs...) }
+
+func ids(t *testing.T, bodies [][]byte) []string { return logtest.IDs(t, bodies) }
 
 func open(t *testing.T) *Store {
 	t.Helper()
@@ -22,187 +46,6 @@ func open(t *testing.T) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func key(i int) ed25519.PrivateKey {
-	seed := make([]byte, 32)
-	seed[0], seed[1] = byte(i), byte(i>>8)
-	return ed25519.NewKeyFromSeed(seed)
-}
-
-func ev(k ed25519.PrivateKey, createdAt, kind int64, content string, tags ...[]string) *protocol.Event {
-	e := &protocol.Event{CreatedAt: createdAt, Kind: kind, Content: content, Tags: tags}
-	if e.Tags == nil {
-		e.Tags = [][]string{}
-	}
-	e.Sign(k)
-	return e
-}
-
-func appendAll(t *testing.T, s *Store, evs ...*protocol.Event) {
-	t.Helper()
-	for _, e := range evs {
-		if _, err := s.Append(context.Background(), Record{Event: e}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func ids(t *testing.T, bodies [][]byte) []string {
-	t.Helper()
-	out := make([]string, len(bodies))
-	for i, b := range bodies {
-		var e protocol.Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatal(err)
-		}
-		out[i] = e.ID
-	}
-	return out
-}
-
-func TestAppendDuplicateAndHook(t *testing.T) {
-	var mu sync.Mutex
-	var hooked []int64
-	s, err := Open(filepath.Join(t.TempDir(), "log.db"), func(c []Committed) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, x := range c {
-			hooked = append(hooked, x.Seq)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	e := ev(key(1), 100, 1, "a")
-	r1, err := s.Append(context.Background(), Record{Event: e, Raw: []byte(" raw "), RawType: "json"})
-	if err != nil || r1.Duplicate {
-		t.Fatal(r1, err)
-	}
-	r2, err := s.Append(context.Background(), Record{Event: e})
-	if err != nil || !r2.Duplicate || r2.Seq != r1.Seq {
-		t.Fatalf("second copy: %+v %v", r2, err)
-	}
-	if len(hooked) != 1 {
-		t.Fatalf("hook saw %v", hooked)
-	}
-	st, err := s.Get(context.Background(), e.ID)
-	if err != nil || string(st.Raw) != " raw " {
-		t.Fatalf("raw bytes not kept: %q %v", st.Raw, err)
-	}
-	sig, found, _ := s.Lookup(context.Background(), e.ID)
-	if !found || sig != e.Sig {
-		t.Fatalf("lookup: %v %q", found, sig)
-	}
-}
-
-func TestConcurrentAppendsAllCommitted(t *testing.T) {
-	s := open(t)
-	var wg sync.WaitGroup
-	const n = 400
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < n/8; i++ {
-				if _, err := s.Append(context.Background(), Record{Event: ev(key(w), int64(1000+i), 1, fmt.Sprint(i))}); err != nil {
-					t.Error(err)
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	st, _ := s.Stats(context.Background())
-	if st.Events != n || st.MaxSeq != n {
-		t.Fatalf("%+v", st)
-	}
-}
-
-func TestQueryFilters(t *testing.T) {
-	s := open(t)
-	checkFilters(t, s, func(evs ...*protocol.Event) { appendAll(t, s, evs...) })
-}
-
-// checkFilters stores a small log with add (which may store the events in
-// any way) and checks every filter against it.
-func checkFilters(t *testing.T, s *Store, add func(...*protocol.Event)) {
-	t.Helper()
-	a, b := key(1), key(2)
-	p := protocol.AgentIDOf(b)
-	e1 := ev(a, 100, 1, "x", []string{"t", "weather"})
-	// e2 carries its t tag twice: it is still one event in every answer.
-	e2 := ev(a, 200, 1, "y", []string{"t", "weather"}, []string{"p", p}, []string{"t", "weather"})
-	e3 := ev(b, 150, 2, "z", []string{"e", e1.ID, "root"}, []string{"t", "news"})
-	e4 := ev(b, 300, 4, "cap", []string{"cap", "transform.text.demo"})
-	add(e1, e2, e3, e4)
-	i64 := func(v int64) *int64 { return &v }
-	cases := []struct {
-		name string
-		f    Filter
-		want []string
-	}{
-		{"all newest first", Filter{}, []string{e4.ID, e2.ID, e3.ID, e1.ID}},
-		{"tag t", Filter{Tags: map[string][]string{"t": {"weather"}}}, []string{e2.ID, e1.ID}},
-		{"tag t two values", Filter{Tags: map[string][]string{"t": {"weather", "news"}}}, []string{e2.ID, e3.ID, e1.ID}},
-		{"tag e", Filter{Tags: map[string][]string{"e": {e1.ID}}}, []string{e3.ID}},
-		{"tags t and p", Filter{Tags: map[string][]string{"t": {"weather"}, "p": {p}}}, []string{e2.ID}},
-		{"cap", Filter{Tags: map[string][]string{"cap": {"transform.text.demo"}}}, []string{e4.ID}},
-		{"author", Filter{Authors: []string{protocol.AgentIDOf(a)}}, []string{e2.ID, e1.ID}},
-		{"kinds", Filter{Kinds: []int64{2, 4}}, []string{e4.ID, e3.ID}},
-		{"since until", Filter{Since: i64(150), Until: i64(200)}, []string{e2.ID, e3.ID}},
-		{"tag with since", Filter{Tags: map[string][]string{"t": {"weather"}}, Since: i64(150)}, []string{e2.ID}},
-		{"ids", Filter{IDs: []string{e1.ID, e4.ID}}, []string{e4.ID, e1.ID}},
-		{"limit", Filter{Limit: 1}, []string{e4.ID}},
-	}
-	for _, c := range cases {
-		// Once as one statement, once in two steps (refs, then bodies),
-		// twice so the second reads its bodies from the cache.
-		for i, f := range []Filter{c.f, withRevoked(c.f, nil), withRevoked(c.f, nil)} {
-			got, err := s.Query(context.Background(), f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := ids(t, got); strings.Join(g, ",") != strings.Join(c.want, ",") {
-				t.Errorf("%s (path %d): got %v want %v", c.name, i, g, c.want)
-			}
-		}
-	}
-}
-
-// withRevoked returns f answered in two steps, with the given ids revoked.
-func withRevoked(f Filter, revoked map[string]bool) Filter {
-	f.Revoked = func(id string) bool { return revoked[id] }
-	return f
-}
-
-// TestTwoStepQuerySkipsRevoked revokes most of one author's events so the
-// first page of refs is mostly revoked: the query must ask again and still
-// return the newest unrevoked events, as the one-statement path does.
-func TestTwoStepQuerySkipsRevoked(t *testing.T) {
-	s := open(t)
-	a := key(1)
-	var evs []*protocol.Event
-	revoked := map[string]bool{}
-	var targets [][]string
-	for i := 0; i < 40; i++ {
-		e := ev(a, int64(100+i), 1, fmt.Sprint(i), []string{"t", "x"})
-		evs = append(evs, e)
-		if i >= 12 { // the 28 newest
-			revoked[e.ID] = true
-			targets = append(targets, []string{"e", e.ID})
-		}
-	}
-	appendAll(t, s, evs...)
-	appendAll(t, s, ev(a, 50, 9, "", targets...))
-	for _, f := range []Filter{{Limit: 5, Tags: map[string][]string{"t": {"x"}}}, {Limit: 5, Authors: []string{protocol.AgentIDOf(a)}, Kinds: []int64{1}}} {
-		one, err1 := s.Query(context.Background(), f)
-		two, err2 := s.Query(context.Background(), withRevoked(f, revoked))
-		want := []string{evs[11].ID, evs[10].ID, evs[9].ID, evs[8].ID, evs[7].ID}
-		if err1 != nil || err2 != nil || strings.Join(ids(t, one), ",") != strings.Join(want, ",") || strings.Join(ids(t, two), ",") != strings.Join(want, ",") {
-			t.Fatalf("%+v: one statement %v, two steps %v, want %v (%v %v)", f, ids(t, one), ids(t, two), want, err1, err2)
-		}
-	}
 }
 
 // TestBulkLoadKeepsReadsRight loads the same log with the indexes
@@ -286,40 +129,6 @@ func countRows(t *testing.T, s *Store, from string) int {
 	return n
 }
 
-func TestRevokeAndAsOf(t *testing.T) {
-	s := open(t)
-	a, b := key(1), key(2)
-	p1 := ev(a, 100, 0, `{"name":"one"}`)
-	p2 := ev(a, 200, 0, `{"name":"two"}`)
-	post := ev(a, 150, 1, "oops")
-	other := ev(b, 160, 1, "not yours")
-	// A revoke by a (of its own post) and one by a of b's post: only the first counts.
-	rv := ev(a, 250, 9, "{}", []string{"e", post.ID}, []string{"e", other.ID})
-	appendAll(t, s, rv, p1, p2, post, other) // the revoke arrives first
-	got, _ := s.Query(context.Background(), Filter{})
-	if g := strings.Join(ids(t, got), ","); g != strings.Join([]string{rv.ID, p2.ID, other.ID, p1.ID}, ",") {
-		t.Fatalf("revoked post still listed or other's post hidden: %v", g)
-	}
-	got, _ = s.Query(context.Background(), Filter{IncludeRevoked: true})
-	if len(got) != 5 {
-		t.Fatalf("include_revoked: %d", len(got))
-	}
-	at := int64(180)
-	got, _ = s.Query(context.Background(), Filter{AsOf: &at, Kinds: []int64{0, 1}})
-	if g := strings.Join(ids(t, got), ","); g != strings.Join([]string{other.ID, post.ID, p1.ID}, ",") {
-		t.Fatalf("as_of 180 (profile one, post not yet revoked): %v", g)
-	}
-	at = 1000
-	got, _ = s.Query(context.Background(), Filter{AsOf: &at, Kinds: []int64{0}})
-	if g := ids(t, got); len(g) != 1 || g[0] != p2.ID {
-		t.Fatalf("as_of latest profile: %v", g)
-	}
-	hist, _ := s.History(context.Background(), protocol.AgentIDOf(a), 0)
-	if g := ids(t, hist); len(g) != 2 || g[0] != p1.ID {
-		t.Fatalf("history oldest first: %v", g)
-	}
-}
-
 func TestQueryPlansUseIndexes(t *testing.T) {
 	s := open(t)
 	// Enough rows, with planner statistics, that a scan would be a real choice.
@@ -362,22 +171,6 @@ func checkPlans(t *testing.T, s *Store) {
 				t.Errorf("%s filter reads events for its refs:\n%s", name, plan)
 			}
 		}
-	}
-}
-
-func TestExportResumes(t *testing.T) {
-	s := open(t)
-	for i := 0; i < 5; i++ {
-		appendAll(t, s, ev(key(1), int64(100-i), 1, fmt.Sprint(i)))
-	}
-	var seqs []int64
-	var through int64
-	err := s.Export(context.Background(), 2, func(th int64) error { through = th; return nil }, func(seq int64, body []byte) error {
-		seqs = append(seqs, seq)
-		return nil
-	})
-	if err != nil || through != 5 || fmt.Sprint(seqs) != "[3 4 5]" {
-		t.Fatalf("%v %d %v", err, through, seqs)
 	}
 }
 
