@@ -357,7 +357,7 @@ func (s *Server) getRelays(c echo.Context) error {
 		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
 			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})
 	}
-	self := map[string]any{"url": s.baseURL(c)}
+	self := map[string]any{"url": s.BaseURL(c)}
 	if s.cfg.RelayKey != nil {
 		self["agent_id"] = protocol.AgentIDOf(s.cfg.RelayKey)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -216,7 +217,6 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
 	s.viewRoutes()
-	s.directoryRoutes()
 	s.route(http.MethodPost, "/gossip", s.postGossip)
 	s.route(http.MethodGet, "/relays", s.getRelays)
 	s.route(http.MethodPost, "/sync", s.postSync)
@@ -280,6 +280,28 @@ func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt
 // before the relay serves (from Mount).
 func (s *Server) AddAgentInfo(hook func(row map[string]any, agentID string, now int64)) {
 	s.agentInfo = append(s.agentInfo, hook)
+}
+
+// AgentInfo adds what the modules know of agent id to a directory row (see
+// AddAgentInfo).
+func (s *Server) AgentInfo(row map[string]any, id string) {
+	now := s.now()
+	for _, h := range s.agentInfo {
+		h(row, id, now)
+	}
+}
+
+// Weights returns the trust weight function at now (the published trust
+// snapshot), as the task views use it.
+func (s *Server) Weights(now int64) tasks.WeightFunc { return s.weights(now) }
+
+// BaseURL is the configured public base URL, or the one the request came
+// in on.
+func (s *Server) BaseURL(c echo.Context) string {
+	if s.cfg.PublicBaseURL != "" {
+		return strings.TrimRight(s.cfg.PublicBaseURL, "/")
+	}
+	return c.Scheme() + "://" + c.Request().Host
 }
 
 // NativeTasks answers task queries (GET /task, A2A's tasks/get) at the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -18,7 +19,7 @@ import (
 // /agents/{id}/health and the directory's agent rows, and stops counting
 // as healthy five minutes later.
 func TestHealthBeats(t *testing.T) {
-	r := relaytest.Start(t, []relay.Module{liveness.NewModule(liveness.Options{})})
+	r := relaytest.Start(t, []relay.Module{directory.NewModule(), liveness.NewModule(liveness.Options{})})
 	a := taskstest.NewAgent("beater")
 	r.Post(t, a.Sign(protocol.KindProfile, relaytest.VectorTime-20, map[string]any{"name": "beater"}))
 	beat := a.Sign(protocol.KindHealth, relaytest.VectorTime-10, map[string]any{"status": "ok", "latency_ms": 120})

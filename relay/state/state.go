@@ -14,7 +14,6 @@ import (
 
 	"github.com/anp2net/relay/credit"
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 )
@@ -68,9 +67,6 @@ type State struct {
 	Moderation *trust.Moderation
 	Tasks      *tasks.Fold
 	Credit     *credit.Ledger
-	// Directory (profiles, capabilities, topics) is not digested: it
-	// serves the directory routes and holds no derived judgement.
-	Directory *directory.Directory
 	// folds are the registered modules' folds (Options.Folds).
 	folds []NamedFold
 
@@ -104,7 +100,6 @@ func New(opts Options) *State {
 	// digestMu with s.weights set to the trust snapshot of the digest time.
 	s.Tasks = tasks.New(func(agent string) float64 { return s.weights.Weight(agent) })
 	s.Credit = credit.New(s.Tasks, opts.Treasury)
-	s.Directory = directory.New()
 	s.folds = opts.Folds
 	return s
 }
@@ -157,7 +152,6 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 	s.Trust.Add(ev)
 	s.Moderation.Add(ev)
 	s.Tasks.Add(ev)
-	s.Directory.Add(ev)
 	for _, f := range s.folds {
 		f.Fold.Add(ev)
 	}
@@ -167,7 +161,6 @@ func (s *State) remove(ev *protocol.Event) {
 	s.Trust.Remove(ev)
 	s.Moderation.Remove(ev)
 	s.Tasks.Remove(ev)
-	s.Directory.Remove(ev)
 	for _, f := range s.folds {
 		f.Fold.Remove(ev)
 	}

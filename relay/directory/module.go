@@ -1,16 +1,17 @@
-package relay
+package directory
 
 import (
 	"encoding/json"
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
 	"github.com/labstack/echo/v4"
 )
@@ -19,12 +20,38 @@ import (
 // /api/home (seed §5.4.2); DMs, votes, flags and payments never do.
 var MentionKinds = []int64{1, 2, 22, 50, 51, 52, 53}
 
-func (s *Server) directoryRoutes() {
-	s.route(http.MethodGet, "/agents", s.getAgents)
-	s.route(http.MethodGet, "/agents/:agent_id", s.getAgent)
-	s.route(http.MethodGet, "/capabilities", s.getCapabilities)
-	s.route(http.MethodGet, "/rooms", s.getRooms)
-	s.route(http.MethodGet, "/home", s.getHome)
+// Module is the agent directory as a relay capability module: its pure
+// part is the Directory fold (profiles, capabilities, topics; not part of
+// /state, since it holds no derived judgement); its adapter serves
+// GET /agents, /agents/{agent_id}, /capabilities, /rooms and /home.
+type Module struct {
+	dir  *Directory
+	core *relay.Server
+}
+
+var _ relay.Folder = (*Module)(nil)
+
+// NewModule returns the directory module over an empty fold.
+func NewModule() *Module { return &Module{dir: New()} }
+
+// Name is "directory".
+func (m *Module) Name() string { return "directory" }
+
+// Fold is the directory fold.
+func (m *Module) Fold() state.Fold { return m.dir }
+
+// Directory returns the fold, for tests and other modules.
+func (m *Module) Directory() *Directory { return m.dir }
+
+// Mount registers the directory routes.
+func (m *Module) Mount(core *relay.Server) error {
+	m.core = core
+	core.Route(http.MethodGet, "/agents", m.getAgents)
+	core.Route(http.MethodGet, "/agents/:agent_id", m.getAgent)
+	core.Route(http.MethodGet, "/capabilities", m.getCapabilities)
+	core.Route(http.MethodGet, "/rooms", m.getRooms)
+	core.Route(http.MethodGet, "/home", m.getHome)
+	return nil
 }
 
 // agentSummary is one row of GET /agents.
@@ -36,51 +63,51 @@ type agentSummary struct {
 	Capabilities []string `json:"capabilities"`
 }
 
-func (s *Server) getAgents(c echo.Context) error {
-	v, err := params(c, "name", "limit")
+func (m *Module) getAgents(c echo.Context) error {
+	v, err := httpx.Params(c, "name", "limit")
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(v, "limit", 100, 1, 1000)
+	limit, err := httpx.IntParam(v, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
-	all := s.state.Directory.Agents(v.Get("name"))
+	all := m.dir.Agents(v.Get("name"))
 	rows := make([]map[string]any, 0, min(len(all), int(limit)))
 	for _, a := range all[:min(len(all), int(limit))] {
 		row := map[string]any{"agent_id": a.AgentID, "name": a.Name, "registered": a.Registered,
-			"last_event_at": a.LastSeen, "capabilities": nonNil(capNames(a.Capabilities))}
-		s.addLiveness(row, a.AgentID)
+			"last_event_at": a.LastSeen, "capabilities": httpx.NonNil(capNames(a.Capabilities))}
+		m.core.AgentInfo(row, a.AgentID)
 		rows = append(rows, row)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"total": len(all), "agents": rows})
 }
 
-func (s *Server) getAgent(c echo.Context) error {
-	if _, err := params(c); err != nil {
+func (m *Module) getAgent(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	id, err := hexParam(c, "agent_id")
+	id, err := httpx.HexParam(c, "agent_id")
 	if err != nil {
 		return err
 	}
-	a, known := s.state.Directory.Agent(id)
-	now := s.now()
-	acct := s.state.Credit.Account(id, now, s.weights(now))
+	a, known := m.dir.Agent(id)
+	now := m.core.Now()
+	acct := m.core.State().Credit.Account(id, now, m.core.Weights(now))
 	if !known && acct.Balance.IsZero() {
-		return protocol.Errorf(CodeNotFound, "agent %s has no events here", id)
+		return protocol.Errorf(relay.CodeNotFound, "agent %s has no events here", id)
 	}
 	var profile any
 	if a.Profile != nil {
 		json.Unmarshal([]byte(a.Profile.Content), &profile)
 	}
-	sum, _ := s.state.Trust.Current(now).Summary(id)
+	sum, _ := m.core.State().Trust.Current(now).Summary(id)
 	row := map[string]any{
 		"agent_id": id, "name": a.Name, "registered": a.Registered, "profile": profile,
-		"capabilities": nonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
+		"capabilities": httpx.NonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
 		"events": a.Events, "credit_balance": acct.Balance, "trust": sum,
 	}
-	s.addLiveness(row, id)
+	m.core.AgentInfo(row, id)
 	return c.JSON(http.StatusOK, row)
 }
 
@@ -108,12 +135,12 @@ func capNames(e *protocol.Event) []string {
 	return slices.Compact(names)
 }
 
-func (s *Server) getCapabilities(c echo.Context) error {
-	if _, err := params(c); err != nil {
+func (m *Module) getCapabilities(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
 	byName := map[string][]string{}
-	for _, a := range s.state.Directory.Agents("") {
+	for _, a := range m.dir.Agents("") {
 		for _, n := range capNames(a.Capabilities) {
 			byName[n] = append(byName[n], a.AgentID)
 		}
@@ -137,47 +164,47 @@ func (s *Server) getCapabilities(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"capabilities": out})
 }
 
-func (s *Server) getRooms(c echo.Context) error {
-	if _, err := params(c); err != nil {
+func (m *Module) getRooms(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
 	var hidden []*protocol.Event
-	for _, h := range s.state.Moderation.Current(s.now()).HiddenEvents() {
-		if e, err := s.store.GetEvent(c.Request().Context(), h.EventID); err == nil {
+	for _, h := range m.core.State().Moderation.Current(m.core.Now()).HiddenEvents() {
+		if e, err := m.core.Log().GetEvent(c.Request().Context(), h.EventID); err == nil {
 			hidden = append(hidden, e)
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"rooms": nonNil(s.state.Directory.Rooms(hidden))})
+	return c.JSON(http.StatusOK, map[string]any{"rooms": httpx.NonNil(m.dir.Rooms(hidden))})
 }
 
 // getHome is seed §5.4.2: one call with everything an agent needs to start
 // a session. It reads only public state and takes no authentication.
-func (s *Server) getHome(c echo.Context) error {
-	v, err := params(c, "agent_id", "limit")
+func (m *Module) getHome(c echo.Context) error {
+	v, err := httpx.Params(c, "agent_id", "limit")
 	if err != nil {
 		return err
 	}
 	id := v.Get("agent_id")
 	if !protocol.IsHex64(id) {
-		return protocol.Errorf(CodeBadParameter, "agent_id must be 64 lowercase hex characters")
+		return protocol.Errorf(httpx.CodeBadParameter, "agent_id must be 64 lowercase hex characters")
 	}
-	limit, err := intParam(v, "limit", 20, 1, 100)
+	limit, err := httpx.IntParam(v, "limit", 20, 1, 100)
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	w := s.weights(now)
-	a, _ := s.state.Directory.Agent(id)
-	acct := s.state.Credit.Account(id, now, w)
-	mentions, err := s.mentions(c, id, int(limit))
+	now := m.core.Now()
+	w := m.core.Weights(now)
+	a, _ := m.dir.Agent(id)
+	acct := m.core.State().Credit.Account(id, now, w)
+	mentions, err := m.mentions(c, id, int(limit))
 	if err != nil {
 		return err
 	}
 	mine := capNames(a.Capabilities)
-	open := s.openTasks(id, mine, now, w, int(limit))
-	pending := s.pendingSettlements(id, now, w, int(limit))
-	votes := s.state.Trust.TrustReceived(id, 0, -1, int(limit)).Votes
-	base := s.baseURL(c)
+	open := m.openTasks(id, mine, now, w, int(limit))
+	pending := m.pendingSettlements(id, now, w, int(limit))
+	votes := m.core.State().Trust.TrustReceived(id, 0, -1, int(limit)).Votes
+	base := m.core.BaseURL(c)
 	links := map[string]string{
 		"my_credit":        base + "/agents/" + id + "/credit",
 		"my_recent_events": base + "/events?authors=" + id,
@@ -198,7 +225,7 @@ func (s *Server) getHome(c echo.Context) error {
 		"unread_mentions":     mentions,
 		"open_tasks":          open,
 		"settlements_pending": pending,
-		"recent_trust_votes":  nonNil(votes),
+		"recent_trust_votes":  httpx.NonNil(votes),
 		"latest_announcement": map[string]string{"url": base + "/events?t=announcement&limit=1",
 			"hint": "the newest post tagged t=announcement"},
 		"suggested_next_actions": nextActions(a, len(mentions), len(open)),
@@ -208,17 +235,16 @@ func (s *Server) getHome(c echo.Context) error {
 
 // mentions returns the newest public mentions of id by others (§5.4.2 kinds
 // only, hidden and revoked events left out).
-func (s *Server) mentions(c echo.Context, id string, limit int) ([]map[string]any, error) {
-	bodies, err := s.store.Query(c.Request().Context(), eventlog.Filter{Kinds: MentionKinds,
+func (m *Module) mentions(c echo.Context, id string, limit int) ([]map[string]any, error) {
+	bodies, err := m.core.Log().Query(c.Request().Context(), eventlog.Filter{Kinds: MentionKinds,
 		Tags: map[string][]string{"p": {id}}, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	v := s.viewer("", false)
 	out := []map[string]any{}
 	for _, b := range bodies {
 		var e protocol.Event
-		if json.Unmarshal(b, &e) != nil || e.AgentID == id || !v.sees(e.ID, e.AgentID) {
+		if json.Unmarshal(b, &e) != nil || e.AgentID == id || !m.core.Sees("", &e) {
 			continue
 		}
 		out = append(out, map[string]any{"id": e.ID, "from": e.AgentID, "kind": e.Kind,
@@ -227,9 +253,9 @@ func (s *Server) mentions(c echo.Context, id string, limit int) ([]map[string]an
 	return out, nil
 }
 
-func (s *Server) openTasks(id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
+func (m *Module) openTasks(id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
 	out := []map[string]any{}
-	for _, t := range s.state.Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
+	for _, t := range m.core.State().Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
 		if t.Requester == id {
 			continue
 		}
@@ -244,11 +270,11 @@ func (s *Server) openTasks(id string, mine []string, now int64, w tasks.WeightFu
 
 // pendingSettlements lists the agent's tasks, as requester or provider,
 // that hold credit until a verdict settles them.
-func (s *Server) pendingSettlements(id string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
+func (m *Module) pendingSettlements(id string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
 	out := []map[string]any{}
 	seen := map[string]bool{}
 	for _, f := range []tasks.Filter{{Requester: id}, {Provider: id}} {
-		for _, t := range s.state.Tasks.List(f, now, w) {
+		for _, t := range m.core.State().Tasks.List(f, now, w) {
 			if seen[t.TaskID] || !(t.Status == tasks.StatusAccepted || t.Status == tasks.StatusCompleted || t.Status == tasks.StatusDisputed) {
 				continue
 			}
@@ -266,7 +292,7 @@ func (s *Server) pendingSettlements(id string, now int64, w tasks.WeightFunc, li
 	return out
 }
 
-func nextActions(a directory.Agent, mentions, open int) []string {
+func nextActions(a Agent, mentions, open int) []string {
 	var out []string
 	if !a.Registered {
 		out = append(out, "publish a kind 0 profile with 12 bits of proof of work (anp2 publish --kind 0 --content '{\"name\":\"...\"}')")
@@ -286,28 +312,10 @@ func nextActions(a directory.Agent, mentions, open int) []string {
 	return out
 }
 
-// baseURL is the configured public base URL, or the one the request came
-// in on.
-func (s *Server) baseURL(c echo.Context) string {
-	if s.cfg.PublicBaseURL != "" {
-		return strings.TrimRight(s.cfg.PublicBaseURL, "/")
-	}
-	return c.Scheme() + "://" + c.Request().Host
-}
-
 func truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)
 	return string(r[:n])
-}
-
-// addLiveness adds what the modules know of agent id to row (liveness:
-// the §5.5 summary).
-func (s *Server) addLiveness(row map[string]any, id string) {
-	now := s.now()
-	for _, h := range s.agentInfo {
-		h(row, id, now)
-	}
 }

@@ -1,20 +1,23 @@
-package relay
+package directory_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/liveness"
+	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
 func TestDirectoryAndHome(t *testing.T) {
-	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	r := relaytest.Start(t, []relay.Module{directory.NewModule(), liveness.NewModule(liveness.Options{})})
 	a := taskstest.Pool(6)
 	alice, bob, mallory := a[0], a[1], a[2]
-	at := int64(vectorTime - 900)
+	at := int64(relaytest.VectorTime - 900)
 	old := alice.Sign(protocol.KindProfile, at, map[string]any{"name": "Alice-old"})
 	evs := []*protocol.Event{
 		old,
@@ -27,14 +30,14 @@ func TestDirectoryAndHome(t *testing.T) {
 		alice.Sign(protocol.KindPost, at+7, "sunny", []string{"t", "weather"}),
 		taskstest.Request(bob, at+8, at+3600, taskstest.Reward{Amount: 5}, false),
 	}
-	publishAll(t, r.URL, evs, 1)
+	r.PostAll(t, evs, 1)
 	get := func(path string, out any) {
 		t.Helper()
-		ans := r.do(t, "GET", path, "", nil)
-		if ans.status != 200 {
-			t.Fatalf("GET %s: %d %s", path, ans.status, ans.body)
+		ans := r.Do(t, "GET", path, "", nil)
+		if ans.Status != 200 {
+			t.Fatalf("GET %s: %d %s", path, ans.Status, ans.Body)
 		}
-		if err := json.Unmarshal(ans.body, out); err != nil {
+		if err := json.Unmarshal(ans.Body, out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +62,7 @@ func TestDirectoryAndHome(t *testing.T) {
 			VoterCount int `json:"voter_count"`
 		} `json:"trust"`
 	}
-	eventually(t, "alice's trust", func() bool { get("/agents/"+alice.ID, &one); return one.Trust.VoterCount == 1 })
+	relaytest.Eventually(t, "alice's trust", func() bool { get("/agents/"+alice.ID, &one); return one.Trust.VoterCount == 1 })
 	if !one.Registered || len(one.Capabilities) != 1 {
 		t.Fatalf("/agents/alice: %+v", one)
 	}
@@ -91,7 +94,7 @@ func TestDirectoryAndHome(t *testing.T) {
 			weather = rm.Messages
 		}
 	}
-	publishAll(t, r.URL, []*protocol.Event{alice.Sign(protocol.KindRevoke, at+20, "", []string{"e", evs[7].ID})}, 1)
+	r.PostAll(t, []*protocol.Event{alice.Sign(protocol.KindRevoke, at+20, "", []string{"e", evs[7].ID})}, 1)
 	get("/rooms", &rooms)
 	for _, rm := range rooms.Rooms {
 		if rm.Topic == "weather" && rm.Messages != weather-1 {
