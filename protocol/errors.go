@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -63,3 +64,17 @@ const (
 	CodePoWBelowMinimum = "pow_below_minimum"
 	CodePoWNotMet       = "pow_does_not_meet_declared"
 )
+
+// CodeOf is the stable code of a rejection: a *Error's code,
+// malformed_envelope for an *EnvelopeError (a 422), invalid otherwise.
+func CodeOf(err error) string {
+	var pe *Error
+	var env *EnvelopeError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Code
+	case errors.As(err, &env):
+		return "malformed_envelope"
+	}
+	return "invalid"
+}

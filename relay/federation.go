@@ -157,10 +157,10 @@ func (s *Server) postGossip(c echo.Context) error {
 	for i, err := range errs {
 		if err != nil {
 			ans.Rejected = append(ans.Rejected, rejection(i, evs[i], err))
-			s.metrics.rejected(codeOf(err))
+			s.metrics.rejected(protocol.CodeOf(err))
 			continue
 		}
-		recs = append(recs, record(evs[i], items[i], rawType, now.Unix()))
+		recs = append(recs, eventlog.NewRecord(evs[i], items[i], rawType, now.Unix()))
 	}
 	results, err := s.store.AppendBatch(c.Request().Context(), recs)
 	if err != nil {
@@ -277,7 +277,7 @@ func (s *Server) gossipAsPublisher(c echo.Context, items [][]byte, rawType strin
 		switch {
 		case err != nil:
 			ans.Rejected = append(ans.Rejected, rejection(i, e, err))
-			s.metrics.rejected(codeOf(err))
+			s.metrics.rejected(protocol.CodeOf(err))
 		case res.Duplicate:
 			ans.Duplicate++
 		default:
@@ -288,7 +288,7 @@ func (s *Server) gossipAsPublisher(c echo.Context, items [][]byte, rawType strin
 }
 
 func rejection(i int, e *protocol.Event, err error) gossipRejected {
-	r := gossipRejected{Index: i, Code: codeOf(err), Detail: err.Error()}
+	r := gossipRejected{Index: i, Code: protocol.CodeOf(err), Detail: err.Error()}
 	if e != nil {
 		r.ID = e.ID
 	}

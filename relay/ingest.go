@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -112,7 +111,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		}
 		return &publishAnswer{ID: e.ID, Accepted: true}, nil
 	}
-	res, err := s.store.Append(ctx, record(e, raw, rawType, now.Unix()))
+	res, err := s.store.Append(ctx, eventlog.NewRecord(e, raw, rawType, now.Unix()))
 	if err != nil {
 		return nil, err
 	}
@@ -122,17 +121,6 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		s.metrics.accepted.Add(1)
 	}
 	return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
-}
-
-// record builds the log record for e, encoding its compact JSON body once
-// (off the single writer) and keeping the received bytes only when they
-// differ from it.
-func record(e *protocol.Event, raw []byte, rawType string, receivedAt int64) eventlog.Record {
-	rec := eventlog.Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
-	if !bytes.Equal(raw, rec.Body) {
-		rec.Raw = raw
-	}
-	return rec
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)

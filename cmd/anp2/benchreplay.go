@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/state/statetest"
 )
 
@@ -49,8 +49,8 @@ func (c *benchCmd) benchReplay(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	rp := &relay.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
-		OnProgress: func(s relay.ReplayStats) {
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
+		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
 	st, stats, err := rp.Replay(ctx, path)

@@ -22,6 +22,7 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
@@ -310,8 +311,8 @@ func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
 	}
 	defer f.Close()
 	start := time.Now()
-	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
-		OnProgress: func(s relay.ImportStats) {
+	im := &offline.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
+		OnProgress: func(s offline.ImportStats) {
 			c.progress.update("import: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		},
 		OnPhase: func(p string) { c.progress.step(p, "import: %s", p) }}

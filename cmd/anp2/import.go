@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -53,17 +53,17 @@ func (c *importCmd) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 	start := time.Now()
-	var last relay.ImportStats
+	var last offline.ImportStats
 	phase := ""
 	show := func() {
 		c.progress.step(phase, "read %d  accepted %d  duplicate %d  rejected %d  (%.0f/s) %s", last.Read, last.Accepted,
 			last.Duplicate, last.Read-last.Accepted-last.Duplicate, float64(last.Read)/time.Since(start).Seconds(), phase)
 	}
-	im := &relay.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
-		OnProgress: func(s relay.ImportStats) { last = s; show() },
+	im := &offline.Importer{Store: st, Checker: protocol.DefaultChecker(), Now: time.Now().Unix(),
+		OnProgress: func(s offline.ImportStats) { last = s; show() },
 		OnPhase:    func(p string) { phase = p; show() }}
 	if c.verbose {
-		im.OnInvalid = func(inv relay.Invalid) {
+		im.OnInvalid = func(inv offline.Invalid) {
 			b, _ := json.Marshal(inv)
 			fmt.Fprintln(c.out, string(b))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 )
@@ -84,8 +85,8 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	rp := &relay.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: relay.Folds(modules())},
-		OnProgress: func(s relay.ReplayStats) {
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: relay.Folds(modules())},
+		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
 	st, stats, err := rp.Replay(ctx, path)
@@ -108,7 +109,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *replayCmd) report(s relay.ReplayStats, d state.Digest, elapsed time.Duration) {
+func (c *replayCmd) report(s offline.ReplayStats, d state.Digest, elapsed time.Duration) {
 	fmt.Fprintf(c.out, "read %d lines: %d valid, %d duplicate, %d invalid; folded %d in %s (%.0f events/s)\n",
 		s.Read, s.Valid, s.Duplicate, s.Read-s.Valid-s.Duplicate, s.Valid, elapsed.Round(time.Millisecond),
 		float64(s.Read)/elapsed.Seconds())

@@ -10,6 +10,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -44,6 +45,16 @@ type Record struct {
 	RawType string // "json" or "cbor"
 	// ReceivedAt is the relay clock at receipt (unix seconds).
 	ReceivedAt int64
+}
+
+// NewRecord returns the record of e received as raw (of rawType) at
+// receivedAt: its body encoded, and raw kept only when it differs.
+func NewRecord(e *protocol.Event, raw []byte, rawType string, receivedAt int64) Record {
+	rec := Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
+	if !bytes.Equal(raw, rec.Body) {
+		rec.Raw = raw
+	}
+	return rec
 }
 
 // Filter selects events for Query. Empty lists do not filter.

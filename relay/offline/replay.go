@@ -1,4 +1,4 @@
-package relay
+package offline
 
 import (
 	"bufio"
@@ -214,7 +214,7 @@ func parallel(in <-chan lineItem, work func(*lineItem)) <-chan lineItem {
 }
 
 func (st *ReplayStats) reject(it lineItem) {
-	code := codeOf(it.err)
+	code := protocol.CodeOf(it.err)
 	st.Rejected[code]++
 	inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
 	if it.ev != nil {

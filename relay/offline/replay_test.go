@@ -1,4 +1,4 @@
-package relay
+package offline
 
 import (
 	"bytes"
@@ -60,3 +60,10 @@ func TestReplayFileMatchesLiveFold(t *testing.T) {
 		t.Fatalf("replay differs from the live fold in %q: %+v vs %+v", state.FirstDifference(g, w), g, w)
 	}
 }
+
+// vectorTime is near the conformance vectors' created_at (the test clock);
+// corpusBase is where the random corpora begin.
+const (
+	vectorTime = 1763800000
+	corpusBase = vectorTime - 3600
+)

@@ -1,4 +1,4 @@
-package relay
+package offline
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestImportSwitchesToBulk(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		var phases []string
-		im := &Importer{Store: st, Checker: DefaultConfig().Checker, Now: vectorTime, OnPhase: func(p string) { phases = append(phases, p) }}
+		im := &Importer{Store: st, Checker: protocol.DefaultChecker(), Now: vectorTime, OnPhase: func(p string) { phases = append(phases, p) }}
 		im.Checker.PoW.Kinds = nil
 		res, err := im.Import(context.Background(), bytes.NewReader(lines.Bytes()))
 		if err != nil || res.Accepted != len(evs) {

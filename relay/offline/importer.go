@@ -1,8 +1,7 @@
-package relay
+package offline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -43,6 +42,11 @@ type Importer struct {
 	OnPhase func(string)
 }
 
+// bulkMin is the smallest import that switches to a bulk load (below it,
+// dropping and rebuilding indexes costs more than it saves); a variable so
+// tests can lower it.
+var bulkMin = 20000
+
 // Import reads r to the end. Lines are event objects, or export lines
 // {"seq":N,"event":{...}}; blank lines are skipped.
 func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error) {
@@ -53,7 +57,7 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 	results := parallel(lines(ctx, r, &readErr), func(it *lineItem) {
 		it.ev, it.raw, it.err = verifyLine(it.raw, checker, im.Now)
 		if it.err == nil {
-			it.rec = record(it.ev, it.raw, "json", im.Now)
+			it.rec = eventlog.NewRecord(it.ev, it.raw, "json", im.Now)
 		}
 	})
 	err := im.appendAll(ctx, results, &st)
@@ -145,7 +149,7 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 		}
 		st.Read++
 		if it.err != nil {
-			code := codeOf(it.err)
+			code := protocol.CodeOf(it.err)
 			st.Rejected[code]++
 			if im.OnInvalid != nil {
 				inv := Invalid{Line: it.line, Code: code, Err: it.err.Error()}
@@ -173,20 +177,6 @@ func (im *Importer) appendAll(ctx context.Context, results <-chan lineItem, st *
 		return err
 	}
 	return wait()
-}
-
-// codeOf is the stable code of a rejection: a *protocol.Error's code,
-// malformed_envelope for a 422, invalid otherwise.
-func codeOf(err error) string {
-	var pe *protocol.Error
-	var env *protocol.EnvelopeError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Code
-	case errors.As(err, &env):
-		return "malformed_envelope"
-	}
-	return "invalid"
 }
 
 // verifyLine decodes one line (unwrapping export lines) and checks it.
