@@ -105,7 +105,7 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, author, ok := bodyIDs(st.Body); ok {
+	if _, author, ok := BodyIDs(st.Body); ok {
 		if !s.viewer(reader, incHidden).sees(id, author) {
 			return nil, protocol.Errorf(CodeHidden, "event %s is hidden by moderation; authenticated readers may add include_hidden=true", id)
 		}
@@ -241,7 +241,7 @@ func (s *Server) export(c echo.Context) error {
 			return errExportDone
 		}
 		if mod != nil {
-			if id, _, ok := bodyIDs(body); ok && mod.Hidden(id) {
+			if id, _, ok := BodyIDs(body); ok && mod.Hidden(id) {
 				return nil
 			}
 		}

@@ -13,8 +13,9 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// publishAnswer is the body of a successful publish.
-type publishAnswer struct {
+// PublishAnswer is the body of a successful publish (POST /events, and
+// each accepted event of a batch).
+type PublishAnswer struct {
 	ID        string `json:"id"`
 	Accepted  bool   `json:"accepted"`
 	Duplicate bool   `json:"duplicate"`
@@ -71,7 +72,7 @@ func (s *Server) reject(err error) error {
 // ingest applies every publish rule, in the documented order, and appends
 // e. It answers only after the event is committed. (Events from peers go
 // through checkMirrored instead.)
-func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*publishAnswer, error) {
+func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
 	now := s.cfg.Now()
 	if errs := s.cfg.Checker.Limits.Check(e, now.Unix()); len(errs) > 0 {
 		return nil, errs[0]
@@ -85,7 +86,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		return nil, err
 	} else if found && sig == e.Sig {
 		s.metrics.duplicates.Add(1)
-		return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
+		return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
 	}
 	// The address pays for the signature check before it is made, valid or
 	// not, so junk signatures cost their sender's allowance, not our CPU.
@@ -109,7 +110,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		for _, h := range s.ephemeral[e.Kind] {
 			h(e, now.Unix())
 		}
-		return &publishAnswer{ID: e.ID, Accepted: true}, nil
+		return &PublishAnswer{ID: e.ID, Accepted: true}, nil
 	}
 	res, err := s.store.Append(ctx, eventlog.NewRecord(e, raw, rawType, now.Unix()))
 	if err != nil {
@@ -120,7 +121,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	} else {
 		s.metrics.accepted.Add(1)
 	}
-	return &publishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
+	return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// limiter is a GCRA rate limiter: at most n events per window per key, with
+// Limiter is a GCRA rate limiter: at most n events per window per key, with
 // bursts up to n. Its memory is bounded by sweeping idle keys.
-type limiter struct {
+type Limiter struct {
 	n      int
 	window time.Duration
 	mu     sync.Mutex
@@ -16,24 +16,26 @@ type limiter struct {
 	swept  time.Time
 }
 
-func newLimiter(n int, window time.Duration) *limiter {
-	return &limiter{n: n, window: window, tat: map[string]time.Time{}}
+// NewLimiter returns a limiter of n units per window per key (n ≤ 0: no
+// limit).
+func NewLimiter(n int, window time.Duration) *Limiter {
+	return &Limiter{n: n, window: window, tat: map[string]time.Time{}}
 }
 
 // allow charges one event to key at now when take is true; it reports
 // whether the event is within the limit and, if not, how long to wait.
-func (l *limiter) allow(key string, now time.Time, take bool) (bool, time.Duration) {
+func (l *Limiter) allow(key string, now time.Time, take bool) (bool, time.Duration) {
 	return l.take(key, now, 1, take)
 }
 
-// allowN charges n units at once (a batch); the answer is in whole seconds
+// AllowN charges n units at once (a batch); the answer is in whole seconds
 // to wait.
-func (l *limiter) allowN(key string, now time.Time, n int) (bool, int) {
+func (l *Limiter) AllowN(key string, now time.Time, n int) (bool, int) {
 	ok, wait := l.take(key, now, n, true)
 	return ok, int(wait.Seconds()) + 1
 }
 
-func (l *limiter) take(key string, now time.Time, units int, take bool) (bool, time.Duration) {
+func (l *Limiter) take(key string, now time.Time, units int, take bool) (bool, time.Duration) {
 	if l == nil || l.n <= 0 {
 		return true, 0
 	}
@@ -56,7 +58,7 @@ func (l *limiter) take(key string, now time.Time, units int, take bool) (bool, t
 	return true, 0
 }
 
-func (l *limiter) sweep(now time.Time) {
+func (l *Limiter) sweep(now time.Time) {
 	if now.Sub(l.swept) < l.window {
 		return
 	}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -37,10 +36,6 @@ type Config struct {
 	// RatePerAuth caps the D4 Authorization headers one address may have
 	// checked per RateWindow (0 disables): each costs a signature check.
 	RatePerAuth int
-	// PeerKeys are relay agent_ids whose authenticated POST /gossip is
-	// taken as a peer's (mirrored-event rules); the relay keys of Peers are
-	// learned as well. Anyone else's gossip gets POST /events' rules.
-	PeerKeys []string
 	// Checker holds the shape limits and PoW policy.
 	Checker protocol.Checker
 	// Now is the relay clock (injectable for tests).
@@ -59,18 +54,6 @@ type Config struct {
 	// MaxStreamsPerIP caps one client address's concurrent streams, so
 	// one client cannot hold every subscriber slot (0: 64, <0: no cap).
 	MaxStreamsPerIP int
-	// Peers are relay URLs mirrored continuously while serving.
-	Peers []string
-	// MirrorInterval is the pause between reconciliations with a peer
-	// when its stream is not followed.
-	MirrorInterval time.Duration
-	// PeerRate caps events per RateWindow that one peer address may push
-	// through POST /gossip (0 disables).
-	PeerRate int
-	// SyncRate caps POST /sync messages per RateWindow from one peer
-	// address; a filtered message, which scans the log, counts
-	// SyncFilterCost (0 disables).
-	SyncRate int
 	// OnRebuild, when set, receives progress (seq, through) while New folds
 	// the stored log into the derived views.
 	OnRebuild func(done, total int64)
@@ -83,7 +66,7 @@ type Config struct {
 // per 60 s, 1 MiB bodies, the default checker, the wall clock.
 func DefaultConfig() Config {
 	return Config{
-		RatePerAgent: 60, RatePerIP: 300, RatePerAuth: 1200, RateWindow: time.Minute, PeerRate: 120000, SyncRate: 1200, MirrorInterval: 5 * time.Second,
+		RatePerAgent: 60, RatePerIP: 300, RatePerAuth: 1200, RateWindow: time.Minute,
 		Checker: protocol.DefaultChecker(), Now: time.Now, Logger: slog.Default(), MaxBody: 1 << 20,
 	}
 }
@@ -94,9 +77,9 @@ type Server struct {
 	store   eventlog.Log
 	echo    *echo.Echo
 	metrics *metrics
-	byAgent *limiter
-	byIP    *limiter
-	byAuth  *limiter
+	byAgent *Limiter
+	byIP    *Limiter
+	byAuth  *Limiter
 	started time.Time
 	// state holds the derived views; onCommit are further commit hooks
 	// (event stream) run after the views are updated.
@@ -106,18 +89,9 @@ type Server struct {
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
 	agentInfo []func(row map[string]any, agentID string, now int64)
-	byPeer    *limiter
-	bySync    *limiter
-	peers     peers
-	paged     pagedPeers // peers mirrored by pages of GET /events
-	// peerKeys holds the relay keys whose gossip is a peer's (see
-	// Config.PeerKeys): agent_id → where it was learned.
-	peerKeys sync.Map
-	// index holds every stored event's (created_at, id) for POST /sync.
+	// index holds every stored event's (created_at, id), revoked ones
+	// included (set reconciliation, duplicate checks).
 	index *reconcile.Index
-	// peerClient talks to peer relays.
-	peerClient   *http.Client
-	streamClient *http.Client // no timeout: streams are long
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
 }
@@ -132,35 +106,22 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MirrorInterval <= 0 {
-		cfg.MirrorInterval = 5 * time.Second
-	}
 	s := &Server{
 		cfg: cfg, store: store, echo: echo.New(), metrics: newMetrics(),
-		byAgent: newLimiter(cfg.RatePerAgent, cfg.RateWindow),
-		byIP:    newLimiter(cfg.RatePerIP, cfg.RateWindow),
-		byAuth:  newLimiter(cfg.RatePerAuth, cfg.RateWindow),
+		byAgent: NewLimiter(cfg.RatePerAgent, cfg.RateWindow),
+		byIP:    NewLimiter(cfg.RatePerIP, cfg.RateWindow),
+		byAuth:  NewLimiter(cfg.RatePerAuth, cfg.RateWindow),
 		started: cfg.Now(),
-	}
-	for _, k := range cfg.PeerKeys {
-		if !protocol.IsHex64(k) {
-			return nil, fmt.Errorf("peer key %q: want 64 lowercase hex", k)
-		}
-		s.peerKeys.Store(k, "configured")
 	}
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
 		Folds: Folds(cfg.Modules)}
 	st, err := rebuild(context.Background(), store, opts, cfg.OnRebuild,
-		func(e *protocol.Event) { s.index.Add(itemOf(e)) })
+		func(e *protocol.Event) { s.index.Add(ItemOf(e)) })
 	if err != nil {
 		return nil, err
 	}
 	s.state = st
-	s.byPeer = newLimiter(cfg.PeerRate, cfg.RateWindow)
-	s.bySync = newLimiter(cfg.SyncRate, cfg.RateWindow)
-	s.peerClient = &http.Client{Timeout: 60 * time.Second}
-	s.streamClient = &http.Client{}
 	store.SetHook(s.apply)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -217,9 +178,6 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
 	s.viewRoutes()
-	s.route(http.MethodPost, "/gossip", s.postGossip)
-	s.route(http.MethodGet, "/relays", s.getRelays)
-	s.route(http.MethodPost, "/sync", s.postSync)
 }
 
 // Route registers h for method at path and under /api (D1), behind the
@@ -320,12 +278,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// even when nobody reads.
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if err := s.announce(rctx); err != nil {
-		s.cfg.Logger.Warn("relay announcement failed", "err", err)
-	}
-	for _, p := range s.cfg.Peers {
-		go s.MirrorLoop(rctx, p)
-	}
 	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 250*time.Millisecond)
 	for _, m := range s.cfg.Modules {
 		if r, ok := m.(Runner); ok {
@@ -345,3 +297,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return err
 }
+
+// Ingest applies every publish rule of POST /events to e (received as raw,
+// of rawType, from address ip) and appends it; it answers only after the
+// event is committed. Modules that take events from the network for
+// anyone (a gossip push from an unchosen peer, a WebSocket EVENT) use it,
+// so an unauthenticated sender gets exactly a publisher's rules.
+func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
+	return s.ingest(ctx, e, raw, rawType, ip)
+}
+
+// Authenticate returns the D4 Authorization event of a request after
+// charging the address and verifying its signature; nil without a header,
+// or a 401 for a bad one.
+func (s *Server) Authenticate(c echo.Context) (*protocol.Event, error) { return s.authEvent(c) }
+
+// CountRejected counts a rejection under its code in /metrics.
+func (s *Server) CountRejected(err error) { s.metrics.rejected(protocol.CodeOf(err)) }
+
+// CountStored counts appended events in /metrics: new ones as accepted,
+// the others as duplicates.
+func (s *Server) CountStored(results []eventlog.Result) {
+	for _, r := range results {
+		if r.Duplicate {
+			s.metrics.duplicates.Add(1)
+		} else {
+			s.metrics.accepted.Add(1)
+		}
+	}
+}
+
+// Index returns the reconciliation index of every stored event, revoked
+// ones included: set reconciliation and duplicate checks read it.
+func (s *Server) Index() *reconcile.Index { return s.index }

@@ -2,10 +2,12 @@ package relay
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
 )
@@ -56,7 +58,7 @@ func (s *Server) apply(batch []eventlog.Committed) {
 	lookup := storeLookup(s.store)
 	for _, c := range batch {
 		s.state.Add(c.Seq, c.Event, lookup)
-		s.index.Add(itemOf(c.Event))
+		s.index.Add(ItemOf(c.Event))
 	}
 	for _, h := range s.onCommit {
 		h(batch)
@@ -86,4 +88,11 @@ func (t TaskSource) Task(id string) (tasks.TaskView, bool) {
 func (t TaskSource) List(f tasks.Filter) []tasks.TaskView {
 	now := t.s.cfg.Now().Unix()
 	return t.s.state.Tasks.List(f, now, t.s.weights(now))
+}
+
+// ItemOf is an event's reconciliation item.
+func ItemOf(e *protocol.Event) reconcile.Item {
+	it := reconcile.Item{CreatedAt: e.CreatedAt}
+	hex.Decode(it.ID[:], []byte(e.ID))
+	return it
 }

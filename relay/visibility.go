@@ -56,7 +56,7 @@ func (v viewer) sees(id, author string) bool {
 func (v viewer) filterBodies(bodies [][]byte, placeholders bool) (items [][]byte, left, shown int) {
 	items = bodies[:0:0]
 	for _, b := range bodies {
-		id, author, ok := bodyIDs(b)
+		id, author, ok := BodyIDs(b)
 		if !ok || !v.mod.Hidden(id) {
 			items = append(items, b)
 			continue
@@ -93,9 +93,10 @@ func (v viewer) setHiddenHeaders(c echo.Context, left, shown int) {
 	}
 }
 
-// bodyIDs reads the id and agent_id of a stored body, which
+// BodyIDs reads the id and agent_id of a stored body, which
 // protocol.AppendJSON writes first: {"id":"<64>","agent_id":"<64>",...
-func bodyIDs(b []byte) (id, author string, ok bool) {
+// without decoding it; ok is false for any other shape.
+func BodyIDs(b []byte) (id, author string, ok bool) {
 	const idAt, agentAt = len(`{"id":"`), len(`{"id":"`) + 64 + len(`","agent_id":"`)
 	if len(b) < agentAt+64 || string(b[:idAt]) != `{"id":"` {
 		return "", "", false

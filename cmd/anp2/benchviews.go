@@ -21,7 +21,7 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -212,7 +212,7 @@ func (c *benchCmd) benchCatchUp(ctx context.Context, dir, source string, sourceC
 		one, all, runtime.GOMAXPROCS(0), own, runtime.GOMAXPROCS(0))
 	db := filepath.Join(dir, "mirror.db")
 	start, self := time.Now(), sourceCPU()
-	var res relay.MirrorResult
+	var res federation.MirrorResult
 	var how string
 	var err error
 	if c.catchUpInProcess {
@@ -255,8 +255,8 @@ func childEnv(name string) []string {
 
 // mirrorProcess runs anp2 mirror --db db --peer source as a child process
 // (its progress goes to this process's stderr) and returns its result.
-func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.MirrorResult, string, error) {
-	var res relay.MirrorResult
+func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (federation.MirrorResult, string, error) {
+	var res federation.MirrorResult
 	exe, err := os.Executable()
 	if err != nil {
 		return res, "", err
@@ -282,16 +282,16 @@ func (c *benchCmd) mirrorProcess(ctx context.Context, db, source string) (relay.
 
 // mirrorInProcess starts an empty relay inside the bench and mirrors
 // source into it.
-func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start time.Time) (relay.MirrorResult, string, error) {
+func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start time.Time) (federation.MirrorResult, string, error) {
 	m := newServe(c.out, os.Stderr)
 	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db}); err != nil {
-		return relay.MirrorResult{}, "", err
+		return federation.MirrorResult{}, "", err
 	}
 	if err := m.Start(); err != nil {
-		return relay.MirrorResult{}, "", err
+		return federation.MirrorResult{}, "", err
 	}
 	defer m.Close()
-	res, err := m.srv.MirrorOnce(ctx, source, func(r relay.MirrorResult) {
+	res, err := m.fed.MirrorOnce(ctx, source, func(r federation.MirrorResult) {
 		c.progress.step(r.Phase, "catch-up: %d/%d events (%.0f/s) %s", r.Accepted, r.Need, float64(r.Accepted)/time.Since(start).Seconds(), r.Phase)
 	})
 	c.progress.done()

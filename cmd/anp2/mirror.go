@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -48,13 +49,18 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	if cfg.RelayKey, err = loadOrCreateKey(c.key); err != nil {
 		return err
 	}
-	srv, err := relay.New(cfg, st)
+	mods, err := modules(federation.DefaultOptions())
 	if err != nil {
 		return err
 	}
+	cfg.Modules = mods.all
+	if _, err := relay.New(cfg, st); err != nil {
+		return err
+	}
+	srv := mods.federation
 	for _, peer := range c.peers {
 		start := time.Now()
-		res, err := srv.MirrorOnce(ctx, peer, func(r relay.MirrorResult) {
+		res, err := srv.MirrorOnce(ctx, peer, func(r federation.MirrorResult) {
 			c.progress.step(r.Phase, "%s: need %d (fetched %d), have %d (pushed %d) %s", peer, r.Need, r.Fetched, r.Have, r.Pushed, r.Phase)
 		})
 		c.progress.done()

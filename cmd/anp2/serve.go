@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -30,6 +31,7 @@ type serveCmd struct {
 	store *sqlite.Store
 	ln    net.Listener
 	srv   *relay.Server
+	fed   *federation.Module // the federation module (mirroring)
 	log   *slog.Logger
 }
 
@@ -46,7 +48,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
 	fs.IntVar(&c.rateAuth, "rate-auth", 1200, "D4 Authorization headers checked per source IP per minute (0 = unlimited)")
 	fs.IntVar(&c.peerRate, "peer-rate", 120000, "events per peer address per minute through POST /gossip (0 = unlimited)")
-	fs.IntVar(&c.syncRate, "sync-rate", 1200, fmt.Sprintf("POST /sync messages per peer address per minute, a filtered one counting %d (0 = unlimited)", relay.SyncFilterCost))
+	fs.IntVar(&c.syncRate, "sync-rate", 1200, fmt.Sprintf("POST /sync messages per peer address per minute, a filtered one counting %d (0 = unlimited)", federation.SyncFilterCost))
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
@@ -68,8 +70,6 @@ func (c *serveCmd) Start() error {
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
-	cfg.PeerKeys = c.peerKeys
-	cfg.PeerRate, cfg.SyncRate = c.peerRate, c.syncRate
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
 	}
@@ -89,8 +89,16 @@ func (c *serveCmd) Start() error {
 		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
 	}
 	cfg.Treasury = c.treasury
-	cfg.Modules = modules()
-	cfg.Peers, cfg.MirrorInterval = c.peers, c.mirrorEvery
+	fed := federation.DefaultOptions()
+	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
+	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
+	mods, err := modules(fed)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	cfg.Modules, c.fed = mods.all, mods.federation
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"
 	}

@@ -1,4 +1,4 @@
-package relay
+package federation
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 )
 
 // Mirroring a relay that serves neither POST /sync nor GET /events?ids=
@@ -87,7 +88,7 @@ func (p *pagedPeers) set(base string, st pagedPeer) {
 // reads is said at pagedOverlap. It pushes nothing: without /sync the
 // relay cannot tell what the peer lacks, and the peer's POST /events would
 // refuse old events anyway.
-func (s *Server) mirrorPaged(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
+func (s *Module) mirrorPaged(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
 	res.Mode = "paged"
 	st, _ := s.paged.get(base)
 	full := st.fullAt.IsZero() || time.Since(st.fullAt) >= pagedFullEvery
@@ -121,12 +122,12 @@ func (s *Server) mirrorPaged(ctx context.Context, base string, res *MirrorResult
 		var lack []*protocol.Event
 		for _, e := range evs {
 			newest = max(newest, e.CreatedAt)
-			if !s.index.Has(itemOf(e)) {
+			if !s.core.Index().Has(relay.ItemOf(e)) {
 				lack = append(lack, e)
 			}
 		}
 		res.Need += len(lack)
-		acc, rej, err := s.ingestMirrored(ctx, lack)
+		acc, rej, err := s.core.IngestMirrored(ctx, lack)
 		res.Accepted += acc
 		res.Rejected += rej
 		report(progress, res)

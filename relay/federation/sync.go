@@ -1,25 +1,19 @@
-package relay
+package federation
 
 import (
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/labstack/echo/v4"
 )
 
 // ContentTypeSync is the media type of POST /sync bodies.
 const ContentTypeSync = "application/negentropy"
-
-// itemOf is an event's reconciliation item.
-func itemOf(e *protocol.Event) reconcile.Item {
-	it := reconcile.Item{CreatedAt: e.CreatedAt}
-	hex.Decode(it.ID[:], []byte(e.ID))
-	return it
-}
 
 // postSync answers one set-reconciliation message (negentropy V1, SPEC §6)
 // over every stored event, or, with kinds / authors / since, over the
@@ -30,8 +24,8 @@ func itemOf(e *protocol.Event) reconcile.Item {
 const SyncFilterCost = 10
 
 // client's whole position.
-func (s *Server) postSync(c echo.Context) error {
-	v, err := params(c, "kinds", "authors", "since")
+func (s *Module) postSync(c echo.Context) error {
+	v, err := httpx.Params(c, "kinds", "authors", "since")
 	if err != nil {
 		return err
 	}
@@ -39,17 +33,17 @@ func (s *Server) postSync(c echo.Context) error {
 	if len(v) > 0 {
 		cost = SyncFilterCost
 	}
-	if ok, wait := s.bySync.allowN(c.RealIP(), s.cfg.Now(), cost); !ok {
-		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its sync rate", c.RealIP()), after: wait}
+	if ok, wait := s.bySync.AllowN(c.RealIP(), s.cfg.Now(), cost); !ok {
+		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited, "peer %s is over its sync rate", c.RealIP()), After: wait}
 	}
 	msg, err := io.ReadAll(io.LimitReader(c.Request().Body, reconcile.MaxMessageSize+1))
 	if err != nil {
-		return protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+		return protocol.Errorf(httpx.CodeBadParameter, "cannot read body: %v", err)
 	}
 	if len(msg) > reconcile.MaxMessageSize {
-		return protocol.Errorf(CodeBodyTooLarge, "sync messages are at most %d bytes", reconcile.MaxMessageSize)
+		return protocol.Errorf(relay.CodeBodyTooLarge, "sync messages are at most %d bytes", reconcile.MaxMessageSize)
 	}
-	idx := s.index
+	idx := s.core.Index()
 	if len(v) > 0 {
 		if idx, err = s.filteredIndex(c, v.Get("kinds"), v.Get("authors"), v.Get("since")); err != nil {
 			return err
@@ -64,11 +58,11 @@ func (s *Server) postSync(c echo.Context) error {
 
 // filteredIndex builds a temporary index of the events matching a sync
 // filter.
-func (s *Server) filteredIndex(c echo.Context, kinds, authors, since string) (*reconcile.Index, error) {
+func (s *Module) filteredIndex(c echo.Context, kinds, authors, since string) (*reconcile.Index, error) {
 	var ks []int64
 	if kinds != "" {
 		for _, k := range strings.Split(kinds, ",") {
-			n, err := nonNegative("kinds", k)
+			n, err := httpx.NonNegative("kinds", k)
 			if err != nil {
 				return nil, err
 			}
@@ -79,19 +73,19 @@ func (s *Server) filteredIndex(c echo.Context, kinds, authors, since string) (*r
 	if authors != "" {
 		as = strings.Split(authors, ",")
 		if !allHex64(as) || len(as) > 1000 {
-			return nil, protocol.Errorf(CodeBadParameter, "authors must be up to 1000 ids of 64 lowercase hex characters")
+			return nil, protocol.Errorf(httpx.CodeBadParameter, "authors must be up to 1000 ids of 64 lowercase hex characters")
 		}
 	}
 	var from int64
 	if since != "" {
-		n, err := nonNegative("since", since)
+		n, err := httpx.NonNegative("since", since)
 		if err != nil {
 			return nil, err
 		}
 		from = n
 	}
 	var items []reconcile.Item
-	err := s.store.Items(c.Request().Context(), ks, as, from, func(at int64, id []byte) {
+	err := s.core.Log().Items(c.Request().Context(), ks, as, from, func(at int64, id []byte) {
 		it := reconcile.Item{CreatedAt: at}
 		copy(it.ID[:], id)
 		items = append(items, it)
@@ -100,4 +94,14 @@ func (s *Server) filteredIndex(c echo.Context, kinds, authors, since string) (*r
 		return nil, err
 	}
 	return reconcile.NewIndex(items), nil
+}
+
+// allHex64 reports whether every entry is 64 lowercase hex.
+func allHex64(list []string) bool {
+	for _, x := range list {
+		if !protocol.IsHex64(x) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package relay
+package federation
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -29,13 +31,13 @@ type announcement struct {
 
 // announce publishes the relay's signed kind 10 unless the latest one it
 // stored already says the same.
-func (s *Server) announce(ctx context.Context) error {
+func (s *Module) announce(ctx context.Context) error {
 	if s.cfg.RelayKey == nil {
 		return nil
 	}
 	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: "main", ServedBranches: []string{"main"}})
 	self := protocol.AgentIDOf(s.cfg.RelayKey)
-	bodies, err := s.store.Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	bodies, err := s.core.Log().Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func (s *Server) announce(ctx context.Context) error {
 	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content),
 		Tags: [][]string{{"branch", "main"}}}
 	e.Sign(s.cfg.RelayKey)
-	if _, rejected, err := s.ingestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
+	if _, rejected, err := s.core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
 		return fmt.Errorf("relay announcement not stored (rejected %d): %v", rejected, err)
 	}
 	return nil
@@ -123,7 +125,7 @@ type gossipRejected struct {
 // gossipPeer) is verified as mirrored events; bad ones are listed and never
 // block the good ones. Anyone else's batch gets exactly POST /events' rules,
 // event by event (gossipAsPublisher).
-func (s *Server) postGossip(c echo.Context) error {
+func (s *Module) postGossip(c echo.Context) error {
 	peerKey, err := s.gossipPeer(c)
 	if err != nil {
 		return err
@@ -137,8 +139,8 @@ func (s *Server) postGossip(c echo.Context) error {
 	}
 	now := s.cfg.Now()
 	peer := c.RealIP()
-	if ok, wait := s.byPeer.allowN(peerKey, now, len(items)); !ok {
-		return &retryError{err: protocol.Errorf(CodeRateLimited, "peer %s is over its gossip rate", peerKey), after: wait}
+	if ok, wait := s.byPeer.AllowN(peerKey, now, len(items)); !ok {
+		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited, "peer %s is over its gossip rate", peerKey), After: wait}
 	}
 	// Decode and verify every event (on every core), then append the valid
 	// ones in one group commit; each bad one is reported by its index.
@@ -151,28 +153,27 @@ func (s *Server) postGossip(c echo.Context) error {
 			evs[i], errs[i] = protocol.DecodeJSON(raw)
 		}
 	}
-	s.checkMirrored(evs, errs, nil)
+	s.core.CheckMirrored(evs, errs, nil)
 	ans := gossipAnswer{Rejected: []gossipRejected{}}
 	var recs []eventlog.Record
 	for i, err := range errs {
 		if err != nil {
 			ans.Rejected = append(ans.Rejected, rejection(i, evs[i], err))
-			s.metrics.rejected(protocol.CodeOf(err))
+			s.core.CountRejected(err)
 			continue
 		}
 		recs = append(recs, eventlog.NewRecord(evs[i], items[i], rawType, now.Unix()))
 	}
-	results, err := s.store.AppendBatch(c.Request().Context(), recs)
+	results, err := s.core.Log().AppendBatch(c.Request().Context(), recs)
 	if err != nil {
 		return err
 	}
+	s.core.CountStored(results)
 	for _, r := range results {
 		if r.Duplicate {
 			ans.Duplicate++
-			s.metrics.duplicates.Add(1)
 		} else {
 			ans.Accepted++
-			s.metrics.accepted.Add(1)
 		}
 	}
 	s.peers.update(peer, "inbound", func(p *peerStats) {
@@ -191,8 +192,8 @@ func (s *Server) postGossip(c echo.Context) error {
 // peer's URL), and "" for anyone else. The D4 header of a peer's push must
 // bind the body with a payload tag, so that a captured header cannot carry
 // another batch. A header that does not verify is a 401, as on any route.
-func (s *Server) gossipPeer(c echo.Context) (string, error) {
-	e, err := s.authEvent(c)
+func (s *Module) gossipPeer(c echo.Context) (string, error) {
+	e, err := s.core.Authenticate(c)
 	if e == nil || err != nil {
 		return "", err
 	}
@@ -203,14 +204,14 @@ func (s *Server) gossipPeer(c echo.Context) (string, error) {
 }
 
 // isPeerKey reports whether agent is the relay key of a chosen peer.
-func (s *Server) isPeerKey(ctx context.Context, agent string) bool {
+func (s *Module) isPeerKey(ctx context.Context, agent string) bool {
 	if _, ok := s.peerKeys.Load(agent); ok {
 		return true
 	}
-	if len(s.cfg.Peers) == 0 {
+	if len(s.opts.Peers) == 0 {
 		return false
 	}
-	bodies, err := s.store.Query(ctx, eventlog.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
+	bodies, err := s.core.Log().Query(ctx, eventlog.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil || len(bodies) == 0 {
 		return false
 	}
@@ -219,7 +220,7 @@ func (s *Server) isPeerKey(ctx context.Context, agent string) bool {
 	if json.Unmarshal(bodies[0], &ev) != nil || json.Unmarshal([]byte(ev.Content), &a) != nil {
 		return false
 	}
-	for _, p := range s.cfg.Peers {
+	for _, p := range s.opts.Peers {
 		if sameBase(p, a.URL) {
 			s.peerKeys.Store(agent, "announced "+a.URL)
 			return true
@@ -240,7 +241,7 @@ func sameBase(a, b string) bool {
 
 // learnPeerKey reads the relay key a configured peer names for itself in
 // GET /relays ("self") and takes its gossip as a peer's from then on.
-func (s *Server) learnPeerKey(ctx context.Context, base string) {
+func (s *Module) learnPeerKey(ctx context.Context, base string) {
 	b, err := s.peerGet(ctx, base+"/relays")
 	if err != nil {
 		return
@@ -259,7 +260,7 @@ func (s *Server) learnPeerKey(ctx context.Context, base string) {
 // peer with POST /events' rules, one event at a time (freshness window,
 // address and agent allowances, PoW, kind and log rules), and lists what
 // it refused.
-func (s *Server) gossipAsPublisher(c echo.Context, items [][]byte, rawType string) error {
+func (s *Module) gossipAsPublisher(c echo.Context, items [][]byte, rawType string) error {
 	ctx := c.Request().Context()
 	ans := gossipAnswer{Rejected: []gossipRejected{}}
 	for i, raw := range items {
@@ -270,14 +271,14 @@ func (s *Server) gossipAsPublisher(c echo.Context, items [][]byte, rawType strin
 		} else {
 			e, err = protocol.DecodeJSON(raw)
 		}
-		var res *publishAnswer
+		var res *relay.PublishAnswer
 		if err == nil {
-			res, err = s.ingest(ctx, e, raw, rawType, c.RealIP())
+			res, err = s.core.Ingest(ctx, e, raw, rawType, c.RealIP())
 		}
 		switch {
 		case err != nil:
 			ans.Rejected = append(ans.Rejected, rejection(i, e, err))
-			s.metrics.rejected(protocol.CodeOf(err))
+			s.core.CountRejected(err)
 		case res.Duplicate:
 			ans.Duplicate++
 		default:
@@ -305,9 +306,9 @@ func readBatch(c echo.Context) ([][]byte, string, error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, "", protocol.Errorf(CodeBodyTooLarge, "request body too large")
+			return nil, "", protocol.Errorf(relay.CodeBodyTooLarge, "request body too large")
 		}
-		return nil, "", protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+		return nil, "", protocol.Errorf(httpx.CodeBadParameter, "cannot read body: %v", err)
 	}
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	var items [][]byte
@@ -321,27 +322,27 @@ func readBatch(c echo.Context) ([][]byte, string, error) {
 	case "", "application/json", "application/anp+json":
 		var list []json.RawMessage
 		if err := json.Unmarshal(body, &list); err != nil {
-			return nil, "", protocol.Errorf(CodeBadParameter, "body must be a JSON array of events")
+			return nil, "", protocol.Errorf(httpx.CodeBadParameter, "body must be a JSON array of events")
 		}
 		for _, r := range list {
 			items = append(items, r)
 		}
 	default:
-		return nil, "", protocol.Errorf(CodeUnsupportedType, "send application/json or %s", protocol.ContentTypeCBOR)
+		return nil, "", protocol.Errorf(relay.CodeUnsupportedType, "send application/json or %s", protocol.ContentTypeCBOR)
 	}
 	if len(items) > MaxGossipEvents {
-		return nil, "", protocol.Errorf(CodeBadParameter, "at most %d events per batch", MaxGossipEvents)
+		return nil, "", protocol.Errorf(httpx.CodeBadParameter, "at most %d events per batch", MaxGossipEvents)
 	}
 	return items, rawType, nil
 }
 
 // getRelays lists the relays known from kind 10 announcements and the
 // traffic of every peer.
-func (s *Server) getRelays(c echo.Context) error {
-	if _, err := params(c); err != nil {
+func (s *Module) getRelays(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	bodies, err := s.store.Query(c.Request().Context(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	bodies, err := s.core.Log().Query(c.Request().Context(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -357,7 +358,7 @@ func (s *Server) getRelays(c echo.Context) error {
 		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
 			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})
 	}
-	self := map[string]any{"url": s.BaseURL(c)}
+	self := map[string]any{"url": s.core.BaseURL(c)}
 	if s.cfg.RelayKey != nil {
 		self["agent_id"] = protocol.AgentIDOf(s.cfg.RelayKey)
 	}

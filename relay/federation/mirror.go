@@ -1,4 +1,4 @@
-package relay
+package federation
 
 import (
 	"bufio"
@@ -12,15 +12,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/reconcile"
 )
@@ -53,7 +50,7 @@ const mirrorChunk = 500
 // fetches every event it lacks (verified as mirrored events, in parallel,
 // appended in group commits) and pushes every event the peer lacks
 // (POST /gossip). progress, when set, is called after each step.
-func (s *Server) MirrorOnce(ctx context.Context, base string, progress func(MirrorResult)) (MirrorResult, error) {
+func (s *Module) MirrorOnce(ctx context.Context, base string, progress func(MirrorResult)) (MirrorResult, error) {
 	base = strings.TrimRight(base, "/")
 	res := MirrorResult{Peer: base}
 	err := s.mirrorOnce(ctx, base, &res, progress)
@@ -72,7 +69,7 @@ func (s *Server) MirrorOnce(ctx context.Context, base string, progress func(Mirr
 	return res, err
 }
 
-func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
+func (s *Module) mirrorOnce(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
 	if _, ok := s.paged.get(base); ok {
 		return s.mirrorPaged(ctx, base, res, progress)
 	}
@@ -89,7 +86,7 @@ func (s *Server) mirrorOnce(ctx context.Context, base string, res *MirrorResult,
 
 // mirrorSynced is a mirror round with a peer of this implementation:
 // reconciliation (POST /sync), fetches by id, pushes by POST /gossip.
-func (s *Server) mirrorSynced(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
+func (s *Module) mirrorSynced(ctx context.Context, base string, res *MirrorResult, progress func(MirrorResult)) error {
 	if s.wholeExportFirst(ctx, base, res) {
 		// Reconciling first would only list, round by round, nearly
 		// every event of the peer; its export carries them in one stream.
@@ -98,7 +95,7 @@ func (s *Server) mirrorSynced(ctx context.Context, base string, res *MirrorResul
 			return err
 		}
 	}
-	sess := reconcile.NewSession(s.index)
+	sess := reconcile.NewSession(s.core.Index())
 	var need, have [][32]byte
 	for msg := sess.Initiate(); msg != nil; {
 		reply, err := s.peerPost(ctx, base+"/sync", ContentTypeSync, msg)
@@ -138,7 +135,7 @@ func report(progress func(MirrorResult), res *MirrorResult) {
 
 // fetchEvents reads events by id from the peer, revoked and hidden ones
 // included (the relay authenticates with its own key, D4).
-func (s *Server) fetchEvents(ctx context.Context, base string, ids [][32]byte) ([]*protocol.Event, error) {
+func (s *Module) fetchEvents(ctx context.Context, base string, ids [][32]byte) ([]*protocol.Event, error) {
 	hexIDs := make([]string, len(ids))
 	for i, id := range ids {
 		hexIDs[i] = hex.EncodeToString(id[:])
@@ -162,12 +159,12 @@ func (s *Server) fetchEvents(ctx context.Context, base string, ids [][32]byte) (
 }
 
 // pushEvents sends stored events to the peer's POST /gossip.
-func (s *Server) pushEvents(ctx context.Context, base string, ids [][32]byte) (int, error) {
+func (s *Module) pushEvents(ctx context.Context, base string, ids [][32]byte) (int, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	n := 0
 	for _, id := range ids {
-		st, err := s.store.Get(ctx, hex.EncodeToString(id[:]))
+		st, err := s.core.Log().Get(ctx, hex.EncodeToString(id[:]))
 		if errors.Is(err, eventlog.ErrNotFound) {
 			continue
 		}
@@ -203,7 +200,7 @@ var bulkMin = 20000
 // catch-up is at least bulkMin and at least as large as this log. It sets
 // res.Need to that estimate. A peer whose /health does not answer so is
 // reconciled with first.
-func (s *Server) wholeExportFirst(ctx context.Context, base string, res *MirrorResult) bool {
+func (s *Module) wholeExportFirst(ctx context.Context, base string, res *MirrorResult) bool {
 	b, err := s.peerGet(ctx, base+"/health")
 	if err != nil {
 		return false
@@ -214,7 +211,7 @@ func (s *Server) wholeExportFirst(ctx context.Context, base string, res *MirrorR
 	if json.Unmarshal(b, &h) != nil {
 		return false
 	}
-	local := s.index.Len()
+	local := s.core.Index().Len()
 	if more := h.Events - local; more >= bulkMin && more >= local {
 		res.Need = more
 		return true
@@ -229,7 +226,7 @@ func (s *Server) wholeExportFirst(ctx context.Context, base string, res *MirrorR
 // need, and a need larger than the log itself runs in bulk-load mode too,
 // reading the peer's export for those ids. A bulk load appends in groups
 // of bulkGroup.
-func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) error {
+func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) error {
 	const bulkGroup = 8192
 	type chunk struct {
 		evs             []*protocol.Event
@@ -239,13 +236,13 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	bulk := whole || len(need) >= bulkMin && len(need) >= s.index.Len()
+	bulk := whole || len(need) >= bulkMin && len(need) >= s.core.Index().Len()
 	if bulk {
-		if err := s.store.BeginBulk(ctx); err != nil {
+		if err := s.core.Log().BeginBulk(ctx); err != nil {
 			return err
 		}
 		defer func() {
-			err := s.store.EndBulk(func(step string) {
+			err := s.core.Log().EndBulk(func(step string) {
 				res.Phase = step
 				report(progress, res)
 			})
@@ -325,7 +322,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 				return true
 			}
 			ch := chunk{fetched: len(pending)}
-			ch.recs, ch.reject = s.verifyMirrored(pending)
+			ch.recs, ch.reject = s.core.VerifyMirrored(pending)
 			pending = nil
 			return send(ch)
 		}
@@ -368,7 +365,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 			return nil
 		}
 		f := &flight{n: len(recs), done: make(chan error, 1)}
-		go func() { f.done <- s.appendMirrored(ctx, recs, bulk) }()
+		go func() { f.done <- s.core.AppendMirrored(ctx, recs, bulk) }()
 		err := finish()
 		inflight = f
 		return err
@@ -402,7 +399,7 @@ func (s *Server) fetchAll(ctx context.Context, base string, need [][32]byte, who
 // ids are in need to emit, mirrorChunk at a time, until emit returns false.
 // It returns the needed ids the export did not carry (committed there after
 // it began, or lines that did not decode), in need's order.
-func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte, emit func([]*protocol.Event) bool) ([][32]byte, error) {
+func (s *Module) exportNeeded(ctx context.Context, base string, need [][32]byte, emit func([]*protocol.Event) bool) ([][32]byte, error) {
 	want := make(map[[32]byte]bool, len(need))
 	for _, id := range need {
 		want[id] = true
@@ -410,7 +407,7 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 	chunk := make([]*protocol.Event, 0, mirrorChunk)
 	err := s.readExport(ctx, base, func(line []byte) bool {
 		var id [32]byte
-		if hexID, _, ok := bodyIDs(line); ok && decodeID(id[:], hexID) && want[id] {
+		if hexID, _, ok := relay.BodyIDs(line); ok && decodeID(id[:], hexID) && want[id] {
 			if e, err := protocol.DecodeJSON(line); err == nil {
 				delete(want, id)
 				chunk = append(chunk, e)
@@ -444,15 +441,15 @@ func (s *Server) exportNeeded(ctx context.Context, base string, need [][32]byte,
 // ends or emit returns false. It returns how many it passed. A line that
 // does not decode is left out: the reconciliation that follows finds the
 // event missing and fetches it by id, where it is judged.
-func (s *Server) exportMissing(ctx context.Context, base string, emit func([]*protocol.Event) bool) (int, error) {
+func (s *Module) exportMissing(ctx context.Context, base string, emit func([]*protocol.Event) bool) (int, error) {
 	n := 0
 	chunk := make([]*protocol.Event, 0, mirrorChunk)
 	// A relay that held nothing when the export began holds only what
 	// this export gives it (and the odd event gossiped meanwhile, which
 	// the log keeps once): no event needs looking up.
-	empty := s.index.Len() == 0
+	empty := s.core.Index().Len() == 0
 	err := s.readExport(ctx, base, func(line []byte) bool {
-		if e, err := protocol.DecodeJSON(line); err == nil && (empty || !s.index.Has(itemOf(e))) {
+		if e, err := protocol.DecodeJSON(line); err == nil && (empty || !s.core.Index().Has(relay.ItemOf(e))) {
 			chunk = append(chunk, e)
 		}
 		if len(chunk) < mirrorChunk {
@@ -475,7 +472,7 @@ func (s *Server) exportMissing(ctx context.Context, base string, emit func([]*pr
 // readExport calls line with each line of the peer's GET /export
 // (authenticated with the relay key), until the export ends or line
 // returns false. The bytes passed to line are valid only during the call.
-func (s *Server) readExport(ctx context.Context, base string, line func([]byte) bool) error {
+func (s *Module) readExport(ctx context.Context, base string, line func([]byte) bool) error {
 	url := base + "/export"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -547,112 +544,16 @@ func decodeID(dst []byte, h string) bool {
 	return err == nil && n == len(dst)
 }
 
-// appendMirrored stores recs; in a bulk load without an fsync per
-// transaction (the peer can send them again, and EndBulk commits durably).
-func (s *Server) appendMirrored(ctx context.Context, recs []eventlog.Record, bulk bool) error {
-	append := s.store.AppendBatch
-	if bulk {
-		append = s.store.LoadBatch
-	}
-	_, err := append(ctx, recs)
-	return err
-}
-
-// ingestMirrored verifies events on every core as mirrored events and
-// appends the valid ones in one group commit. It returns how many were
-// stored (new or duplicate) and how many were rejected.
-func (s *Server) ingestMirrored(ctx context.Context, evs []*protocol.Event) (accepted, rejected int, err error) {
-	recs, rejected := s.verifyMirrored(evs)
-	if _, err := s.store.AppendBatch(ctx, recs); err != nil {
-		return 0, rejected, err
-	}
-	return len(recs), rejected, nil
-}
-
-// verifyMirrored checks events as mirrored events and returns the records
-// of the valid ones and the number rejected.
-func (s *Server) verifyMirrored(evs []*protocol.Event) ([]eventlog.Record, int) {
-	errs := make([]error, len(evs))
-	bodies := make([][]byte, len(evs))
-	s.checkMirrored(evs, errs, bodies)
-	now := s.now()
-	recs := make([]eventlog.Record, 0, len(evs))
-	for i, e := range evs {
-		if errs[i] == nil {
-			recs = append(recs, eventlog.Record{Event: e, Body: bodies[i], RawType: "json", ReceivedAt: now})
-		}
-	}
-	return recs, len(evs) - len(recs)
-}
-
-// checkMirrored verifies evs on every core as mirrored events (SPEC §6.2):
-// everything an event can be judged on by itself, without the freshness
-// window, rate limits or log-dependent rules; never kind 11. It fills
-// errs[i] for each bad event; entries already set, or with a nil event,
-// are left alone. When bodies is not nil, it also encodes each good
-// event's body into it, on the same cores.
-func (s *Server) checkMirrored(evs []*protocol.Event, errs []error, bodies [][]byte) {
-	checker := s.cfg.Checker
-	checker.Limits.MaxAge = 0
-	now := s.now()
-	// In author order, a worker verifies an author's events one after
-	// another, while that author's key table is in the cache.
-	order := make([]int, len(evs))
-	for i := range order {
-		order[i] = i
-	}
-	author := func(i int) string {
-		if evs[i] == nil {
-			return ""
-		}
-		return evs[i].AgentID
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(author(a), author(b)) })
-	var wg sync.WaitGroup
-	// Workers take the next 64 events in author order until none are
-	// left (so none waits on another that got the slower keys); their
-	// signatures are verified together (CheckFirstBatch).
-	var next atomic.Int64
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bevs, berrs := make([]*protocol.Event, 0, 64), make([]error, 0, 64)
-			for {
-				lo := int(next.Add(64)) - 64
-				if lo >= len(order) {
-					return
-				}
-				group := order[lo:min(lo+64, len(order))]
-				bevs, berrs = bevs[:0], berrs[:0]
-				for _, i := range group {
-					if errs[i] == nil && evs[i] != nil && evs[i].Kind == protocol.KindHealth {
-						errs[i] = protocol.Errorf(CodeNotMirrored, "kind 11 health beats are never mirrored")
-					}
-					bevs, berrs = append(bevs, evs[i]), append(berrs, errs[i])
-				}
-				checker.CheckFirstBatch(bevs, now, berrs)
-				for k, i := range group {
-					if errs[i] = berrs[k]; errs[i] == nil && evs[i] != nil && bodies != nil {
-						bodies[i] = protocol.AppendJSON(nil, evs[i])
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func (s *Server) peerGet(ctx context.Context, url string) ([]byte, error) {
+func (s *Module) peerGet(ctx context.Context, url string) ([]byte, error) {
 	return s.peerDo(ctx, http.MethodGet, url, "", nil)
 }
 
-func (s *Server) peerPost(ctx context.Context, url, ct string, body []byte) ([]byte, error) {
+func (s *Module) peerPost(ctx context.Context, url, ct string, body []byte) ([]byte, error) {
 	return s.peerDo(ctx, http.MethodPost, url, ct, body)
 }
 
 // peerDo sends one request to a peer, authenticated with the relay key.
-func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte) ([]byte, error) {
+func (s *Module) peerDo(ctx context.Context, method, url, ct string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -686,7 +587,7 @@ func (s *Server) peerDo(ctx context.Context, method, url, ct string, body []byte
 // moments) while reconciling again every MirrorInterval (which pushes what
 // the peer lacks and repairs anything the stream missed); a broken stream
 // or a failed reconciliation starts over, with backoff.
-func (s *Server) MirrorLoop(ctx context.Context, base string) {
+func (s *Module) MirrorLoop(ctx context.Context, base string) {
 	backoff := time.Second
 	base = strings.TrimRight(base, "/")
 	for ctx.Err() == nil {
@@ -708,7 +609,7 @@ func (s *Server) MirrorLoop(ctx context.Context, base string) {
 
 // mirrorRound reconciles, then follows the stream until it breaks,
 // reconciling on every tick meanwhile.
-func (s *Server) mirrorRound(ctx context.Context, base string) error {
+func (s *Module) mirrorRound(ctx context.Context, base string) error {
 	// The peer's log position before reconciling: the stream resumes
 	// there, so nothing committed during the reconciliation is missed.
 	after, err := s.peerSeq(ctx, base)
@@ -726,7 +627,7 @@ func (s *Server) mirrorRound(ctx context.Context, base string) error {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.follow(fctx, base, after) }()
-	tick := time.NewTicker(s.cfg.MirrorInterval)
+	tick := time.NewTicker(s.opts.MirrorInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -744,8 +645,8 @@ func (s *Server) mirrorRound(ctx context.Context, base string) error {
 
 // pollPaged mirrors a paged peer again every MirrorInterval: another
 // implementation's stream cannot be resumed (SPEC §6.3).
-func (s *Server) pollPaged(ctx context.Context, base string) error {
-	tick := time.NewTicker(s.cfg.MirrorInterval)
+func (s *Module) pollPaged(ctx context.Context, base string) error {
+	tick := time.NewTicker(s.opts.MirrorInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -760,7 +661,7 @@ func (s *Server) pollPaged(ctx context.Context, base string) error {
 }
 
 // peerSeq reads the peer's highest log sequence from its /health.
-func (s *Server) peerSeq(ctx context.Context, base string) (int64, error) {
+func (s *Module) peerSeq(ctx context.Context, base string) (int64, error) {
 	b, err := s.peerGet(ctx, base+"/health")
 	if err != nil {
 		return 0, err
@@ -776,7 +677,7 @@ func (s *Server) peerSeq(ctx context.Context, base string) (int64, error) {
 // a mirrored event, until the stream ends (the caller then reconciles
 // again). Events this relay pushed come back as duplicates and cost one
 // lookup.
-func (s *Server) follow(ctx context.Context, base string, after int64) error {
+func (s *Module) follow(ctx context.Context, base string, after int64) error {
 	url := base + "/stream"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -806,7 +707,7 @@ func (s *Server) follow(ctx context.Context, base string, after int64) error {
 		if err != nil {
 			continue // a meta notice or a foreign frame
 		}
-		acc, rej, err := s.ingestMirrored(ctx, []*protocol.Event{e})
+		acc, rej, err := s.core.IngestMirrored(ctx, []*protocol.Event{e})
 		if err != nil {
 			return err
 		}

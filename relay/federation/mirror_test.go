@@ -1,39 +1,15 @@
-package relay
+package federation
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/state/statetest"
-	"github.com/anp2net/relay/tasks/taskstest"
 )
-
-// peerRelay is a relay with its own key, serving on loopback.
-func peerRelay(t *testing.T, name string) (*testRelay, *Server) {
-	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), name+".db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	clk := &clock{t: time.Unix(vectorTime, 0)}
-	cfg := DefaultConfig()
-	cfg.Now, cfg.RatePerAgent, cfg.RatePerIP = clk.now, 0, 0
-	cfg.Checker.PoW.Kinds = nil
-	cfg.RelayKey = taskstest.NewAgent("relay-" + name).Key
-	srv, err := New(cfg, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testRelay{Server: newServer(t, srv), store: st, clock: clk}, srv
-}
 
 // TestMirrorConverges splits a random stream (votes, flags, revokes, task
 // lifecycles) over two relays with a shared part, hides an event on one,
@@ -53,8 +29,8 @@ func TestMirrorConverges(t *testing.T) {
 			onA, onB = append(onA, e), append(onB, e)
 		}
 	}
-	publishAll(t, a.URL, onA, 4)
-	publishAll(t, b.URL, onB, 4)
+	publishAll(t, a, onA, 4)
+	publishAll(t, b, onB, 4)
 	res, err := as.MirrorOnce(context.Background(), b.URL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +67,8 @@ func TestMirrorCatchUpInBulk(t *testing.T) {
 	// catch-up reads a's whole export, keeps only what c lacks, and the
 	// reconciliation after it pushes c's own.
 	shared, own := evs[:150], statetest.Corpus(5, 3, 4, corpusBase, 20)
-	publishAll(t, a.URL, evs, 4)
-	publishAll(t, c.URL, append(slices.Clone(shared), own...), 4)
+	publishAll(t, a, evs, 4)
+	publishAll(t, c, append(slices.Clone(shared), own...), 4)
 	var phases []string
 	res, err := cs.MirrorOnce(context.Background(), a.URL, func(r MirrorResult) {
 		if r.Phase != "" && (len(phases) == 0 || phases[len(phases)-1] != r.Phase) {
@@ -115,8 +91,8 @@ func TestMirrorCatchUpInBulk(t *testing.T) {
 	if res.Rounds > 3 {
 		t.Fatalf("the reconciliation after the export took %d round trips", res.Rounds)
 	}
-	if len(phases) < 2 || phases[0] != "bulk load" || phases[len(phases)-1] != "merging tag rows" || c.store.Bulk() {
-		t.Fatalf("phases %v, still bulk %v", phases, c.store.Bulk())
+	if len(phases) < 2 || phases[0] != "bulk load" || phases[len(phases)-1] != "merging tag rows" || c.Store.Bulk() {
+		t.Fatalf("phases %v, still bulk %v", phases, c.Store.Bulk())
 	}
 	if da, dc := a.state(t, vectorTime), c.state(t, vectorTime); da.Digest != dc.Digest {
 		t.Fatalf("states differ in %q", state.FirstDifference(da, dc))
@@ -162,7 +138,7 @@ func TestExportNeededPassesOnlyNeeded(t *testing.T) {
 	a, _ := peerRelay(t, "a")
 	_, cs := peerRelay(t, "c")
 	evs := statetest.Corpus(13, 10, 12, corpusBase, 1300)
-	publishAll(t, a.URL, evs, 4)
+	publishAll(t, a, evs, 4)
 	var need [][32]byte
 	wanted := map[string]bool{}
 	for i, e := range evs {

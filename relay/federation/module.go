@@ -1,0 +1,119 @@
+// Package federation is the relay's federation capability: the signed
+// kind 10 relay announcement, POST /gossip (a chosen peer's pushes taken
+// as mirrored history, anyone else's with POST /events' rules), POST /sync
+// (negentropy set reconciliation over the core's index), GET /relays, and
+// mirroring peers — reconcile, fetch, push, follow their stream, or page
+// through GET /events when a peer is another implementation — with the
+// per-peer limits. It holds no fold: what it stores goes through the
+// core's log and is folded like any event.
+package federation
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+)
+
+// Options configure federation.
+type Options struct {
+	// Peers are relay URLs mirrored continuously while serving.
+	Peers []string
+	// PeerKeys are relay agent_ids whose authenticated POST /gossip is
+	// taken as a peer's (mirrored-event rules); the relay keys of Peers are
+	// learned as well. Anyone else's gossip gets POST /events' rules.
+	PeerKeys []string
+	// MirrorInterval is the pause between reconciliations with a peer
+	// when its stream is not followed (0: 5 s).
+	MirrorInterval time.Duration
+	// PeerRate caps events per RateWindow that one peer may push through
+	// POST /gossip (0 disables).
+	PeerRate int
+	// SyncRate caps POST /sync messages per RateWindow from one address; a
+	// filtered message, which scans the log, counts SyncFilterCost (0
+	// disables).
+	SyncRate int
+	// RateWindow is the window of both limits (0: a minute).
+	RateWindow time.Duration
+}
+
+// DefaultOptions are the serve command's defaults.
+func DefaultOptions() Options {
+	return Options{MirrorInterval: 5 * time.Second, PeerRate: 120000, SyncRate: 1200, RateWindow: time.Minute}
+}
+
+// Module is federation as a relay capability module (see the package doc).
+type Module struct {
+	opts Options
+	core *relay.Server
+	cfg  relay.Config // the core's settings: relay key, clock, logger, checker
+
+	byPeer *relay.Limiter
+	bySync *relay.Limiter
+	peers  peers
+	paged  pagedPeers // peers mirrored by pages of GET /events
+	// peerKeys holds the relay keys whose gossip is a peer's (see
+	// Options.PeerKeys): agent_id → where it was learned.
+	peerKeys sync.Map
+	// peerClient talks to peer relays.
+	peerClient   *http.Client
+	streamClient *http.Client // no timeout: streams are long
+}
+
+var _ relay.Runner = (*Module)(nil)
+
+// NewModule returns federation with opts, or an error for a malformed
+// peer key.
+func NewModule(opts Options) (*Module, error) {
+	if opts.MirrorInterval <= 0 {
+		opts.MirrorInterval = 5 * time.Second
+	}
+	if opts.RateWindow <= 0 {
+		opts.RateWindow = time.Minute
+	}
+	m := &Module{opts: opts, peerClient: &http.Client{Timeout: 60 * time.Second}, streamClient: &http.Client{},
+		byPeer: relay.NewLimiter(opts.PeerRate, opts.RateWindow), bySync: relay.NewLimiter(opts.SyncRate, opts.RateWindow)}
+	for _, k := range opts.PeerKeys {
+		if !protocol.IsHex64(k) {
+			return nil, fmt.Errorf("peer key %q: want 64 lowercase hex", k)
+		}
+		m.peerKeys.Store(k, "configured")
+	}
+	for i, p := range m.opts.Peers {
+		m.opts.Peers[i] = strings.TrimRight(p, "/")
+	}
+	return m, nil
+}
+
+// Name is "federation".
+func (s *Module) Name() string { return "federation" }
+
+// Mount registers POST /gossip, GET /relays and POST /sync.
+func (s *Module) Mount(core *relay.Server) error {
+	s.core, s.cfg = core, core.Config()
+	core.Route(http.MethodPost, "/gossip", s.postGossip)
+	core.Route(http.MethodGet, "/relays", s.getRelays)
+	core.Route(http.MethodPost, "/sync", s.postSync)
+	return nil
+}
+
+// Run announces the relay (kind 10) and mirrors every configured peer
+// until ctx ends.
+func (s *Module) Run(ctx context.Context) {
+	if err := s.announce(ctx); err != nil {
+		s.cfg.Logger.Warn("relay announcement failed", "err", err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range s.opts.Peers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.MirrorLoop(ctx, p) }()
+	}
+	wg.Wait()
+}
+
+func (s *Module) now() int64 { return s.core.Now() }
