@@ -22,6 +22,7 @@ type Query struct {
 var queryParams = map[string]bool{
 	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
 	"limit": true, "as_of": true, "include_revoked": true, "include_hidden": true,
+	"kind": true, // the network's existing clients' name for kinds
 }
 
 // ParseQuery parses GET /events parameters. Lists are comma-separated;
@@ -46,6 +47,12 @@ func ParseQuery(v url.Values) (Query, error) {
 	}
 	if f.Authors, err = hexList(v, "authors"); err != nil {
 		return q, err
+	}
+	if v.Has("kind") {
+		if v.Has("kinds") {
+			return q, protocol.Errorf(CodeBadParameter, "give kinds or its alias kind, not both")
+		}
+		v = cloneWith(v, "kinds", v.Get("kind"))
 	}
 	if s := v.Get("kinds"); s != "" {
 		for _, k := range strings.Split(s, ",") {
@@ -151,4 +158,14 @@ func boolParam(v url.Values, name string) (bool, error) {
 		return false, protocol.Errorf(CodeBadParameter, "%s must be true or false", name)
 	}
 	return b, nil
+}
+
+// cloneWith returns a copy of v with name set to value.
+func cloneWith(v url.Values, name, value string) url.Values {
+	out := make(url.Values, len(v)+1)
+	for k, x := range v {
+		out[k] = x
+	}
+	out.Set(name, value)
+	return out
 }

@@ -36,12 +36,20 @@ func TestTaskAndCreditRoutes(t *testing.T) {
 		Provider string `json:"provider"`
 		Events   []any  `json:"events"`
 		History  []struct{ Status string }
+		// The names the network's existing clients read: full events by kind.
+		Request                                       *protocol.Event
+		Accepts, Results, Verifies, Payments, Cancels []*protocol.Event
 	}
 	if ans := r.do(t, "GET", "/task/"+task.ID, "", nil); ans.status != 200 || json.Unmarshal(ans.body, &v) != nil {
 		t.Fatalf("GET /task: %d %s", ans.status, ans.body)
 	}
 	if v.Status != "paid" || v.Provider != prov.ID || len(v.Events) != 5 || len(v.History) < 4 {
 		t.Fatalf("task view: %+v", v)
+	}
+	if v.Request == nil || v.Request.ID != task.ID || len(v.Accepts) != 1 || len(v.Results) != 1 || len(v.Verifies) != 1 ||
+		len(v.Payments) != 1 || v.Cancels == nil || len(v.Cancels) != 0 || v.Accepts[0].AgentID != prov.ID || v.Payments[0].CheckSig() != nil {
+		t.Fatalf("task events by kind: request %v, %d accepts, %d results, %d verifies, %d payments, cancels %v",
+			v.Request, len(v.Accepts), len(v.Results), len(v.Verifies), len(v.Payments), v.Cancels)
 	}
 	var list struct {
 		Count int `json:"count"`

@@ -1,11 +1,14 @@
 package relay
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
@@ -146,7 +149,13 @@ func (s *Server) getFlags(c echo.Context) error {
 	} else if !found {
 		return protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
-	return c.JSON(http.StatusOK, s.state.Moderation.Current(s.now()).Event(id))
+	em := s.state.Moderation.Current(s.now()).Event(id)
+	if em.Author == "" { // nobody flagged it: the view has not met it
+		if em.Author, err = s.store.Author(c.Request().Context(), id); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, em)
 }
 
 func (s *Server) getTask(c echo.Context) error {
@@ -161,7 +170,11 @@ func (s *Server) getTask(c echo.Context) error {
 	if !ok {
 		return protocol.Errorf(CodeNotFound, "task %s not found", id)
 	}
-	return c.JSON(http.StatusOK, t)
+	full, err := s.taskEvents(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, taskAnswer{TaskView: t, taskEventsByKind: full})
 }
 
 func (s *Server) getTasks(c echo.Context) error {
@@ -225,4 +238,49 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// taskAnswer is GET /task/{id}: the derived view, plus the task's events
+// in full by kind under the names the network's existing clients read.
+type taskAnswer struct {
+	tasks.TaskView
+	taskEventsByKind
+}
+
+type taskEventsByKind struct {
+	Request  *protocol.Event   `json:"request"`
+	Accepts  []*protocol.Event `json:"accepts"`
+	Results  []*protocol.Event `json:"results"`
+	Verifies []*protocol.Event `json:"verifies"`
+	Payments []*protocol.Event `json:"payments"`
+	Cancels  []*protocol.Event `json:"cancels"`
+}
+
+// taskEvents fetches every event of t from the log, oldest first, by kind.
+func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
+	out := taskEventsByKind{Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
+		Payments: []*protocol.Event{}, Cancels: []*protocol.Event{}}
+	lists := map[int64]*[]*protocol.Event{protocol.KindTaskAccept: &out.Accepts, protocol.KindTaskResult: &out.Results,
+		protocol.KindTaskVerify: &out.Verifies, protocol.KindPayment: &out.Payments, protocol.KindTaskCancel: &out.Cancels}
+	for _, ref := range t.Events {
+		e, err := s.store.GetEvent(ctx, ref.EventID)
+		if errors.Is(err, eventlog.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return out, err
+		}
+		if ref.Kind == protocol.KindTaskRequest {
+			out.Request = e
+		} else if l := lists[ref.Kind]; l != nil {
+			*l = append(*l, e)
+		}
+	}
+	if out.Request == nil {
+		e, err := s.store.GetEvent(ctx, t.TaskID)
+		if err != nil && !errors.Is(err, eventlog.ErrNotFound) {
+			return out, err
+		}
+		out.Request = e
+	}
+	return out, nil
 }

@@ -34,6 +34,10 @@ type Room struct {
 	Topic        string `json:"topic"`
 	Messages     int    `json:"messages"`
 	LastActivity int64  `json:"last_activity_at"`
+	// Room and LastAt repeat Topic and LastActivity under the names the
+	// network's existing clients read.
+	Room   string `json:"room"`
+	LastAt int64  `json:"last_at"`
 }
 
 type agentRec struct {
@@ -50,11 +54,13 @@ type Directory struct {
 	mu     sync.RWMutex
 	agents map[string]*agentRec
 	rooms  map[string]*roomRec
+	// kinds counts the folded events by kind (GET /stats).
+	kinds map[int64]int
 }
 
 // New returns an empty Directory.
 func New() *Directory {
-	return &Directory{agents: map[string]*agentRec{}, rooms: map[string]*roomRec{}}
+	return &Directory{agents: map[string]*agentRec{}, rooms: map[string]*roomRec{}, kinds: map[int64]int{}}
 }
 
 // Add folds one stored event in.
@@ -67,6 +73,7 @@ func (d *Directory) Add(e *protocol.Event) {
 		d.agents[e.AgentID] = a
 	}
 	a.times = insertSorted(a.times, e.CreatedAt)
+	d.kinds[e.Kind]++
 	switch e.Kind {
 	case protocol.KindProfile:
 		a.profiles = append(a.profiles, e)
@@ -92,6 +99,9 @@ func (d *Directory) Remove(e *protocol.Event) {
 		return
 	}
 	a.times = removeSorted(a.times, e.CreatedAt)
+	if d.kinds[e.Kind]--; d.kinds[e.Kind] <= 0 {
+		delete(d.kinds, e.Kind)
+	}
 	a.profiles = removeEvent(a.profiles, e.ID)
 	a.caps = removeEvent(a.caps, e.ID)
 	if len(a.times) == 0 {
@@ -159,7 +169,8 @@ func (d *Directory) Rooms(exclude []*protocol.Event) []Room {
 			}
 		}
 		if len(times) > 0 {
-			out = append(out, Room{Topic: t, Messages: len(times), LastActivity: times[len(times)-1]})
+			last := times[len(times)-1]
+			out = append(out, Room{Topic: t, Messages: len(times), LastActivity: last, Room: t, LastAt: last})
 		}
 	}
 	d.mu.RUnlock()
@@ -170,6 +181,37 @@ func (d *Directory) Rooms(exclude []*protocol.Event) []Room {
 		return out[i].Topic < out[j].Topic
 	})
 	return out
+}
+
+// Stats are the network counts of GET /stats, over the folded
+// (non-revoked) events.
+type Stats struct {
+	Events      int           `json:"events"`
+	Agents      int           `json:"agents"`
+	Registered  int           `json:"registered_agents"`
+	ByKind      map[int64]int `json:"by_kind"`
+	Topics      int           `json:"topics"`
+	LastEventAt int64         `json:"last_event_at"`
+}
+
+// Stats returns the network counts.
+func (d *Directory) Stats() Stats {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	st := Stats{Agents: len(d.agents), ByKind: make(map[int64]int, len(d.kinds)), Topics: len(d.rooms)}
+	for k, n := range d.kinds {
+		st.ByKind[k] = n
+		st.Events += n
+	}
+	for _, a := range d.agents {
+		if len(a.profiles) > 0 {
+			st.Registered++
+		}
+		if n := len(a.times); n > 0 {
+			st.LastEventAt = max(st.LastEventAt, a.times[n-1])
+		}
+	}
+	return st
 }
 
 func (a *agentRec) view(id string) Agent {
@@ -198,8 +240,12 @@ func latest(evs []*protocol.Event) *protocol.Event {
 	return best
 }
 
-// topics returns the distinct "t" tag values of e.
+// topics returns the distinct "t" tag values of e; none for a DM (kind 3),
+// which never shows in discovery.
 func topics(e *protocol.Event) []string {
+	if e.Kind == protocol.KindDM {
+		return nil
+	}
 	var out []string
 	for _, v := range e.TagValues("t") {
 		if v != "" && !contains(out, v) {

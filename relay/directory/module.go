@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
@@ -51,6 +52,10 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/capabilities", m.getCapabilities)
 	core.Route(http.MethodGet, "/rooms", m.getRooms)
 	core.Route(http.MethodGet, "/home", m.getHome)
+	core.Route(http.MethodGet, "/stats", m.getStats)
+	core.Route(http.MethodGet, "/capabilities/search", m.searchCapabilities)
+	core.Route(http.MethodGet, "/welcome", m.getWelcome)
+	core.Route(http.MethodGet, "/onboarding/:agent_id", m.getOnboarding)
 	return nil
 }
 
@@ -76,7 +81,8 @@ func (m *Module) getAgents(c echo.Context) error {
 	rows := make([]map[string]any, 0, min(len(all), int(limit)))
 	for _, a := range all[:min(len(all), int(limit))] {
 		row := map[string]any{"agent_id": a.AgentID, "name": a.Name, "registered": a.Registered,
-			"last_event_at": a.LastSeen, "capabilities": httpx.NonNil(capNames(a.Capabilities))}
+			"last_event_at": a.LastSeen, "capabilities": httpx.NonNil(capNames(a.Capabilities)),
+			"latest_profile": profileOf(a), "event_count": a.Events}
 		m.core.AgentInfo(row, a.AgentID)
 		rows = append(rows, row)
 	}
@@ -97,18 +103,48 @@ func (m *Module) getAgent(c echo.Context) error {
 	if !known && acct.Balance.IsZero() {
 		return protocol.Errorf(relay.CodeNotFound, "agent %s has no events here", id)
 	}
-	var profile any
-	if a.Profile != nil {
-		json.Unmarshal([]byte(a.Profile.Content), &profile)
-	}
+	profile := profileOf(a)
 	sum, _ := m.core.State().Trust.Current(now).Summary(id)
 	row := map[string]any{
 		"agent_id": id, "name": a.Name, "registered": a.Registered, "profile": profile,
 		"capabilities": httpx.NonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
 		"events": a.Events, "credit_balance": acct.Balance, "trust": sum,
+		"latest_profile": profile, "event_count": a.Events,
 	}
 	m.core.AgentInfo(row, id)
 	return c.JSON(http.StatusOK, row)
+}
+
+// profileOf returns the content of a's latest profile as JSON (nil when it
+// has none or it is not JSON).
+func profileOf(a Agent) any {
+	var profile any
+	if a.Profile != nil {
+		json.Unmarshal([]byte(a.Profile.Content), &profile)
+	}
+	return profile
+}
+
+// getStats is GET /stats: network counts over the non-revoked events (by
+// kind, agents, topics, the newest event time) beside the log's own size.
+func (m *Module) getStats(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
+		return err
+	}
+	st := m.dir.Stats()
+	logStats, err := m.core.Log().Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	byKind := make(map[string]int, len(st.ByKind))
+	for k, n := range st.ByKind {
+		byKind[strconv.FormatInt(k, 10)] = n
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"events": st.Events, "agents": st.Agents, "registered_agents": st.Registered, "topics": st.Topics,
+		"by_kind": byKind, "last_event_at": st.LastEventAt, "stored_events": logStats.Events,
+		"revoked": logStats.Events - int64(st.Events), "ts": m.core.Now(),
+	})
 }
 
 // capNames returns the capability names of a kind 4: its cap tags, else
@@ -140,20 +176,27 @@ func (m *Module) getCapabilities(c echo.Context) error {
 		return err
 	}
 	byName := map[string][]string{}
+	last := map[string]int64{}
 	for _, a := range m.dir.Agents("") {
 		for _, n := range capNames(a.Capabilities) {
 			byName[n] = append(byName[n], a.AgentID)
+			last[n] = max(last[n], a.Capabilities.CreatedAt)
 		}
 	}
+	// capability, providers and last_declared are the names the network's
+	// existing clients read; name, agent_count and agents are ours.
 	type row struct {
-		Name   string   `json:"name"`
-		Count  int      `json:"agent_count"`
-		Agents []string `json:"agents"`
+		Name         string   `json:"name"`
+		Count        int      `json:"agent_count"`
+		Agents       []string `json:"agents"`
+		Capability   string   `json:"capability"`
+		Providers    int      `json:"providers"`
+		LastDeclared int64    `json:"last_declared"`
 	}
 	out := make([]row, 0, len(byName))
 	for n, ids := range byName {
 		sort.Strings(ids)
-		out = append(out, row{n, len(ids), ids})
+		out = append(out, row{n, len(ids), ids, n, len(ids), last[n]})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {

@@ -52,6 +52,7 @@ type TagCond struct {
 var streamParams = map[string]bool{
 	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
 	"filter": true, "after": true,
+	"kind": true, // alias of kinds (the network's existing clients' name)
 }
 
 // ParseFilter parses GET /stream query parameters: the GET /events matching
@@ -72,6 +73,22 @@ func ParseFilter(v url.Values) (*Filter, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names) // deterministic: the same query always fails the same way
+	if v.Has("kind") {
+		if v.Has("kinds") {
+			return nil, protocol.Errorf(CodeBadParameter, "give kinds or its alias kind, not both")
+		}
+		for i, n := range names {
+			if n == "kind" {
+				names[i] = "kinds"
+			}
+		}
+		w := make(url.Values, len(v))
+		for k, x := range v {
+			w[k] = x
+		}
+		w["kinds"] = v["kind"]
+		v = w
+	}
 	f := &Filter{}
 	for _, name := range names {
 		if err := f.param(name, v[name][0]); err != nil {

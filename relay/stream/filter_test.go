@@ -53,6 +53,7 @@ func TestFilterMatches(t *testing.T) {
 		{"", []int{0, 1, 2, 3, 4}},
 		{"kinds=1", []int{0, 1}},
 		{"kinds=1,7", []int{0, 1, 3}},
+		{"kind=1,7", []int{0, 1, 3}}, // the network's clients' alias
 		{"kinds=0", []int{4}},
 		{"kinds=" + strings.Join(many, ","), []int{0, 1, 3, 4}}, // long list: matched through a map
 		{"authors=" + s.a, []int{0, 2}},
@@ -169,6 +170,7 @@ func TestFilterErrors(t *testing.T) {
 		{"t=" + strings.TrimSuffix(strings.Repeat("a,", maxTagValues+1), ","), CodeFilterValueInvalid},
 		{"since=abc", CodeFilterValueInvalid},
 		{"since=5&until=4", CodeFilterValueInvalid},
+		{"kind=1&kinds=1", CodeBadParameter},
 	} {
 		v, err := url.ParseQuery(tc.query)
 		if err != nil {
