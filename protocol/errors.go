@@ -59,6 +59,7 @@ const (
 	CodeTooFarPast      = "created_at_too_far_in_past"
 	CodeIDMismatch      = "id_mismatch"
 	CodeBadSignature    = "invalid_signature"
+	CodeWeakKey         = "weak_key" // agent_id is a small-order or non-canonical key (D14)
 	CodePoWRequired     = "pow_required"
 	CodePoWMalformed    = "pow_malformed"
 	CodePoWBelowMinimum = "pow_below_minimum"

@@ -68,9 +68,10 @@ func (e *Event) CheckID() error {
 }
 
 // CheckSig reports an invalid_signature *Error unless e.Sig is a valid Ed25519
-// signature by e.AgentID over the raw id bytes, by crypto/ed25519's rules
-// (checked through sigverify.Default, which is faster for agents seen
-// before).
+// signature by e.AgentID over the raw id bytes, by libsodium's rules (D14;
+// checked through sigverify.Default, which is faster for agents seen
+// before), and a weak_key *Error when e.AgentID is a key no signature is
+// valid under by those rules (small-order or non-canonical).
 func (e *Event) CheckSig() error {
 	pub, sig, id, err := e.sigParts()
 	if err != nil {
@@ -83,13 +84,17 @@ func (e *Event) CheckSig() error {
 }
 
 // sigParts decodes what the signature check reads: the key, the
-// signature and the id.
+// signature and the id. It reports a weak_key *Error for a key libsodium
+// refuses whatever the signature.
 func (e *Event) sigParts() (pub, sig, id []byte, err error) {
 	pub, err1 := hex.DecodeString(e.AgentID)
 	sig, err2 := hex.DecodeString(e.Sig)
 	idb, ok := e.IDBytes()
 	if err1 != nil || err2 != nil || !ok || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return nil, nil, nil, Errorf(CodeBadSignature, "signature or key is not well-formed hex")
+	}
+	if sigverify.WeakKey(pub) {
+		return nil, nil, nil, Errorf(CodeWeakKey, "agent_id is a small-order or non-canonical Ed25519 key, under which anyone can sign")
 	}
 	return pub, sig, idb[:], nil
 }

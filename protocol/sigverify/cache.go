@@ -2,6 +2,7 @@ package sigverify
 
 import (
 	"crypto/subtle"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -24,9 +25,13 @@ const shards = 16
 // tables of keys used fewer than twice since the last sweep, so a steady
 // set of busy keys keeps its tables and a passing key does not push them
 // out. Keys are limited to 8× the table count (at least 4,096) and evicted
-// at random. A Cache is safe for concurrent use.
+// at random. Keys are spread over shards by a hash keyed with a random
+// seed per cache, so that no one can choose keys that all land in one
+// shard and push others' keys and tables out of it. A Cache is safe for
+// concurrent use.
 type Cache struct {
 	shards    [shards]shard
+	seed      maphash.Seed
 	maxTables atomic.Int64
 	tables    atomic.Int64
 	calls     atomic.Int64
@@ -52,7 +57,7 @@ func (e *key) drop() bool { return e.tab.Swap(nil) != nil }
 // New returns a cache whose tables take at most maxBytes (0: decoded keys
 // only, no tables).
 func New(maxBytes int) *Cache {
-	c := &Cache{}
+	c := &Cache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
 		c.shards[i].keys = make(map[[32]byte]*key)
 	}
@@ -84,9 +89,9 @@ func (c *Cache) Stats() Stats {
 	return st
 }
 
-// Verify reports whether sig is pub's Ed25519 signature of msg, by the
-// rules of crypto/ed25519.Verify (false, not a panic, for a key that is not
-// 32 bytes).
+// Verify reports whether sig is pub's Ed25519 signature of msg, by
+// libsodium's rules (see the package comment; false, not a panic, for a
+// key that is not 32 bytes).
 func (c *Cache) Verify(pub, msg, sig []byte) bool {
 	var ok [1]bool
 	c.VerifyBatch([]Job{{Pub: pub, Msg: msg, Sig: sig}}, ok[:])
@@ -123,7 +128,7 @@ func (c *Cache) window() int64 { return max(4*c.maxTables.Load(), 1024) }
 // pub is not the encoding of a point.
 func (c *Cache) key(pub []byte) *key {
 	id := [32]byte(pub)
-	sh := &c.shards[id[0]%shards]
+	sh := &c.shards[c.shardOf(&id)]
 	sh.mu.Lock()
 	e := sh.keys[id]
 	sh.mu.Unlock()
@@ -153,6 +158,12 @@ func (c *Cache) key(pub []byte) *key {
 	}
 	sh.keys[id] = e
 	return e
+}
+
+// shardOf returns the shard that holds key id, chosen by the cache's
+// keyed hash rather than by any byte of the key.
+func (c *Cache) shardOf(id *[32]byte) uint64 {
+	return maphash.Bytes(c.seed, id[:]) % shards
 }
 
 // build gives e a table if the limit allows; it returns e's table or nil.
@@ -195,7 +206,7 @@ func (c *Cache) sweep() {
 type Job struct{ Pub, Msg, Sig []byte }
 
 // VerifyBatch sets ok[i] to whether jobs[i].Sig is jobs[i].Pub's signature
-// of jobs[i].Msg, by the rules of crypto/ed25519.Verify, for every i (ok is
+// of jobs[i].Msg, by libsodium's rules (as Verify), for every i (ok is
 // at least as long as jobs). Answers computed from tables share one field
 // inversion: each such sum R' is brought to affine form with Montgomery's
 // trick (three multiplications instead of an inversion of about 265),

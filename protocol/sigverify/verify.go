@@ -1,5 +1,12 @@
-// Package sigverify checks Ed25519 signatures with exactly the rules of
-// crypto/ed25519.Verify, faster for keys it has seen before.
+// Package sigverify checks Ed25519 signatures by libsodium's rules
+// (crypto_sign_verify_detached, which the reference relay uses), faster
+// for keys it has seen before.
+//
+// Those rules are crypto/ed25519.Verify's cofactorless RFC 8032 check
+// plus libsodium's rejections (rules.go): a public key that encodes a
+// point of small order or writes y at or above p, an R that encodes a
+// point of small order, and S ≥ l (which the standard library rejects
+// too). Every other signature gets crypto/ed25519's answer.
 //
 // Verification computes R' = [S]B - [k]A and compares its encoding with
 // the signature's R. The standard library does that with one joint
@@ -10,10 +17,10 @@
 // of 32 table entries, 4 doublings and 64 more entries: about 2.7 times
 // as fast. Table entries are stored in affine form and added with this
 // package's own field arithmetic (point.go). The group law is exact, so
-// the point compared, and hence the answer, is the standard library's;
-// the tests and the fuzz target compare the two on valid, tampered,
-// non-canonical and small-order inputs, and the arithmetic with
-// edwards25519.Point's.
+// the point compared is the standard library's; the tests and the fuzz
+// target compare the answers with crypto/ed25519's and libsodium's
+// extra rejections on valid, tampered, non-canonical and small-order
+// inputs, and the arithmetic with edwards25519.Point's.
 package sigverify
 
 import (
@@ -88,10 +95,11 @@ func digits256(s []byte) (d [32]int8) {
 	return d
 }
 
-// parse does the checks and hashing every path shares: the signature's
-// length and top bits, k = SHA-512(R || pub || msg) mod l, and S below l.
+// parse does the checks and hashing every path shares: the lengths,
+// libsodium's rejections of a weak key (WeakKey) and a small-order R,
+// k = SHA-512(R || pub || msg) mod l, and S below l.
 func parse(pub, msg, sig []byte) (k, s *edwards25519.Scalar, ok bool) {
-	if len(pub) != 32 || len(sig) != 64 || sig[63]&224 != 0 {
+	if len(pub) != 32 || len(sig) != 64 || sig[63]&224 != 0 || WeakKey(pub) || smallOrder(sig[:32]) {
 		return nil, nil, false
 	}
 	h := sha512.New()

@@ -60,10 +60,11 @@ func variants(priv ed25519.PrivateKey, msg []byte) map[string][]byte {
 	}
 }
 
-// TestMatchesStdlib verifies valid and broken signatures three times each
-// through one cache (decoded key only, the call that builds the table,
-// the table) and requires crypto/ed25519's answer every time.
-func TestMatchesStdlib(t *testing.T) {
+// TestMatchesLibsodium verifies valid and broken signatures three times
+// each through one cache (decoded key only, the call that builds the
+// table, the table) and requires libsodium's answer (sodiumVerify) every
+// time.
+func TestMatchesLibsodium(t *testing.T) {
 	c := New(DefaultBytes)
 	for i := range 12 {
 		priv := keyOf(i)
@@ -71,13 +72,13 @@ func TestMatchesStdlib(t *testing.T) {
 		for m := range 6 {
 			msg := []byte(fmt.Sprintf("message %d of key %d", m, i))
 			for name, sig := range variants(priv, msg) {
-				want := ed25519.Verify(pub, msg, sig)
+				want := sodiumVerify(pub, msg, sig)
 				if name == "valid" && !want {
-					t.Fatal("stdlib rejects a valid signature")
+					t.Fatal("the reference rejects a valid signature")
 				}
 				for round := range 3 {
 					if got := c.Verify(pub, msg, sig); got != want {
-						t.Fatalf("key %d msg %d %s round %d: got %v, stdlib %v", i, m, name, round, got, want)
+						t.Fatalf("key %d msg %d %s round %d: got %v, libsodium %v", i, m, name, round, got, want)
 					}
 				}
 			}
@@ -88,11 +89,11 @@ func TestMatchesStdlib(t *testing.T) {
 	}
 }
 
-// TestBatchMatchesStdlib puts the signatures of TestMatchesStdlib and the
-// odd keys' into batches, shuffled, three rounds over one cache (so the
-// first rounds verify by the chain, build tables, and later ones share
-// inversions), and requires crypto/ed25519's answer for each.
-func TestBatchMatchesStdlib(t *testing.T) {
+// TestBatchMatchesLibsodium puts the signatures of TestMatchesLibsodium
+// and the odd keys' into batches, shuffled, three rounds over one cache
+// (so the first rounds verify by the chain, build tables, and later ones
+// share inversions), and requires libsodium's answer for each.
+func TestBatchMatchesLibsodium(t *testing.T) {
 	var jobs []Job
 	for i := range 12 {
 		priv := keyOf(i)
@@ -118,7 +119,7 @@ func TestBatchMatchesStdlib(t *testing.T) {
 	want := make([]bool, len(jobs))
 	valid := 0
 	for i, j := range jobs {
-		want[i] = len(j.Pub) == 32 && ed25519.Verify(j.Pub, j.Msg, j.Sig)
+		want[i] = sodiumVerify(j.Pub, j.Msg, j.Sig)
 		if want[i] {
 			valid++
 		}
@@ -141,7 +142,7 @@ func TestBatchMatchesStdlib(t *testing.T) {
 		}
 		for k, i := range perm {
 			if got[k] != want[i] {
-				t.Fatalf("round %d: job %d (key %x): got %v, stdlib %v", round, i, jobs[i].Pub, got[k], want[i])
+				t.Fatalf("round %d: job %d (key %x): got %v, libsodium %v", round, i, jobs[i].Pub, got[k], want[i])
 			}
 		}
 	}
@@ -150,9 +151,9 @@ func TestBatchMatchesStdlib(t *testing.T) {
 	}
 }
 
-// oddKeys are encodings stdlib accepts or rejects for reasons of their
-// own: small-order points, y written at or above p, the sign bit on x = 0,
-// and a y that is on no point.
+// oddKeys are encodings stdlib or libsodium accept or reject for reasons
+// of their own: small-order points, y written at or above p, the sign bit
+// on x = 0, and a y that is on no point.
 var oddKeys = []string{
 	"0100000000000000000000000000000000000000000000000000000000000000", // identity
 	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // order 2
@@ -163,12 +164,13 @@ var oddKeys = []string{
 	"0100000000000000000000000000000000000000000000000000000000000080", // identity, sign bit
 	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p
 	"0200000000000000000000000000000000000000000000000000000000000000", // not on the curve
+	"f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p+3, a point of large order
 }
 
-// TestOddKeysMatchStdlib checks odd keys against signatures built to pass
-// the equation for small-order keys: R = [S]B, which holds for the
+// TestOddKeysMatchLibsodium checks odd keys against signatures built to
+// pass the equation for small-order keys: R = [S]B, which holds for the
 // identity whatever the message.
-func TestOddKeysMatchStdlib(t *testing.T) {
+func TestOddKeysMatchLibsodium(t *testing.T) {
 	c := New(DefaultBytes)
 	for _, hk := range oddKeys {
 		pub, _ := hex.DecodeString(hk)
@@ -180,10 +182,10 @@ func TestOddKeysMatchStdlib(t *testing.T) {
 			r := new(edwards25519.Point).ScalarBaseMult(s).Bytes()
 			sigs := [][]byte{append(append([]byte(nil), r...), sb[:]...), ed25519.Sign(keyOf(m), msg)}
 			for _, sig := range sigs {
-				want := ed25519.Verify(pub, msg, sig)
+				want := sodiumVerify(pub, msg, sig)
 				for round := range 3 {
 					if got := c.Verify(pub, msg, sig); got != want {
-						t.Fatalf("key %s msg %d round %d: got %v, stdlib %v", hk, m, round, got, want)
+						t.Fatalf("key %s msg %d round %d: got %v, libsodium %v", hk, m, round, got, want)
 					}
 				}
 			}
@@ -247,7 +249,7 @@ func TestKeyEviction(t *testing.T) {
 		copy(other, pub)
 		other[31] ^= byte(i) // mostly not points, some are
 		other[30] ^= byte(i >> 8)
-		if c.Verify(other, msg, sig) != ed25519.Verify(other, msg, sig) {
+		if c.Verify(other, msg, sig) != sodiumVerify(other, msg, sig) {
 			t.Fatalf("key %x", other)
 		}
 	}
@@ -285,20 +287,32 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// FuzzMatchesStdlib signs msg with a key from seed, then lets the fuzzer
+// FuzzMatchesLibsodium signs msg with a key from seed (or, when odd is
+// not 0, takes one of oddKeys and a signature R = [S]B, S = odd, which
+// verifies under crypto/ed25519 for the identity), then lets the fuzzer
 // change key and signature bytes; three calls through a shared cache must
-// each give crypto/ed25519's answer.
-func FuzzMatchesStdlib(f *testing.F) {
-	f.Add([]byte{1}, []byte("hello"), []byte{}, []byte{})
-	f.Add([]byte{2}, []byte(""), []byte{0, 1}, []byte{63, 0x80})
-	f.Add([]byte{3}, []byte("x"), []byte{31, 0x80}, []byte{32, 0xff})
+// each give libsodium's answer (sodiumVerify), and so must a batch.
+func FuzzMatchesLibsodium(f *testing.F) {
+	f.Add([]byte{1}, []byte("hello"), []byte{}, []byte{}, uint8(0))
+	f.Add([]byte{2}, []byte(""), []byte{0, 1}, []byte{63, 0x80}, uint8(0))
+	f.Add([]byte{3}, []byte("x"), []byte{31, 0x80}, []byte{32, 0xff}, uint8(0))
+	f.Add([]byte{4}, []byte("forged"), []byte{}, []byte{}, uint8(1))
+	f.Add([]byte{5}, []byte("forged"), []byte{31, 0x80}, []byte{}, uint8(2))
+	f.Add([]byte{6}, []byte("forged"), []byte{}, []byte{0, 0x01}, uint8(10))
 	c := New(4 * tableBytes)
-	f.Fuzz(func(t *testing.T, seed, msg, pubEdit, sigEdit []byte) {
+	f.Fuzz(func(t *testing.T, seed, msg, pubEdit, sigEdit []byte, odd uint8) {
 		s := make([]byte, 32)
 		copy(s, seed)
 		priv := ed25519.NewKeyFromSeed(s)
 		pub := append([]byte(nil), priv.Public().(ed25519.PublicKey)...)
 		sig := ed25519.Sign(priv, msg)
+		if odd != 0 {
+			pub, _ = hex.DecodeString(oddKeys[int(odd)%len(oddKeys)])
+			var sb [32]byte
+			sb[0] = odd
+			sc, _ := edwards25519.NewScalar().SetCanonicalBytes(sb[:])
+			sig = append(new(edwards25519.Point).ScalarBaseMult(sc).Bytes(), sb[:]...)
+		}
 		edit := func(b, e []byte) {
 			for i := 0; i+1 < len(e); i += 2 {
 				b[int(e[i])%len(b)] ^= e[i+1]
@@ -306,19 +320,19 @@ func FuzzMatchesStdlib(f *testing.F) {
 		}
 		edit(pub, pubEdit)
 		edit(sig, sigEdit)
-		want := ed25519.Verify(pub, msg, sig)
+		want := sodiumVerify(pub, msg, sig)
 		for round := range 3 {
 			if got := c.Verify(pub, msg, sig); got != want {
-				t.Fatalf("round %d: got %v, stdlib %v", round, got, want)
+				t.Fatalf("round %d: got %v, libsodium %v", round, got, want)
 			}
 		}
-		// The same, in a batch beside a valid signature of the key.
+		// The same, in a batch beside a valid signature of the seed's key.
 		other := append([]byte("other "), msg...)
 		batch := []Job{{Pub: pub, Msg: msg, Sig: sig}, {Pub: priv.Public().(ed25519.PublicKey), Msg: other, Sig: ed25519.Sign(priv, other)}}
 		got := make([]bool, 2)
 		c.VerifyBatch(batch, got)
 		if got[0] != want || !got[1] {
-			t.Fatalf("batch: got %v, stdlib %v and true", got, want)
+			t.Fatalf("batch: got %v, libsodium %v and true", got, want)
 		}
 	})
 }
