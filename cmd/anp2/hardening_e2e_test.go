@@ -236,9 +236,10 @@ func TestEveryRouteSpeaksCORSAndGzip(t *testing.T) {
 		t.Fatalf("preflight: %d %v", st, hdr)
 	}
 	for _, path := range []string{"/events?t=cors", "/api/health", "/trust_graph", "/state", "/export", "/relays", "/metrics",
-		"/events/" + strings.Repeat("0", 64), "/.well-known/agent-card.json"} {
+		"/events/" + strings.Repeat("0", 64), "/.well-known/agent-card.json",
+		"/stats", "/capabilities/search?q=x", "/welcome", "/onboarding/" + strings.Repeat("0", 64)} {
 		st, hdr, _ := httpDo(t, "GET", p.base+path, nil, "Origin", "https://app.example")
-		if hdr.Get("Access-Control-Allow-Origin") != "*" {
+		if hdr.Get("Access-Control-Allow-Origin") != "*" || st == 404 && !strings.HasPrefix(path, "/events/") {
 			t.Errorf("GET %s (%d): no Access-Control-Allow-Origin", path, st)
 		}
 	}
