@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/liveness"
@@ -32,6 +33,7 @@ func modules(fed federation.Options) (relayModules, error) {
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
 		f,
+		branches.NewModule(branches.Options{Folds: folds}),
 	}}, nil
 }
 

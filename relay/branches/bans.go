@@ -1,0 +1,52 @@
+package branches
+
+import "github.com/anp2net/relay/protocol"
+
+// BanView is one kind 14 event as judged at an evaluation time.
+type BanView struct {
+	ID        string `json:"id"`
+	Author    string `json:"author"`
+	CreatedAt int64  `json:"created_at"`
+	Ban
+	// Valid reports whether at least MinEndorsers members of the
+	// high-trust set at created_at endorse it.
+	Valid     bool       `json:"valid"`
+	Invalid   string     `json:"invalid_reason,omitempty"`
+	Endorsed  int        `json:"endorsed"`
+	Endorsers []Endorser `json:"endorsers"`
+}
+
+// bans judges every ban created at or before at. Callers hold mu.
+func (f *Fold) bans(at int64) []BanView {
+	out := []BanView{}
+	for _, s := range f.sorted(protocol.KindBan, at) {
+		bv := BanView{ID: s.ev.ID, Author: s.ev.AgentID, CreatedAt: s.ev.CreatedAt}
+		b, err := ParseBan(s.ev)
+		if err != nil {
+			bv.Invalid = err.Error()
+			out = append(out, bv)
+			continue
+		}
+		bv.Ban = b
+		bv.Endorsers = endorsers(s, f.topSet(s.ev.CreatedAt))
+		bv.Endorsed = countTop(bv.Endorsers)
+		bv.Valid = bv.Endorsed >= MinEndorsers
+		if !bv.Valid {
+			bv.Invalid = "too_few_top_trust_endorsers"
+		}
+		out = append(out, bv)
+	}
+	return out
+}
+
+// Banned returns the agents a valid ban created at or before at names,
+// with the earliest such ban's time.
+func (v View) Banned() map[string]int64 {
+	out := map[string]int64{}
+	for _, b := range v.Bans {
+		if t, ok := out[b.AgentID]; b.Valid && (!ok || b.CreatedAt < t) {
+			out[b.AgentID] = b.CreatedAt
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package branches
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/labstack/echo/v4"
+)
+
+// Options configure the module.
+type Options struct {
+	// Folds returns fresh copies of the relay's registered folds, to
+	// rebuild the state at a checkpoint's as_of exactly as /state
+	// digests it (cmd/anp2's folds). Nil: the built-in views only, so
+	// state hashes match only a relay without digested modules.
+	Folds func() []state.NamedFold
+}
+
+// Module is the branches capability: Fold is its pure part; the adapter
+// serves GET /checkpoints, /checkpoints/draft, /rollbacks and /branches.
+type Module struct {
+	opts Options
+	fold *Fold
+	core *relay.Server
+
+	mu sync.Mutex
+	// prefix caches Snapshot per as_of; a committed event created at or
+	// before an as_of drops its entry.
+	prefix map[int64]Snapshot
+}
+
+var (
+	_ relay.Folder   = (*Module)(nil)
+	_ state.Digester = (*Fold)(nil)
+	_ relay.Module   = (*Module)(nil)
+	_ state.Fold     = (*Fold)(nil)
+)
+
+// NewModule returns the module with opts.
+func NewModule(opts Options) *Module {
+	return &Module{opts: opts, fold: NewFold(), prefix: map[int64]Snapshot{}}
+}
+
+// Name is "branches": its digest's key among /state's views.
+func (m *Module) Name() string { return "branches" }
+
+// Fold returns the module's fold.
+func (m *Module) Fold() state.Fold { return m.fold }
+
+// View returns the fold's view at now.
+func (m *Module) View(now int64) View { return m.fold.Evaluate(now) }
+
+// Mount registers the routes and the cache invalidation.
+func (m *Module) Mount(core *relay.Server) error {
+	m.core = core
+	core.OnCommit(m.invalidate)
+	core.Route(http.MethodGet, "/checkpoints", m.getCheckpoints)
+	core.Route(http.MethodGet, "/checkpoints/draft", m.getDraft)
+	core.Route(http.MethodGet, "/rollbacks", m.getRollbacks)
+	core.Route(http.MethodGet, "/branches", m.getBranches)
+	return nil
+}
+
+func (m *Module) invalidate(batch []eventlog.Committed) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range batch {
+		for asOf := range m.prefix {
+			if c.Event.CreatedAt <= asOf {
+				delete(m.prefix, asOf)
+			}
+		}
+	}
+}
+
+// Snapshot returns this relay's checkpoint content at asOf (cached).
+func (m *Module) Snapshot(ctx context.Context, asOf int64) (Snapshot, error) {
+	m.mu.Lock()
+	s, ok := m.prefix[asOf]
+	m.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	opts := state.Options{Treasury: m.core.Config().Treasury}
+	if m.opts.Folds != nil {
+		opts.Folds = m.opts.Folds()
+	}
+	s, err := Prefix(asOf, opts, LogEvents(ctx, m.core.Log()))
+	if err != nil {
+		return s, err
+	}
+	m.mu.Lock()
+	m.prefix[asOf] = s
+	m.mu.Unlock()
+	return s, nil
+}
+
+// Verification statuses of a checkpoint against this relay's log.
+const (
+	Matches = "matches"
+	Differs = "differs"
+	NotYet  = "not_yet"
+)
+
+// verify says whether this relay's log reproduces c at now: not_yet while
+// as_of is in the future or the log holds fewer events up to as_of than
+// event_count, else matches or differs.
+func (m *Module) verify(ctx context.Context, c Checkpoint, now int64) (string, Snapshot, error) {
+	if c.AsOf > now {
+		return NotYet, Snapshot{}, nil
+	}
+	s, err := m.Snapshot(ctx, c.AsOf)
+	switch {
+	case err != nil:
+		return "", s, err
+	case s.StateHash == c.StateHash:
+		return Matches, s, nil
+	case s.EventCount < c.EventCount:
+		return NotYet, s, nil
+	}
+	return Differs, s, nil
+}
+
+// checkpointRow is one row of GET /checkpoints.
+type checkpointRow struct {
+	CheckpointView
+	Verification string `json:"verification"`
+	// Local is this relay's own state hash and event count at as_of.
+	Local *Snapshot `json:"local,omitempty"`
+}
+
+// getCheckpoints is GET /checkpoints: valid ones first, then the others,
+// each by (created_at, id) descending... see SPEC §10.1.
+func (m *Module) getCheckpoints(c echo.Context) error {
+	v, err := httpx.Params(c, "valid")
+	if err != nil {
+		return err
+	}
+	onlyValid, err := httpx.BoolParam(v, "valid")
+	if err != nil {
+		return err
+	}
+	now := m.core.Now()
+	view := m.fold.Evaluate(now)
+	rows := []checkpointRow{}
+	for _, pass := range []bool{true, false} {
+		for i := len(view.Checkpoints) - 1; i >= 0; i-- {
+			cv := view.Checkpoints[i]
+			if cv.Valid != pass || (onlyValid && !cv.Valid) {
+				continue
+			}
+			row := checkpointRow{CheckpointView: cv, Verification: "invalid_content"}
+			if cv.Checkpoint.StateHash != "" {
+				st, local, err := m.verify(c.Request().Context(), cv.Checkpoint, now)
+				if err != nil {
+					return err
+				}
+				row.Verification = st
+				if local.StateHash != "" {
+					row.Local = &local
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return c.JSON(http.StatusOK, rows)
+}
+
+// getDraft is GET /checkpoints/draft?as_of=T[&checkpoint_id=X]: the
+// content to cosign for a checkpoint of this relay's log at T.
+func (m *Module) getDraft(c echo.Context) error {
+	v, err := httpx.Params(c, "as_of", "checkpoint_id")
+	if err != nil {
+		return err
+	}
+	now := m.core.Now()
+	asOf, err := httpx.IntParam(v, "as_of", now, 0, now)
+	if err != nil {
+		return err
+	}
+	id := v.Get("checkpoint_id")
+	if id == "" {
+		id = DefaultCheckpointID(asOf)
+	}
+	if len(id) > MaxCheckpointID {
+		return protocol.Errorf(httpx.CodeBadParameter, "checkpoint_id must be at most %d bytes", MaxCheckpointID)
+	}
+	s, err := m.Snapshot(c.Request().Context(), asOf)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, Checkpoint{CheckpointID: id, StateHash: s.StateHash, EventCount: s.EventCount, AsOf: asOf})
+}
+
+// getRollbacks is GET /rollbacks: every proposal, newest first.
+func (m *Module) getRollbacks(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
+		return err
+	}
+	rbs := m.fold.Evaluate(m.core.Now()).Rollbacks
+	out := make([]RollbackView, 0, len(rbs))
+	for i := len(rbs) - 1; i >= 0; i-- {
+		out = append(out, rbs[i])
+	}
+	return c.JSON(http.StatusOK, out)
+}

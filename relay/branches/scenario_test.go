@@ -1,0 +1,290 @@
+package branches_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/tasks/taskstest"
+	"github.com/anp2net/relay/trust"
+)
+
+// newModule returns the module as cmd/anp2 wires it: its prefix states
+// carry a fresh branches fold, as the live state does.
+func newModule() *branches.Module {
+	return branches.NewModule(branches.Options{Folds: func() []state.NamedFold {
+		return relay.Folds([]relay.Module{branches.NewModule(branches.Options{})})
+	}})
+}
+
+// world is a scenario under construction: its events in publish order.
+type world struct {
+	t   *testing.T
+	r   *relaytest.Relay
+	evs []*protocol.Event
+}
+
+func (w *world) now() int64 { return w.r.Clock.Now().Unix() }
+
+func (w *world) post(evs ...*protocol.Event) {
+	w.t.Helper()
+	for _, e := range evs {
+		if a := w.r.Post(w.t, e); a.Status != 200 {
+			w.t.Fatalf("publish kind %d: %d %s", e.Kind, a.Status, a.Body)
+		}
+		w.evs = append(w.evs, e)
+	}
+}
+
+func (w *world) get(path string, out any) {
+	w.t.Helper()
+	a := w.r.Do(w.t, "GET", path, "", nil)
+	if a.Status != 200 {
+		w.t.Fatalf("GET %s: %d %s", path, a.Status, a.Body)
+	}
+	if err := json.Unmarshal(a.Body, out); err != nil {
+		w.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+func cosigns(t *testing.T, kind int64, content string, by ...taskstest.Agent) [][]string {
+	var out [][]string
+	for _, a := range by {
+		tag, err := protocol.Cosign(a.Key, kind, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tag)
+	}
+	return out
+}
+
+type checkpointRow struct {
+	branches.CheckpointView
+	Verification string `json:"verification"`
+}
+
+type branchRow struct {
+	ID          string `json:"id"`
+	HeadEventID string `json:"head_event_id"`
+	EventCount  int64  `json:"event_count"`
+	CreatedFrom string `json:"created_from"`
+	Rollback    string `json:"rollback_proposal"`
+	head        int64
+}
+
+// TestRollbackScenario is the issue's scenario through a real relay: a
+// trusted core, a checkpoint, a sybil attack, a proposal one cosigner
+// short that expires, one cosigned by enough of the core that activates,
+// forged and replayed cosignatures ignored, and a second relay fed the
+// same events in another order deriving the same branches and digests.
+func TestRollbackScenario(t *testing.T) {
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{newModule()})}
+	core := make([]taskstest.Agent, 6)
+	for i := range core {
+		core[i] = taskstest.NewAgent(fmt.Sprintf("core-%d", i))
+	}
+	// The core vouch for each other.
+	for i, a := range core {
+		var tags [][]string
+		for j, b := range core {
+			if i != j {
+				tags = append(tags, []string{"p", b.ID})
+			}
+		}
+		w.post(a.Sign(6, w.now(), `{"score":1,"reason":"core"}`, tags...))
+		w.post(a.Sign(1, w.now(), "hello from the core"))
+	}
+	w.r.Clock.Add(time.Hour)
+	asOf := trust.EvalTime(w.now())
+	w.r.Clock.Add(time.Minute)
+
+	// The checkpoint: content from the relay, cosigned by two more of the
+	// core, a forged cosignature (core 3's id, core 4's signature) and a
+	// replayed one (core 5's cosignature of another checkpoint).
+	var draft branches.Checkpoint
+	w.get(fmt.Sprintf("/checkpoints/draft?as_of=%d&checkpoint_id=cp-1", asOf), &draft)
+	if draft.EventCount != int64(len(w.evs)) || draft.AsOf != asOf {
+		t.Fatalf("draft %+v, want %d events", draft, len(w.evs))
+	}
+	content, _ := json.Marshal(draft)
+	tags := cosigns(t, 12, string(content), core[1], core[2])
+	forged := cosigns(t, 12, string(content), core[4])[0]
+	forged[1] = core[3].ID
+	other := draft
+	other.CheckpointID = "cp-other"
+	otherContent, _ := json.Marshal(other)
+	replayed := cosigns(t, 12, string(otherContent), core[5])[0]
+	cp := core[0].Sign(12, w.now(), string(content), append(tags, forged, replayed)...)
+	// A checkpoint endorsed by too few: the author and the forger.
+	weak := core[5].Sign(12, w.now(), string(otherContent), forged)
+	w.post(cp, weak)
+
+	var cps []checkpointRow
+	w.get("/checkpoints", &cps)
+	if len(cps) != 2 || cps[0].ID != cp.ID || !cps[0].Valid || cps[0].Verification != branches.Matches || cps[0].Endorsed != 3 {
+		t.Fatalf("checkpoints %+v", cps)
+	}
+	if cps[1].ID != weak.ID || cps[1].Valid {
+		t.Fatalf("weak checkpoint %+v", cps[1])
+	}
+	reasons := map[string]string{}
+	for _, e := range cps[0].Endorsers {
+		reasons[e.AgentID] = e.Reason
+	}
+	if reasons[core[3].ID] != "bad_signature" || reasons[core[5].ID] != "bad_signature" {
+		t.Fatalf("forged and replayed cosignatures: %+v", cps[0].Endorsers)
+	}
+
+	// The sybil attack: 150 agents post spam and vouch for each other.
+	w.r.Clock.Add(time.Hour)
+	sybils := make([]taskstest.Agent, 150)
+	for i := range sybils {
+		sybils[i] = taskstest.NewAgent(fmt.Sprintf("sybil-%d", i))
+	}
+	var attack []*protocol.Event
+	for i, s := range sybils {
+		attack = append(attack, s.Sign(1, w.now(), "buy now"),
+			s.Sign(6, w.now(), `{"score":1}`, []string{"p", sybils[(i+1)%150].ID}, []string{"p", sybils[(i+2)%150].ID}, []string{"p", sybils[(i+3)%150].ID}))
+	}
+	w.r.PostAll(t, attack, 8)
+	w.evs = append(w.evs, attack...)
+	w.get("/checkpoints", &cps)
+	if cps[0].Verification != branches.Matches {
+		t.Fatalf("the attack must not change the checkpoint's state: %+v", cps[0])
+	}
+
+	// A proposal one cosigner short (3 of 6 equal weights < 2/3), and one
+	// cosigned by sybils only: neither ever activates.
+	w.r.Clock.Add(time.Minute)
+	shortContent := `{"target_checkpoint":"cp-1","reason":"sybil attack (short)"}`
+	short := core[0].Sign(13, w.now(), shortContent, cosigns(t, 13, shortContent, core[1], core[2])...)
+	sybilContent := `{"target_checkpoint":"cp-1","reason":"sybils vote"}`
+	bySybils := sybils[0].Sign(13, w.now(), sybilContent, cosigns(t, 13, sybilContent, sybils[1], sybils[2], sybils[3], sybils[4])...)
+	w.post(short, bySybils)
+	var rbs []branches.RollbackView
+	w.get("/rollbacks", &rbs)
+	if len(rbs) != 2 || rbs[0].State != "pending" || rbs[1].State != "pending" {
+		t.Fatalf("rollbacks %+v", rbs)
+	}
+	byID := func() map[string]branches.RollbackView {
+		m := map[string]branches.RollbackView{}
+		for _, r := range rbs {
+			m[r.ID] = r
+		}
+		return m
+	}
+	if r := byID()[bySybils.ID]; r.Weight != 0 {
+		t.Fatalf("sybils weigh nothing at the checkpoint: %+v", r)
+	}
+	if r := byID()[short.ID]; r.Weight >= r.Threshold || r.Weight <= 0 {
+		t.Fatalf("short proposal weight %v threshold %v", r.Weight, r.Threshold)
+	}
+
+	// The rollback cosigned by enough of the core (4 of 6); the core 3
+	// cosignature replayed from the short proposal's content is ignored
+	// there, so a fifth supporter comes only from a valid tag.
+	w.r.Clock.Add(time.Minute)
+	goodContent := `{"target_checkpoint":"cp-1","reason":"coordinated sybil attack"}`
+	replayedRB := cosigns(t, 13, shortContent, core[4])[0]
+	good := core[0].Sign(13, w.now(), goodContent, append(cosigns(t, 13, goodContent, core[1], core[2], core[3]), replayedRB)...)
+	w.post(good)
+	activatedAt := good.CreatedAt
+	w.get("/rollbacks", &rbs)
+	g := byID()[good.ID]
+	if g.State != "activated" || g.ActivatedAt != activatedAt || g.Weight < g.Threshold {
+		t.Fatalf("good rollback %+v", g)
+	}
+	for _, s := range g.Supporters {
+		if s.AgentID == core[4].ID && (s.Top || s.Reason != "bad_signature") {
+			t.Fatalf("replayed cosignature counted: %+v", s)
+		}
+	}
+	branch := "pre-rollback-" + good.ID[:8]
+	if g.Branch != branch {
+		t.Fatalf("branch %q, want %q", g.Branch, branch)
+	}
+
+	// After activation: an untagged post goes to main, one tagged for the
+	// pre-rollback branch only there.
+	w.r.Clock.Add(time.Minute)
+	w.post(core[1].Sign(1, w.now(), "after the rollback"),
+		core[2].Sign(1, w.now(), "on the old world", []string{"branch", branch}))
+
+	// The short proposal expires after its quiet period.
+	w.r.Clock.Add(7 * time.Hour)
+	w.get("/rollbacks", &rbs)
+	if r := byID()[short.ID]; r.State != "expired" {
+		t.Fatalf("short proposal %+v", r)
+	}
+
+	want := expectBranches(w.evs, asOf, activatedAt, branch)
+	var got []branchRow
+	w.get("/branches", &got)
+	if len(got) != 2 {
+		t.Fatalf("branches %+v", got)
+	}
+	for _, b := range got {
+		wb := want[b.ID]
+		if b.EventCount != wb.EventCount || b.HeadEventID != wb.HeadEventID {
+			t.Fatalf("branch %s: got %+v want %+v", b.ID, b, wb)
+		}
+	}
+	if got[0].ID != "main" || got[1].Rollback != good.ID || want["main"].EventCount >= want[branch].EventCount {
+		t.Fatalf("branches %+v", got)
+	}
+
+	// A second relay fed the same events in another order derives the
+	// same branches and the same digests.
+	r2 := relaytest.Start(t, []relay.Module{newModule()})
+	r2.Clock.Add(time.Duration(w.now()-r2.Clock.Now().Unix()) * time.Second)
+	shuffled := slices.Clone(w.evs)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	r2.PostAll(t, shuffled, 4)
+	w2 := &world{t: t, r: r2}
+	var got2 []branchRow
+	w2.get("/branches", &got2)
+	if !slices.Equal(got, got2) {
+		t.Fatalf("second relay branches %+v, first %+v", got2, got)
+	}
+	var s1, s2 state.Digest
+	w.get(fmt.Sprintf("/state?at=%d", w.now()), &s1)
+	w2.get(fmt.Sprintf("/state?at=%d", w.now()), &s2)
+	if s1.Views["branches"] == "" || s1.Digest != s2.Digest {
+		t.Fatalf("state digests differ: %s", state.FirstDifference(s1, s2))
+	}
+}
+
+// expectBranches computes main and the pre-rollback branch from the
+// rules, independently of the fold.
+func expectBranches(evs []*protocol.Event, asOf, activatedAt int64, pre string) map[string]branchRow {
+	out := map[string]branchRow{}
+	add := func(b string, e *protocol.Event) {
+		r := out[b]
+		r.EventCount++
+		if r.HeadEventID == "" || e.CreatedAt > r.head || (e.CreatedAt == r.head && e.ID > r.HeadEventID) {
+			r.HeadEventID, r.head = e.ID, e.CreatedAt
+		}
+		out[b] = r
+	}
+	for _, e := range evs {
+		tagged := len(e.TagValues("branch")) > 0
+		governance := e.Kind >= 12 && e.Kind <= 14
+		inWindow := e.CreatedAt > asOf && e.CreatedAt < activatedAt
+		if governance || (!tagged && !inWindow) {
+			add("main", e)
+		}
+		if e.CreatedAt < activatedAt || slices.Contains(e.TagValues("branch"), pre) {
+			add(pre, e)
+		}
+	}
+	return out
+}
