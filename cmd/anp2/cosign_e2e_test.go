@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -42,5 +44,38 @@ func TestCosignCLI(t *testing.T) {
 	cs := protocol.Cosignatures(&e)
 	if len(cs) != 2 || !cs[0].Valid || !cs[1].Valid || cs[0].AgentID == cs[1].AgentID {
 		t.Fatalf("cosignatures: %+v", cs)
+	}
+}
+
+// TestCheckpointCLI: `anp2 checkpoint` prints the same kind 12 content
+// from a running relay and from its database file, counting the events up
+// to --at (the relay's own announcement included).
+func TestCheckpointCLI(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "cp.db")
+	p := startProc(t, db)
+	key := filepath.Join(dir, "a.key")
+	runCLI(t, "keygen", "--key", key)
+	for _, text := range []string{"one", "two", "three"} {
+		runCLI(t, "publish", "--relay", p.base, "--key", key, "--kind", "1", "--content", text)
+	}
+	at := strconv.FormatInt(time.Now().Unix(), 10)
+	fromRelay := strings.TrimSpace(runCLI(t, "checkpoint", "--at", at, "--id", "cp-x", p.base))
+	fromDB := strings.TrimSpace(runCLI(t, "checkpoint", "--at", at, "--id", "cp-x", db))
+	if fromRelay != fromDB {
+		t.Fatalf("relay %s\ndatabase %s", fromRelay, fromDB)
+	}
+	var cp struct {
+		CheckpointID string      `json:"checkpoint_id"`
+		StateHash    string      `json:"state_hash"`
+		EventCount   int64       `json:"event_count"`
+		AsOf         json.Number `json:"as_of"`
+	}
+	if err := json.Unmarshal([]byte(fromRelay), &cp); err != nil {
+		t.Fatalf("%v: %s", err, fromRelay)
+	}
+	stored := strings.Count(strings.TrimSpace(runCLI(t, "get", "--relay", p.base, "--until", at)), "\n") + 1
+	if cp.CheckpointID != "cp-x" || cp.EventCount != int64(stored) || cp.EventCount < 3 || !protocol.IsHex64(cp.StateHash) || cp.AsOf.String() != at {
+		t.Fatalf("checkpoint %s", fromRelay)
 	}
 }

@@ -21,15 +21,16 @@ type command interface {
 }
 
 var commands = map[string]func(stdout, stderr io.Writer) command{
-	"serve":   func(o, e io.Writer) command { return newServe(o, e) },
-	"keygen":  func(o, e io.Writer) command { return &keygenCmd{out: o} },
-	"publish": func(o, e io.Writer) command { return &publishCmd{out: o} },
-	"get":     func(o, e io.Writer) command { return &getCmd{out: o} },
-	"import":  func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
-	"bench":   func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
-	"replay":  func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
-	"mirror":  func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
-	"cosign":  func(o, e io.Writer) command { return &cosignCmd{out: o} },
+	"serve":      func(o, e io.Writer) command { return newServe(o, e) },
+	"keygen":     func(o, e io.Writer) command { return &keygenCmd{out: o} },
+	"publish":    func(o, e io.Writer) command { return &publishCmd{out: o} },
+	"get":        func(o, e io.Writer) command { return &getCmd{out: o} },
+	"import":     func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
+	"bench":      func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
+	"replay":     func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
+	"mirror":     func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
+	"cosign":     func(o, e io.Writer) command { return &cosignCmd{out: o} },
+	"checkpoint": func(o, e io.Writer) command { return &checkpointCmd{out: o} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -44,6 +45,8 @@ const usage = `anp2 — ANP2 relay and tools
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 cosign   endorse an event's content: print a cosign tag to attach
                 with 'anp2 publish --cosign FILE'
+  anp2 checkpoint  print the kind 12 content of a relay or a database at
+                --at T, for the high-trust agents to cosign
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>
