@@ -28,6 +28,10 @@ const (
 	CodeNotMirrored     = "kind_11_not_mirrored"
 )
 
+// CodeAgentBanned refuses a publish by an agent a valid kind 14 bans
+// (SPEC §10.4); the branches module raises it through OnPublishCheck.
+const CodeAgentBanned = "agent_banned"
+
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
 	CodeRateLimited:     http.StatusTooManyRequests,
@@ -39,6 +43,7 @@ var statusOf = map[string]int{
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
+	CodeAgentBanned:     http.StatusForbidden,
 }
 
 // retryError is a 429/503 that tells the client when to come back.

@@ -142,6 +142,11 @@ func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
 // stay within its stored request's max_cost_usd (§18.4).
 func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
 	var out []error
+	for _, check := range s.publishChecks {
+		if err := check(e, s.now()); err != nil {
+			out = append(out, err)
+		}
+	}
 	if e.Kind == protocol.KindTaskAccept {
 		if root := protocol.TaskRoot(e); root != "" {
 			req, err := s.store.GetEvent(ctx, root)

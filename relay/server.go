@@ -89,6 +89,8 @@ type Server struct {
 	// (event stream) run after the views are updated.
 	state    *state.State
 	onCommit []func([]eventlog.Committed)
+	// publishChecks are modules' extra publish rules (OnPublishCheck).
+	publishChecks []func(e *protocol.Event, now int64) error
 	// ephemeral receive the verified events of kinds never stored (kind 11
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
@@ -208,6 +210,15 @@ func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 // derived state has folded it and before the publishers are answered. It
 // must be called before the relay serves (from Mount).
 func (s *Server) OnCommit(hook func([]eventlog.Committed)) { s.onCommit = append(s.onCommit, hook) }
+
+// OnPublishCheck adds a publish rule: check runs on every direct publish
+// and dry run after the signature is verified, with the relay's time, and
+// a non-nil error (a *protocol.Error with its code) refuses the event.
+// Mirrored and imported events do not pass through it (D15: the folds
+// judge them). It must be called before the relay serves (from Mount).
+func (s *Server) OnPublishCheck(check func(e *protocol.Event, now int64) error) {
+	s.publishChecks = append(s.publishChecks, check)
+}
 
 // OnModeration adds a hook that receives every published moderation
 // snapshot (its Changed lists the events whose visibility changed). It

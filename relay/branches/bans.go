@@ -1,6 +1,9 @@
 package branches
 
-import "github.com/anp2net/relay/protocol"
+import (
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/trust"
+)
 
 // BanView is one kind 14 event as judged at an evaluation time.
 type BanView struct {
@@ -49,4 +52,26 @@ func (v View) Banned() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// BannedBy returns the id of the earliest valid ban of agent in force at
+// now (created at or before EvalTime(now)), or "" when there is none.
+// Without any kind 14 it costs one lock; otherwise the banned set is kept
+// per (votes and bans version, minute).
+func (f *Fold) BannedBy(agent string, now int64) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nbans == 0 {
+		return ""
+	}
+	at := trust.EvalTime(now)
+	if c := &f.banned; c.agents == nil || c.version != f.version || c.at != at {
+		c.version, c.at, c.agents = f.version, at, map[string]string{}
+		for _, b := range f.bans(at) {
+			if _, ok := c.agents[b.AgentID]; b.Valid && !ok {
+				c.agents[b.AgentID] = b.ID
+			}
+		}
+	}
+	return f.banned.agents[agent]
 }

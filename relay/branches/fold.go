@@ -52,6 +52,15 @@ type Fold struct {
 	// trustAt caches the trust snapshot over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
 	trustAt map[int64]*trust.Snapshot
+	// nbans counts the kind 14 events; version changes with every vote or
+	// ban, and banned caches the banned agents for (version, minute).
+	nbans   int
+	version uint64
+	banned  struct {
+		version uint64
+		at      int64
+		agents  map[string]string
+	}
 }
 
 // NewFold returns an empty fold.
@@ -74,6 +83,16 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if e.Kind == protocol.KindTrustVote || e.Kind == protocol.KindBan {
+		f.version++
+	}
+	if _, had := f.special[e.ID]; e.Kind == protocol.KindBan && add != had {
+		if add {
+			f.nbans++
+		} else {
+			f.nbans--
+		}
+	}
 	switch e.Kind {
 	case protocol.KindTrustVote:
 		setOrDelete(f.votes, e.ID, e, add)

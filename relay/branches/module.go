@@ -64,7 +64,30 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/checkpoints/draft", m.getDraft)
 	core.Route(http.MethodGet, "/rollbacks", m.getRollbacks)
 	core.Route(http.MethodGet, "/branches", m.getBranches)
+	core.Route(http.MethodGet, "/bans", m.getBans)
+	core.OnPublishCheck(m.refuseBanned)
 	return nil
+}
+
+// refuseBanned refuses a publish by a banned agent (SPEC §10.4).
+func (m *Module) refuseBanned(e *protocol.Event, now int64) error {
+	if ban := m.fold.BannedBy(e.AgentID, now); ban != "" {
+		return protocol.Errorf(relay.CodeAgentBanned, "agent %s is banned by kind 14 event %s: its new events are refused (its past events stay in the log)", e.AgentID, ban)
+	}
+	return nil
+}
+
+// getBans is GET /bans: every kind 14, newest first, judged now.
+func (m *Module) getBans(c echo.Context) error {
+	if _, err := httpx.Params(c); err != nil {
+		return err
+	}
+	bans := m.fold.Evaluate(m.core.Now()).Bans
+	out := make([]BanView, 0, len(bans))
+	for i := len(bans) - 1; i >= 0; i-- {
+		out = append(out, bans[i])
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (m *Module) invalidate(batch []eventlog.Committed) {

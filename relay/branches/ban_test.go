@@ -1,0 +1,76 @@
+package branches_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// vouchingCore publishes n agents that vote for each other.
+func vouchingCore(w *world, n int) []taskstest.Agent {
+	core := make([]taskstest.Agent, n)
+	for i := range core {
+		core[i] = taskstest.NewAgent(fmt.Sprintf("core-%d", i))
+	}
+	for i, a := range core {
+		var tags [][]string
+		for j, b := range core {
+			if i != j {
+				tags = append(tags, []string{"p", b.ID})
+			}
+		}
+		w.post(a.Sign(6, w.now(), `{"score":1}`, tags...))
+	}
+	return core
+}
+
+// TestBanRefusesPublish: a ban endorsed by three of the high-trust set
+// refuses the banned agent's new events with 403 agent_banned (publish
+// and dry run) and keeps its past ones; a ban endorsed by two, or by
+// agents outside the set, changes nothing.
+func TestBanRefusesPublish(t *testing.T) {
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{newModule()})}
+	core := vouchingCore(w, 6)
+	spammer, other := taskstest.NewAgent("spammer"), taskstest.NewAgent("other")
+	past := spammer.Sign(1, w.now(), "spam")
+	w.post(past, other.Sign(1, w.now(), "hello"))
+	w.r.Clock.Add(time.Minute)
+
+	banOf := func(a taskstest.Agent) string {
+		return fmt.Sprintf(`{"agent_id":%q,"reason":"spam"}`, a.ID)
+	}
+	weak := core[0].Sign(14, w.now(), banOf(other), cosigns(t, 14, banOf(other), core[1])...)
+	strong := core[0].Sign(14, w.now(), banOf(spammer), cosigns(t, 14, banOf(spammer), core[1], core[2], other)...)
+	w.post(weak, strong)
+	w.r.Clock.Add(time.Minute)
+
+	a := w.r.Post(t, spammer.Sign(1, w.now(), "more spam"))
+	if a.Status != 403 || a.Code(t) != relay.CodeAgentBanned {
+		t.Fatalf("banned publish: %d %s", a.Status, a.Body)
+	}
+	dry := w.r.Do(t, "POST", "/events/dry-run", "application/json", protocol.AppendJSON(nil, spammer.Sign(1, w.now(), "dry")))
+	if dry.Status != 200 || dry.JSON(t)["valid"] != false || !strings.Contains(string(dry.Body), `"code":"agent_banned"`) {
+		t.Fatalf("dry run: %d %s", dry.Status, dry.Body)
+	}
+	w.post(other.Sign(1, w.now(), "still here"))
+	if g := w.r.Do(t, "GET", "/events/"+past.ID, "", nil); g.Status != 200 {
+		t.Fatalf("past event: %d", g.Status)
+	}
+	var bans []branches.BanView
+	w.get("/bans", &bans)
+	if len(bans) != 2 {
+		t.Fatalf("bans %+v", bans)
+	}
+	for _, b := range bans {
+		if b.ID == strong.ID && (!b.Valid || b.Endorsed != 3) || b.ID == weak.ID && b.Valid {
+			t.Fatalf("ban %+v", b)
+		}
+	}
+}
