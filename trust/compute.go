@@ -42,7 +42,25 @@ type edge struct {
 func (g *Graph) Compute(now int64) *Snapshot {
 	at := EvalTime(now)
 	version, names, raw := g.extract()
-	return computeSnapshot(at, version, names, raw)
+	return g.snapshot(at, version, names, raw)
+}
+
+// snapshot is computeSnapshot without the votes of the agents
+// Options.Excluded names at at; the snapshot also gives them no Weight
+// and no WeightMod.
+func (g *Graph) snapshot(at int64, version uint64, names []string, edges []edge) *Snapshot {
+	var ex map[string]bool
+	if g.opts.Excluded != nil {
+		ex = g.opts.Excluded(at)
+	}
+	if len(ex) > 0 {
+		edges = slices.DeleteFunc(edges, func(e edge) bool { return ex[names[e.voter]] })
+	}
+	s := computeSnapshot(at, version, names, edges)
+	if len(ex) > 0 {
+		s.excluded = ex
+	}
+	return s
 }
 
 // extract copies the latest vote of every pair under the read lock.

@@ -25,6 +25,11 @@ type Options struct {
 	// the request time before Current computes synchronously
 	// instead of answering from it (default 300).
 	MaxLag int64
+	// Excluded, when set, returns the agents whose votes, flags and
+	// weights do not count at evaluation time at (agents under a ban,
+	// seed §11.5); the map is read, never changed. Kind 14 events change
+	// the graph's version so snapshots are recomputed.
+	Excluded func(at int64) map[string]bool
 }
 
 func (o Options) withDefaults() Options {
@@ -119,6 +124,9 @@ func voteTargets(ev *protocol.Event) []string {
 // Add folds a kind 6 vote in, one vote per distinct p tag; other kinds,
 // malformed content and self-votes are ignored.
 func (g *Graph) Add(ev *protocol.Event) {
+	if ev.Kind == protocol.KindBan && g.opts.Excluded != nil {
+		g.version.Add(1)
+	}
 	if ev.Kind != protocol.KindTrustVote {
 		return
 	}
@@ -145,6 +153,9 @@ func (g *Graph) Add(ev *protocol.Event) {
 // Remove withdraws a previously added vote (revoked by its author with
 // kind 9). Unknown events are ignored.
 func (g *Graph) Remove(ev *protocol.Event) {
+	if ev.Kind == protocol.KindBan && g.opts.Excluded != nil {
+		g.version.Add(1)
+	}
 	if ev.Kind != protocol.KindTrustVote {
 		return
 	}

@@ -54,7 +54,7 @@ func (g *Graph) refresh(now int64, background bool) *Snapshot {
 	}
 	g.lastStart.Store(time.Now().UnixNano())
 	version, names, raw := g.extract()
-	s := computeSnapshot(now, version, names, raw)
+	s := g.snapshot(now, version, names, raw)
 	g.snap.Store(s)
 	return s
 }

@@ -65,6 +65,9 @@ type Snapshot struct {
 	vstart []int32   // votes of agent i: votes[vstart[i]:vstart[i+1]]
 	ranked []int32   // agents with a nonzero weighted score, in rank order
 	graph  []int32   // agents with a nonzero incoming vote, best first
+	// excluded are the agents Options.Excluded named: no Weight, no
+	// WeightMod.
+	excluded map[string]bool
 }
 
 func assemble(at int64, version uint64, ids []string, edges []edge, in incoming, trust []float64, iterations int, converged bool) *Snapshot {
@@ -194,6 +197,9 @@ func (s *Snapshot) Rank(agentID string) int {
 // + 1)): 1 for an agent nobody voted on, 0 at weighted score −1 or below.
 // M-of-N verifier consensus (§18.6.1) uses it as verifier_weight.
 func (s *Snapshot) Weight(agentID string) float64 {
+	if s.excluded[agentID] {
+		return 0
+	}
 	return math.Sqrt(math.Max(0, s.WeightedScore(agentID)+1))
 }
 

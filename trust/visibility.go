@@ -30,6 +30,9 @@ const (
 
 // WeightMod returns a flagger's weight, clamp(1 + weighted_score, 0, 10).
 func (s *Snapshot) WeightMod(agentID string) float64 {
+	if s.excluded[agentID] {
+		return 0
+	}
 	return math.Min(MaxWeightMod, math.Max(0, 1+s.WeightedScore(agentID)))
 }
 

@@ -33,21 +33,40 @@ func vouchingCore(w *world, n int) []taskstest.Agent {
 
 // TestBanRefusesPublish: a ban endorsed by three of the high-trust set
 // refuses the banned agent's new events with 403 agent_banned (publish
-// and dry run) and keeps its past ones; a ban endorsed by two, or by
+// and dry run), keeps its past ones and stops counting its votes and
+// flags; a ban endorsed by two, or by
 // agents outside the set, changes nothing.
 func TestBanRefusesPublish(t *testing.T) {
 	w := &world{t: t, r: relaytest.Start(t, []relay.Module{newModule()})}
 	core := vouchingCore(w, 6)
 	spammer, other := taskstest.NewAgent("spammer"), taskstest.NewAgent("other")
 	past := spammer.Sign(1, w.now(), "spam")
-	w.post(past, other.Sign(1, w.now(), "hello"))
+	hello := other.Sign(1, w.now(), "hello")
+	w.post(past, hello,
+		spammer.Sign(6, w.now(), `{"score":1}`, []string{"p", other.ID}),
+		spammer.Sign(7, w.now(), `{"category":"spam"}`, []string{"e", hello.ID}, []string{"p", other.ID}))
 	w.r.Clock.Add(time.Minute)
+	counted := func() (voters, flagWeight float64) {
+		var tr struct {
+			VoterCount float64 `json:"voter_count"`
+		}
+		var fl struct {
+			FlagWeight float64 `json:"flag_weight"`
+		}
+		w.get("/trust/"+other.ID, &tr)
+		w.get("/events/"+hello.ID+"/flags", &fl)
+		return tr.VoterCount, fl.FlagWeight
+	}
+	relaytest.Eventually(t, "the spammer's vote and flag count before the ban", func() bool {
+		v, f := counted()
+		return v == 1 && f > 0
+	})
 
 	banOf := func(a taskstest.Agent) string {
 		return fmt.Sprintf(`{"agent_id":%q,"reason":"spam"}`, a.ID)
 	}
 	weak := core[0].Sign(14, w.now(), banOf(other), cosigns(t, 14, banOf(other), core[1])...)
-	strong := core[0].Sign(14, w.now(), banOf(spammer), cosigns(t, 14, banOf(spammer), core[1], core[2], other)...)
+	strong := core[0].Sign(14, w.now(), banOf(spammer), cosigns(t, 14, banOf(spammer), core[1], core[2], taskstest.NewAgent("outsider"))...)
 	w.post(weak, strong)
 	w.r.Clock.Add(time.Minute)
 
@@ -60,6 +79,10 @@ func TestBanRefusesPublish(t *testing.T) {
 		t.Fatalf("dry run: %d %s", dry.Status, dry.Body)
 	}
 	w.post(other.Sign(1, w.now(), "still here"))
+	relaytest.Eventually(t, "the banned agent's vote and flag stop counting", func() bool {
+		v, f := counted()
+		return v == 0 && f == 0
+	})
 	if g := w.r.Do(t, "GET", "/events/"+past.ID, "", nil); g.Status != 200 {
 		t.Fatalf("past event: %d", g.Status)
 	}

@@ -61,8 +61,31 @@ func (v View) Banned() map[string]int64 {
 func (f *Fold) BannedBy(agent string, now int64) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.bannedAt(now)[agent]
+}
+
+// Excluded returns the agents under a valid ban in force at now (nil when
+// none): state.Excluder, so their votes, flags and weights stop counting
+// in trust, moderation, tasks and credit. The high-trust sets of this
+// fold (§10.0) are computed without it.
+func (f *Fold) Excluded(now int64) map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out map[string]bool
+	for a := range f.bannedAt(now) {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[a] = true
+	}
+	return out
+}
+
+// bannedAt returns the banned agents at now and their bans. Callers hold
+// mu and do not change the map.
+func (f *Fold) bannedAt(now int64) map[string]string {
 	if f.nbans == 0 {
-		return ""
+		return nil
 	}
 	at := trust.EvalTime(now)
 	if c := &f.banned; c.agents == nil || c.version != f.version || c.at != at {
@@ -73,5 +96,5 @@ func (f *Fold) BannedBy(agent string, now int64) string {
 			}
 		}
 	}
-	return f.banned.agents[agent]
+	return f.banned.agents
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
@@ -97,6 +99,40 @@ func TestFoldOrderIndependent(t *testing.T) {
 					t.Fatalf("seed %d round %d: digest at %d differs", seed, round, at)
 				}
 			}
+		}
+	}
+}
+
+// TestStateWithBansOrderIndependent checks the whole state (trust,
+// moderation, tasks and credit with banned agents excluded, and the
+// branches view) against shuffled orders: the same digest every time.
+func TestStateWithBansOrderIndependent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	evs := corpus(rng, 5, 1_800_000_000)
+	last := evs[len(evs)-1].CreatedAt + 120
+	digest := func(order []*protocol.Event) string {
+		st := state.New(state.Options{Folds: relay.Folds([]relay.Module{branches.NewModule(branches.Options{})})})
+		for i, e := range order {
+			st.Add(int64(i+1), e, nil)
+		}
+		return st.Digest(last).Digest
+	}
+	ref := digest(evs)
+	var banned int
+	f := branches.NewFold()
+	for _, e := range evs {
+		f.Add(e)
+	}
+	banned = len(f.Excluded(last))
+	t.Logf("%d events, %d agents banned", len(evs), banned)
+	if banned == 0 {
+		t.Fatal("the corpus should ban someone")
+	}
+	for round := 0; round < 4; round++ {
+		order := append([]*protocol.Event{}, evs...)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		if d := digest(order); d != ref {
+			t.Fatalf("round %d: digest %s, want %s", round, d, ref)
 		}
 	}
 }

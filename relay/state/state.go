@@ -48,6 +48,13 @@ type Digester interface {
 	Digest(at int64) [32]byte
 }
 
+// Excluder is a Fold that names agents whose votes, flags and weights
+// stop counting in every view at an evaluation time (bans): New hands the
+// first registered one to the trust graph (trust.Options.Excluded).
+type Excluder interface {
+	Excluded(at int64) map[string]bool
+}
+
 // NamedFold is a registered fold and its module's name (its key among
 // /state's views when it is a Digester).
 type NamedFold struct {
@@ -94,6 +101,11 @@ type State struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{revokers: make(map[string][]string), revoked: make(map[string]struct{})}
+	for _, f := range opts.Folds {
+		if ex, ok := f.Fold.(Excluder); ok && opts.Trust.Excluded == nil {
+			opts.Trust.Excluded = ex.Excluded
+		}
+	}
 	s.Trust = trust.NewGraph(opts.Trust)
 	s.Moderation = trust.NewModeration(s.Trust, opts.Moderation)
 	// The fold's own weight function only serves Digest, which runs under
