@@ -14,6 +14,9 @@ type Query struct {
 	Filter        eventlog.Filter
 	IncludeHidden bool
 	WantCBOR      bool
+	// Branches is the ?branch= list (seed §11.3.3), judged by the
+	// registered Branches (see Server.ServeBranches).
+	Branches []string
 }
 
 // queryParams are the parameters GET /events understands besides
@@ -22,7 +25,8 @@ type Query struct {
 var queryParams = map[string]bool{
 	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
 	"limit": true, "as_of": true, "include_revoked": true, "include_hidden": true,
-	"kind": true, // the network's existing clients' name for kinds
+	"kind":   true, // the network's existing clients' name for kinds
+	"branch": true,
 }
 
 // ParseQuery parses GET /events parameters. Lists are comma-separated;
@@ -81,6 +85,12 @@ func ParseQuery(v url.Values) (Query, error) {
 			return q, protocol.Errorf(CodeBadParameter, "limit must be an integer from 1 to 1000")
 		}
 		f.Limit = n
+	}
+	if s := v.Get("branch"); s != "" {
+		q.Branches = strings.Split(s, ",")
+		if len(q.Branches) > 100 {
+			return q, protocol.Errorf(CodeBadParameter, "branch lists more than 100 values")
+		}
 	}
 	if f.IncludeRevoked, err = boolParam(v, "include_revoked"); err != nil {
 		return q, err

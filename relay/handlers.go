@@ -36,6 +36,9 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if bodies, err = s.onBranches(c, q.Branches, bodies); err != nil {
+		return err
+	}
 	v := s.viewer(reader, q.IncludeHidden).withRank(s)
 	_, thread := q.Filter.Tags["e"]
 	thread = thread || len(q.Filter.IDs) > 0

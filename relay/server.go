@@ -89,6 +89,8 @@ type Server struct {
 	// (event stream) run after the views are updated.
 	state    *state.State
 	onCommit []func([]eventlog.Committed)
+	// branches judges ?branch= (ServeBranches); nil: the parameter is a 400.
+	branches Branches
 	// publishChecks are modules' extra publish rules (OnPublishCheck).
 	publishChecks []func(e *protocol.Event, now int64) error
 	// ephemeral receive the verified events of kinds never stored (kind 11

@@ -221,13 +221,23 @@ func (s *Server) getCredit(c echo.Context) error {
 // getState serves the derived-state digest at ?at= (unix seconds, default
 // now), evaluated at the whole minute (trust.EvalTime).
 func (s *Server) getState(c echo.Context) error {
-	v, err := params(c, "at")
+	v, err := params(c, "at", "branch")
 	if err != nil {
 		return err
 	}
 	at, err := intParam(v, "at", s.now(), 0, protocol.MaxSafeInteger)
 	if err != nil {
 		return err
+	}
+	if b := v.Get("branch"); b != "" && b != "all" {
+		if s.branches == nil {
+			return protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+		}
+		d, err := s.branches.State(c.Request().Context(), b, at)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, d)
 	}
 	return c.JSON(http.StatusOK, s.state.Digest(at))
 }

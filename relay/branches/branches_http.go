@@ -46,7 +46,7 @@ func (m *Module) getBranches(c echo.Context) error {
 		return err
 	}
 	now := m.core.Now()
-	v := m.fold.Evaluate(now)
+	v := *m.fold.Current(now)
 	rows, err := Counts(c.Request().Context(), v, LogEvents(c.Request().Context(), m.core.Log()))
 	if err != nil {
 		return err

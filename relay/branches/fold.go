@@ -52,6 +52,14 @@ type Fold struct {
 	// trustAt caches the trust snapshot over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
 	trustAt map[int64]*trust.Snapshot
+	// gen changes with every event the view reads; current caches the
+	// view for (gen, minute).
+	gen     uint64
+	current struct {
+		gen  uint64
+		at   int64
+		view *View
+	}
 	// nbans counts the kind 14 events; version changes with every vote or
 	// ban, and banned caches the banned agents for (version, minute).
 	nbans   int
@@ -93,6 +101,15 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 			f.nbans--
 		}
 	}
+	tags := branchTags(e)
+	switch e.Kind {
+	case protocol.KindTrustVote, protocol.KindCheckpoint, protocol.KindRollback, protocol.KindBan, protocol.KindRelayAnnounce:
+		f.gen++
+	default:
+		if len(tags) > 0 {
+			f.gen++
+		}
+	}
 	switch e.Kind {
 	case protocol.KindTrustVote:
 		setOrDelete(f.votes, e.ID, e, add)
@@ -106,7 +123,7 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	case protocol.KindRelayAnnounce:
 		setOrDelete(f.announces, e.ID, e, add)
 	}
-	for _, b := range branchTags(e) {
+	for _, b := range tags {
 		if f.tagged[b] == nil {
 			f.tagged[b] = map[string]int64{}
 		}

@@ -7,7 +7,9 @@ import (
 	"github.com/anp2net/relay/protocol"
 )
 
-// Members returns the branches of v that e belongs to (SPEC §10.3):
+// Members returns the branches of v that e belongs to (SPEC §10.3). Only
+// branch tags naming a branch of v count (an event whose tags name none
+// is untagged):
 //   - a pre-rollback branch holds every event created before its
 //     rollback's activation, and later events that tag it;
 //   - main holds the untagged events and those tagging main, except the
@@ -17,7 +19,12 @@ import (
 //     their time: they are what the branches derive from;
 //   - a voluntary fork b-… holds the events that tag it.
 func (v View) Members(e *protocol.Event) []string {
-	tags := branchTags(e)
+	var tags []string
+	for _, t := range branchTags(e) {
+		if v.Known(t) {
+			tags = append(tags, t)
+		}
+	}
 	var out []string
 	inWindow := false
 	for _, b := range v.Branches {

@@ -54,7 +54,7 @@ func (m *Module) Name() string { return "branches" }
 func (m *Module) Fold() state.Fold { return m.fold }
 
 // View returns the fold's view at now.
-func (m *Module) View(now int64) View { return m.fold.Evaluate(now) }
+func (m *Module) View(now int64) View { return *m.fold.Current(now) }
 
 // Mount registers the routes and the cache invalidation.
 func (m *Module) Mount(core *relay.Server) error {
@@ -66,6 +66,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/branches", m.getBranches)
 	core.Route(http.MethodGet, "/bans", m.getBans)
 	core.OnPublishCheck(m.refuseBanned)
+	core.ServeBranches(m)
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (m *Module) getBans(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	bans := m.fold.Evaluate(m.core.Now()).Bans
+	bans := m.fold.Current(m.core.Now()).Bans
 	out := make([]BanView, 0, len(bans))
 	for i := len(bans) - 1; i >= 0; i-- {
 		out = append(out, bans[i])
@@ -170,7 +171,7 @@ func (m *Module) getCheckpoints(c echo.Context) error {
 		return err
 	}
 	now := m.core.Now()
-	view := m.fold.Evaluate(now)
+	view := *m.fold.Current(now)
 	rows := []checkpointRow{}
 	for _, pass := range []bool{true, false} {
 		for i := len(view.Checkpoints) - 1; i >= 0; i-- {
@@ -226,10 +227,93 @@ func (m *Module) getRollbacks(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	rbs := m.fold.Evaluate(m.core.Now()).Rollbacks
+	rbs := m.fold.Current(m.core.Now()).Rollbacks
 	out := make([]RollbackView, 0, len(rbs))
 	for i := len(rbs) - 1; i >= 0; i-- {
 		out = append(out, rbs[i])
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+var _ relay.Branches = (*Module)(nil)
+
+// Select implements relay.Branches for GET /events?branch= (SPEC §10.5).
+func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) bool, []string, error) {
+	if len(ids) == 0 {
+		ids = []string{"main"}
+	}
+	for _, id := range ids {
+		if id == "all" {
+			return nil, nil, nil
+		}
+		if !ValidBranchID(id) {
+			return nil, nil, protocol.Errorf(httpx.CodeBadParameter, "branch %q is not main, all, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", id)
+		}
+	}
+	v := m.fold.Current(now)
+	want := map[string]bool{}
+	var unknown []string
+	for _, id := range ids {
+		if v.Known(id) {
+			want[id] = true
+		} else {
+			unknown = append(unknown, id)
+		}
+	}
+	if v.Simple() && want["main"] {
+		return nil, unknown, nil
+	}
+	return func(e *protocol.Event) bool {
+		for _, b := range v.Members(e) {
+			if want[b] {
+				return true
+			}
+		}
+		return false
+	}, unknown, nil
+}
+
+// State implements relay.Branches for GET /state?branch=: the state.v1
+// digest at at of the events of branch (SPEC §10.5), rebuilt from the log
+// with fresh folds; an unknown branch is a 404 unknown_branch.
+func (m *Module) State(ctx context.Context, branch string, at int64) (state.Digest, error) {
+	if !ValidBranchID(branch) {
+		return state.Digest{}, protocol.Errorf(httpx.CodeBadParameter, "branch %q is not a branch id", branch)
+	}
+	v := m.fold.Current(at)
+	if !v.Known(branch) {
+		return state.Digest{}, protocol.Errorf(relay.CodeNotFound, "unknown branch %q", branch)
+	}
+	opts := state.Options{Treasury: m.core.Config().Treasury}
+	if m.opts.Folds != nil {
+		opts.Folds = m.opts.Folds()
+	}
+	each := LogEvents(ctx, m.core.Log())
+	return BranchState(v, branch, at, opts, each)
+}
+
+// BranchState folds the events of branch under v, given by each, into a
+// fresh state built with opts and returns its digest at at.
+func BranchState(v *View, branch string, at int64, opts state.Options, each func(func(*protocol.Event) error) error) (state.Digest, error) {
+	var evs []*protocol.Event
+	err := each(func(e *protocol.Event) error {
+		for _, b := range v.Members(e) {
+			if b == branch && e.Kind != protocol.KindHealth {
+				evs = append(evs, e)
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return state.Digest{}, err
+	}
+	st := state.New(opts)
+	for _, e := range evs {
+		st.Preload(e)
+	}
+	for i, e := range evs {
+		st.Add(int64(i+1), e, nil)
+	}
+	return st.Digest(at), nil
 }

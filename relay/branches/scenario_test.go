@@ -127,6 +127,7 @@ func TestRollbackScenario(t *testing.T) {
 	// A checkpoint endorsed by too few: the author and the forger.
 	weak := core[5].Sign(12, w.now(), string(otherContent), forged)
 	w.post(cp, weak)
+	w.r.Clock.Add(time.Minute) // views are evaluated at the whole minute
 
 	var cps []checkpointRow
 	w.get("/checkpoints", &cps)
@@ -170,6 +171,7 @@ func TestRollbackScenario(t *testing.T) {
 	sybilContent := `{"target_checkpoint":"cp-1","reason":"sybils vote"}`
 	bySybils := sybils[0].Sign(13, w.now(), sybilContent, cosigns(t, 13, sybilContent, sybils[1], sybils[2], sybils[3], sybils[4])...)
 	w.post(short, bySybils)
+	w.r.Clock.Add(time.Minute)
 	var rbs []branches.RollbackView
 	w.get("/rollbacks", &rbs)
 	if len(rbs) != 2 || rbs[0].State != "pending" || rbs[1].State != "pending" {
@@ -198,6 +200,7 @@ func TestRollbackScenario(t *testing.T) {
 	good := core[0].Sign(13, w.now(), goodContent, append(cosigns(t, 13, goodContent, core[1], core[2], core[3]), replayedRB)...)
 	w.post(good)
 	activatedAt := good.CreatedAt
+	w.r.Clock.Add(time.Minute)
 	w.get("/rollbacks", &rbs)
 	g := byID()[good.ID]
 	if g.State != "activated" || g.ActivatedAt != activatedAt || g.Weight < g.Threshold {
@@ -242,6 +245,41 @@ func TestRollbackScenario(t *testing.T) {
 		t.Fatalf("branches %+v", got)
 	}
 
+	// GET /events: main (the default) leaves the attack out, the
+	// pre-rollback branch and all keep it, an unknown branch is empty
+	// with a warning header.
+	sybilPosts := func(query string) (int, relaytest.Answer) {
+		a := w.r.Do(t, "GET", "/events?kinds=1,6&authors="+sybils[0].ID+query, "", nil)
+		var evs []json.RawMessage
+		if a.Status != 200 || json.Unmarshal(a.Body, &evs) != nil {
+			t.Fatalf("GET /events%s: %d %s", query, a.Status, a.Body)
+		}
+		return len(evs), a
+	}
+	for query, want := range map[string]int{"": 0, "&branch=main": 0, "&branch=" + branch: 2, "&branch=all": 2, "&branch=main," + branch: 2} {
+		if n, _ := sybilPosts(query); n != want {
+			t.Fatalf("sybil events with %q: %d, want %d", query, n, want)
+		}
+	}
+	if n, a := sybilPosts("&branch=b-deadbeef"); n != 0 || a.Header.Get("X-ANP-Branch-Unknown") != "b-deadbeef" {
+		t.Fatalf("unknown branch: %d events, header %q", n, a.Header.Get("X-ANP-Branch-Unknown"))
+	}
+	if a := w.r.Do(t, "GET", "/events?branch=nope", "", nil); a.Status != 400 {
+		t.Fatalf("malformed branch: %d", a.Status)
+	}
+	// GET /state?branch=: main's state is the state of main's events
+	// (built here from the rules, independently of the relay), and
+	// differs from the pre-rollback branch's.
+	var mainState, preState state.Digest
+	w.get(fmt.Sprintf("/state?branch=main&at=%d", w.now()), &mainState)
+	w.get(fmt.Sprintf("/state?branch=%s&at=%d", branch, w.now()), &preState)
+	if mainState.Digest != stateOf(expectMembers(w.evs, asOf, activatedAt, branch)["main"], w.now()) {
+		t.Fatal("main's state is not the state of main's events")
+	}
+	if preState.Digest != stateOf(expectMembers(w.evs, asOf, activatedAt, branch)[branch], w.now()) || preState.Views["trust"] == mainState.Views["trust"] {
+		t.Fatal("pre-rollback state")
+	}
+
 	// A second relay fed the same events in another order derives the
 	// same branches and the same digests.
 	r2 := relaytest.Start(t, []relay.Module{newModule()})
@@ -261,20 +299,47 @@ func TestRollbackScenario(t *testing.T) {
 	if s1.Views["branches"] == "" || s1.Digest != s2.Digest {
 		t.Fatalf("state digests differ: %s", state.FirstDifference(s1, s2))
 	}
+	for _, b := range []string{"main", branch} {
+		w.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s1)
+		w2.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s2)
+		if s1.Digest != s2.Digest {
+			t.Fatalf("branch %s: state digests differ: %s", b, state.FirstDifference(s1, s2))
+		}
+	}
 }
 
-// expectBranches computes main and the pre-rollback branch from the
-// rules, independently of the fold.
+// expectBranches counts main and the pre-rollback branch from the rules,
+// independently of the fold.
 func expectBranches(evs []*protocol.Event, asOf, activatedAt int64, pre string) map[string]branchRow {
 	out := map[string]branchRow{}
-	add := func(b string, e *protocol.Event) {
-		r := out[b]
-		r.EventCount++
-		if r.HeadEventID == "" || e.CreatedAt > r.head || (e.CreatedAt == r.head && e.ID > r.HeadEventID) {
-			r.HeadEventID, r.head = e.ID, e.CreatedAt
+	for b, members := range expectMembers(evs, asOf, activatedAt, pre) {
+		var r branchRow
+		for _, e := range members {
+			r.EventCount++
+			if r.HeadEventID == "" || e.CreatedAt > r.head || (e.CreatedAt == r.head && e.ID > r.HeadEventID) {
+				r.HeadEventID, r.head = e.ID, e.CreatedAt
+			}
 		}
 		out[b] = r
 	}
+	return out
+}
+
+// stateOf is the state digest at at of evs, folded with the folds the
+// relay runs.
+func stateOf(evs []*protocol.Event, at int64) string {
+	st := state.New(state.Options{Folds: relay.Folds([]relay.Module{branches.NewModule(branches.Options{})})})
+	for i, e := range evs {
+		st.Add(int64(i+1), e, nil)
+	}
+	return st.Digest(at).Digest
+}
+
+// expectMembers lists main's and the pre-rollback branch's events by the
+// rules of SPEC §10.3.
+func expectMembers(evs []*protocol.Event, asOf, activatedAt int64, pre string) map[string][]*protocol.Event {
+	out := map[string][]*protocol.Event{}
+	add := func(b string, e *protocol.Event) { out[b] = append(out[b], e) }
 	for _, e := range evs {
 		tagged := len(e.TagValues("branch")) > 0
 		governance := e.Kind >= 12 && e.Kind <= 14

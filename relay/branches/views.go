@@ -2,6 +2,7 @@ package branches
 
 import (
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/trust"
 	"math"
 	"slices"
 	"strings"
@@ -80,6 +81,31 @@ func (f *Fold) Evaluate(at int64) View {
 	v.Bans = f.bans(at)
 	return v
 }
+
+// Current returns the view at EvalTime(now), the time the other views
+// are evaluated at for a request, cached until an event it reads changes
+// or the minute does. Callers must not change it.
+func (f *Fold) Current(now int64) *View {
+	at := trust.EvalTime(now)
+	f.mu.Lock()
+	if c := f.current; c.view != nil && c.gen == f.gen && c.at == at {
+		f.mu.Unlock()
+		return c.view
+	}
+	gen := f.gen
+	f.mu.Unlock()
+	v := f.Evaluate(at)
+	f.mu.Lock()
+	if f.gen == gen {
+		f.current.gen, f.current.at, f.current.view = gen, at, &v
+	}
+	f.mu.Unlock()
+	return &v
+}
+
+// Simple reports whether v has a single branch, main, holding every
+// event: no activated rollback and no voluntary fork.
+func (v *View) Simple() bool { return len(v.Branches) == 1 }
 
 // checkpoints judges every checkpoint created at or before at.
 func (f *Fold) checkpoints(at int64) []CheckpointView {

@@ -1,0 +1,56 @@
+package relay
+
+import (
+	"context"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/labstack/echo/v4"
+)
+
+// Branches is what a module serving the branches of seed §11.3 gives the
+// core for `?branch=` on GET /events and GET /state.
+type Branches interface {
+	// Select returns the membership test for a ?branch= list at now (an
+	// empty list means the relay's preferred branch): keep nil keeps
+	// every event; unknown lists the ids no branch has. A malformed id is
+	// an error.
+	Select(ids []string, now int64) (keep func(*protocol.Event) bool, unknown []string, err error)
+	// State returns the state digest of one branch's events at at.
+	State(ctx context.Context, branch string, at int64) (state.Digest, error)
+}
+
+// ServeBranches makes b judge ?branch= (one module; the last call wins).
+// It must be called before the relay serves (from Mount).
+func (s *Server) ServeBranches(b Branches) { s.branches = b }
+
+// HeaderBranchUnknown names the requested branches no branch has.
+const HeaderBranchUnknown = "X-ANP-Branch-Unknown"
+
+// onBranches keeps the bodies in the requested branches.
+func (s *Server) onBranches(c echo.Context, ids []string, bodies [][]byte) ([][]byte, error) {
+	if s.branches == nil {
+		if len(ids) > 0 {
+			return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+		}
+		return bodies, nil
+	}
+	keep, unknown, err := s.branches.Select(ids, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if len(unknown) > 0 {
+		c.Response().Header().Set(HeaderBranchUnknown, strings.Join(unknown, ","))
+	}
+	if keep == nil {
+		return bodies, nil
+	}
+	out := bodies[:0:0]
+	for _, b := range bodies {
+		if e, err := protocol.DecodeJSON(b); err == nil && keep(e) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
