@@ -46,11 +46,15 @@ func (m *Module) getBranches(c echo.Context) error {
 		return err
 	}
 	now := m.core.Now()
-	v := *m.fold.Current(now)
-	rows, err := Counts(c.Request().Context(), v, LogEvents(c.Request().Context(), m.core.Log()))
+	vp := m.fold.Current(now)
+	v := *vp
+	r, err := m.scanned(vp, "counts", func() (any, error) {
+		return Counts(c.Request().Context(), v, LogEvents(c.Request().Context(), m.core.Log()))
+	})
 	if err != nil {
 		return err
 	}
+	rows := r.(map[string]*BranchRow)
 	snap := m.core.State().Trust.Current(now)
 	var total float64
 	by := map[string]float64{}
@@ -61,11 +65,11 @@ func (m *Module) getBranches(c echo.Context) error {
 	}
 	out := make([]BranchRow, 0, len(v.Branches))
 	for _, b := range v.Branches {
-		r := rows[b.ID]
+		row := *rows[b.ID] // the cached rows are shared: copy
 		if total > 0 {
-			r.TrustWeightPct = round6(100 * by[b.ID] / total)
+			row.TrustWeightPct = round6(100 * by[b.ID] / total)
 		}
-		out = append(out, *r)
+		out = append(out, row)
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -2,6 +2,7 @@ package branches
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -33,6 +34,14 @@ type Module struct {
 	// prefix caches Snapshot per as_of; a committed event created at or
 	// before an as_of drops its entry.
 	prefix map[int64]Snapshot
+	// seq is the last committed sequence; scans caches the results of
+	// whole-log scans (branch counts, branch states) for one view and seq.
+	seq   int64
+	scans struct {
+		view    *View
+		seq     int64
+		entries map[string]any
+	}
 }
 
 var (
@@ -95,12 +104,41 @@ func (m *Module) invalidate(batch []eventlog.Committed) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range batch {
+		m.seq = max(m.seq, c.Seq)
 		for asOf := range m.prefix {
 			if c.Event.CreatedAt <= asOf {
 				delete(m.prefix, asOf)
 			}
 		}
 	}
+}
+
+// scanned returns compute's result for key under view v, computed once
+// per (v, log length): a whole-log scan is not repeated until an event is
+// committed or the view changes.
+func (m *Module) scanned(v *View, key string, compute func() (any, error)) (any, error) {
+	m.mu.Lock()
+	seq := m.seq
+	if c := &m.scans; c.view == v && c.seq == seq {
+		if r, ok := c.entries[key]; ok {
+			m.mu.Unlock()
+			return r, nil
+		}
+	}
+	m.mu.Unlock()
+	r, err := compute()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := &m.scans; m.seq == seq {
+		if c.view != v || c.seq != seq {
+			c.view, c.seq, c.entries = v, seq, map[string]any{}
+		}
+		c.entries[key] = r
+	}
+	return r, nil
 }
 
 // Snapshot returns this relay's checkpoint content at asOf (cached).
@@ -288,8 +326,13 @@ func (m *Module) State(ctx context.Context, branch string, at int64) (state.Dige
 	if m.opts.Folds != nil {
 		opts.Folds = m.opts.Folds()
 	}
-	each := LogEvents(ctx, m.core.Log())
-	return BranchState(v, branch, at, opts, each)
+	r, err := m.scanned(v, fmt.Sprintf("state %s %d", branch, at), func() (any, error) {
+		return BranchState(v, branch, at, opts, LogEvents(ctx, m.core.Log()))
+	})
+	if err != nil {
+		return state.Digest{}, err
+	}
+	return r.(state.Digest), nil
 }
 
 // BranchState folds the events of branch under v, given by each, into a
