@@ -28,8 +28,14 @@ func (s *Server) ServeBranches(b Branches) { s.branches = b }
 // HeaderBranchUnknown names the requested branches no branch has.
 const HeaderBranchUnknown = "X-ANP-Branch-Unknown"
 
-// onBranches keeps the bodies in the requested branches.
-func (s *Server) onBranches(c echo.Context, ids []string, bodies [][]byte) ([][]byte, error) {
+// onBranches keeps the bodies in the requested branches. Without a
+// branch parameter, a lookup by ids and the raw view (include_revoked,
+// which mirrors and auditors read) keep every branch.
+func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte) ([][]byte, error) {
+	ids := q.Branches
+	if len(ids) == 0 && (len(q.Filter.IDs) > 0 || q.Filter.IncludeRevoked) {
+		return bodies, nil
+	}
 	if s.branches == nil {
 		if len(ids) > 0 {
 			return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")

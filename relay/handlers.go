@@ -36,7 +36,7 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if bodies, err = s.onBranches(c, q.Branches, bodies); err != nil {
+	if bodies, err = s.onBranches(c, q, bodies); err != nil {
 		return err
 	}
 	v := s.viewer(reader, q.IncludeHidden).withRank(s)

@@ -1,16 +1,19 @@
 package branches_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -84,10 +87,12 @@ type branchRow struct {
 // TestRollbackScenario is the scenario through a real relay: a
 // trusted core, a checkpoint, a sybil attack, a proposal one cosigner
 // short that expires, one cosigned by enough of the core that activates,
-// forged and replayed cosignatures ignored, and a second relay fed the
-// same events in another order deriving the same branches and digests.
+// forged and replayed cosignatures ignored, and a second relay mirroring
+// the first and a third fed the same events in another order deriving the
+// same branches and per-branch digests.
 func TestRollbackScenario(t *testing.T) {
-	w := &world{t: t, r: relaytest.Start(t, []relay.Module{newModule()})}
+	first, _ := federated(t, "first")
+	w := &world{t: t, r: first}
 	core := make([]taskstest.Agent, 6)
 	for i := range core {
 		core[i] = taskstest.NewAgent(fmt.Sprintf("core-%d", i))
@@ -264,6 +269,9 @@ func TestRollbackScenario(t *testing.T) {
 	if n, a := sybilPosts("&branch=b-deadbeef"); n != 0 || a.Header.Get("X-ANP-Branch-Unknown") != "b-deadbeef" {
 		t.Fatalf("unknown branch: %d events, header %q", n, a.Header.Get("X-ANP-Branch-Unknown"))
 	}
+	if a := w.r.Do(t, "GET", "/events?ids="+attack[0].ID, "", nil); a.Status != 200 || !strings.Contains(string(a.Body), attack[0].ID) {
+		t.Fatalf("a lookup by id keeps every branch: %d %s", a.Status, a.Body)
+	}
 	if a := w.r.Do(t, "GET", "/events?branch=nope", "", nil); a.Status != 400 {
 		t.Fatalf("malformed branch: %d", a.Status)
 	}
@@ -280,32 +288,48 @@ func TestRollbackScenario(t *testing.T) {
 		t.Fatal("pre-rollback state")
 	}
 
-	// A second relay fed the same events in another order derives the
-	// same branches and the same digests.
-	r2 := relaytest.Start(t, []relay.Module{newModule()})
-	r2.Clock.Add(time.Duration(w.now()-r2.Clock.Now().Unix()) * time.Second)
-	shuffled := slices.Clone(w.evs)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	r2.PostAll(t, shuffled, 4)
-	w2 := &world{t: t, r: r2}
-	var got2 []branchRow
-	w2.get("/branches", &got2)
-	if !slices.Equal(got, got2) {
-		t.Fatalf("second relay branches %+v, first %+v", got2, got)
+	// A second relay mirroring the first (set reconciliation, POST
+	// /sync) and a third fed the same events in another order derive the
+	// same branches and the same digests, per branch too.
+	mirror, fed := federated(t, "mirror")
+	mirror.Clock.Add(time.Duration(w.now()-mirror.Clock.Now().Unix()) * time.Second)
+	if res, err := fed.MirrorOnce(context.Background(), w.r.URL, nil); err != nil || res.Rejected != 0 {
+		t.Fatalf("mirror: %+v %v", res, err)
 	}
-	var s1, s2 state.Digest
-	w.get(fmt.Sprintf("/state?at=%d", w.now()), &s1)
-	w2.get(fmt.Sprintf("/state?at=%d", w.now()), &s2)
-	if s1.Views["branches"] == "" || s1.Digest != s2.Digest {
-		t.Fatalf("state digests differ: %s", state.FirstDifference(s1, s2))
-	}
-	for _, b := range []string{"main", branch} {
-		w.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s1)
-		w2.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s2)
-		if s1.Digest != s2.Digest {
-			t.Fatalf("branch %s: state digests differ: %s", b, state.FirstDifference(s1, s2))
+	shuffled := relaytest.Start(t, []relay.Module{newModule()})
+	shuffled.Clock.Add(time.Duration(w.now()-shuffled.Clock.Now().Unix()) * time.Second)
+	order := slices.Clone(w.evs)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	shuffled.PostAll(t, order, 4)
+	for _, other := range []*relaytest.Relay{mirror, shuffled} {
+		w2 := &world{t: t, r: other}
+		var got2 []branchRow
+		w2.get("/branches", &got2)
+		if !slices.Equal(got, got2) {
+			t.Fatalf("other relay branches %+v, first %+v", got2, got)
+		}
+		for _, b := range []string{"all", "main", branch} {
+			var s1, s2 state.Digest
+			w.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s1)
+			w2.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s2)
+			if s1.Views["branches"] == "" || s1.Digest != s2.Digest {
+				t.Fatalf("branch %s: state digests differ: %s", b, state.FirstDifference(s1, s2))
+			}
 		}
 	}
+}
+
+// federated starts a relay with its own key running the branches module
+// and federation (mounted without its Run: no announcement, no loop; the
+// test mirrors once).
+func federated(t *testing.T, name string) (*relaytest.Relay, *federation.Module) {
+	fed, err := federation.NewModule(federation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}},
+		func(c *relay.Config) { c.RelayKey = taskstest.NewAgent("relay-" + name).Key })
+	return r, fed
 }
 
 // expectBranches counts main and the pre-rollback branch from the rules,
