@@ -37,6 +37,7 @@ type replayCmd struct {
 	treasury string
 	verbose  bool
 	keyPath  string
+	branch   string
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -48,6 +49,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
+	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §10.5) and compare it with the relay's /state?branch=")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,7 +86,8 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: folds()},
+	named := folds()
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: named},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
@@ -96,6 +99,18 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	elapsed := time.Since(start)
 	d := st.Digest(c.at)
 	c.report(stats, d, elapsed)
+	if c.branch != "" && c.branch != "all" {
+		if d, err = c.replayBranch(ctx, path, named); err != nil {
+			return err
+		}
+		if remote != nil {
+			r, err := fetchBranchState(ctx, c.compare, c.branch, c.at)
+			if err != nil {
+				return err
+			}
+			remote = &r
+		}
+	}
 	if remote == nil {
 		return nil
 	}
@@ -242,6 +257,16 @@ func isSQLite(path string) bool {
 }
 
 // fetchState reads base's GET /state?at=.
+// fetchBranchState reads a relay's GET /state?branch=&at=.
+func fetchBranchState(ctx context.Context, base, branch string, at int64) (state.Digest, error) {
+	var d state.Digest
+	q := url.Values{"at": {strconv.FormatInt(at, 10)}, "branch": {branch}}
+	if err := client.New(base).GetJSON(ctx, "/state", q, &d); err != nil {
+		return d, fmt.Errorf("GET %s/state?branch=%s: %w", base, branch, err)
+	}
+	return d, nil
+}
+
 func fetchState(ctx context.Context, base string, at int64) (state.Digest, error) {
 	var d state.Digest
 	err := client.New(base).GetJSON(ctx, "/state", url.Values{"at": {strconv.FormatInt(at, 10)}}, &d)
