@@ -60,3 +60,22 @@ func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte) ([][]byte,
 	}
 	return out, nil
 }
+
+// exportBranches returns the membership test for GET /export?branch=
+// (nil: the whole log, the default and branch=all).
+func (s *Server) exportBranches(c echo.Context, list string) (func(*protocol.Event) bool, error) {
+	if list == "" {
+		return nil, nil
+	}
+	if s.branches == nil {
+		return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+	}
+	keep, unknown, err := s.branches.Select(strings.Split(list, ","), s.now())
+	if err != nil {
+		return nil, err
+	}
+	if len(unknown) > 0 {
+		c.Response().Header().Set(HeaderBranchUnknown, strings.Join(unknown, ","))
+	}
+	return keep, nil
+}

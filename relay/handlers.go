@@ -205,6 +205,10 @@ func (s *Server) export(c echo.Context) error {
 			return err
 		}
 	}
+	keep, err := s.exportBranches(c, v.Get("branch"))
+	if err != nil {
+		return err
+	}
 	reader, err := s.reader(c)
 	if err != nil {
 		return err
@@ -245,6 +249,11 @@ func (s *Server) export(c echo.Context) error {
 		}
 		if mod != nil {
 			if id, _, ok := BodyIDs(body); ok && mod.Hidden(id) {
+				return nil
+			}
+		}
+		if keep != nil {
+			if e, err := protocol.DecodeJSON(body); err != nil || !keep(e) {
 				return nil
 			}
 		}

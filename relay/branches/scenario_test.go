@@ -275,6 +275,13 @@ func TestRollbackScenario(t *testing.T) {
 	if a := w.r.Do(t, "GET", "/events?branch=nope", "", nil); a.Status != 400 {
 		t.Fatalf("malformed branch: %d", a.Status)
 	}
+	// GET /export keeps the whole log unless a branch is asked for.
+	for query, lines := range map[string]int{"": len(w.evs), "?branch=all": len(w.evs), "?branch=main": int(want["main"].EventCount), "?branch=" + branch: int(want[branch].EventCount)} {
+		a := w.r.Do(t, "GET", "/export"+query, "", nil)
+		if n := strings.Count(string(a.Body), "\n"); a.Status != 200 || n != lines {
+			t.Fatalf("GET /export%s: %d, %d lines, want %d", query, a.Status, n, lines)
+		}
+	}
 	// GET /state?branch=: main's state is the state of main's events
 	// (built here from the rules, independently of the relay), and
 	// differs from the pre-rollback branch's.
