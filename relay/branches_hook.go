@@ -14,9 +14,10 @@ import (
 type Branches interface {
 	// Select returns the membership test for a ?branch= list at now (an
 	// empty list means the relay's preferred branch): keep nil keeps
-	// every event; unknown lists the ids no branch has. A malformed id is
-	// an error.
-	Select(ids []string, now int64) (keep func(*protocol.Event) bool, unknown []string, err error)
+	// every event, and for an event it leaves out names a branch the
+	// event is in ("" if none); unknown lists the ids no branch has. A
+	// malformed id is an error.
+	Select(ids []string, now int64) (keep func(*protocol.Event) (bool, string), unknown []string, err error)
 	// State returns the state digest of one branch's events at at.
 	State(ctx context.Context, branch string, at int64) (state.Digest, error)
 }
@@ -28,10 +29,12 @@ func (s *Server) ServeBranches(b Branches) { s.branches = b }
 // HeaderBranchUnknown names the requested branches no branch has.
 const HeaderBranchUnknown = "X-ANP-Branch-Unknown"
 
-// onBranches keeps the bodies in the requested branches. Without a
-// branch parameter, a lookup by ids and the raw view (include_revoked,
-// which mirrors and auditors read) keep every branch.
-func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte) ([][]byte, error) {
+// onBranches keeps the bodies in the requested branches; with
+// placeholders (a thread query), an event of another branch becomes
+// ["cross-branch", id, branch] (§11.3.6). Without a branch parameter, a
+// lookup by ids and the raw view (include_revoked, which mirrors and
+// auditors read) keep every branch.
+func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte, placeholders bool) ([][]byte, error) {
 	ids := q.Branches
 	if len(ids) == 0 && (len(q.Filter.IDs) > 0 || q.Filter.IncludeRevoked) {
 		return bodies, nil
@@ -54,8 +57,14 @@ func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte) ([][]byte,
 	}
 	out := bodies[:0:0]
 	for _, b := range bodies {
-		if e, err := protocol.DecodeJSON(b); err == nil && keep(e) {
+		e, err := protocol.DecodeJSON(b)
+		if err != nil {
+			continue
+		}
+		if ok, other := keep(e); ok {
 			out = append(out, b)
+		} else if placeholders && other != "" {
+			out = append(out, []byte(`["cross-branch","`+e.ID+`","`+other+`"]`))
 		}
 	}
 	return out, nil
@@ -63,7 +72,7 @@ func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte) ([][]byte,
 
 // exportBranches returns the membership test for GET /export?branch=
 // (nil: the whole log, the default and branch=all).
-func (s *Server) exportBranches(c echo.Context, list string) (func(*protocol.Event) bool, error) {
+func (s *Server) exportBranches(c echo.Context, list string) (func(*protocol.Event) (bool, string), error) {
 	if list == "" {
 		return nil, nil
 	}

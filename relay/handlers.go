@@ -36,12 +36,12 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if bodies, err = s.onBranches(c, q, bodies); err != nil {
+	_, thread := q.Filter.Tags["e"]
+	thread = thread || len(q.Filter.IDs) > 0
+	if bodies, err = s.onBranches(c, q, bodies, thread && !wantsCBOR(c)); err != nil {
 		return err
 	}
 	v := s.viewer(reader, q.IncludeHidden).withRank(s)
-	_, thread := q.Filter.Tags["e"]
-	thread = thread || len(q.Filter.IDs) > 0
 	bodies, left, shown := v.filterBodies(bodies, thread && !wantsCBOR(c))
 	v.setHiddenHeaders(c, left, shown)
 	return s.writeEvents(c, bodies)
@@ -253,7 +253,9 @@ func (s *Server) export(c echo.Context) error {
 			}
 		}
 		if keep != nil {
-			if e, err := protocol.DecodeJSON(body); err != nil || !keep(e) {
+			if e, err := protocol.DecodeJSON(body); err != nil {
+				return nil
+			} else if ok, _ := keep(e); !ok {
 				return nil
 			}
 		}

@@ -276,7 +276,7 @@ func (m *Module) getRollbacks(c echo.Context) error {
 var _ relay.Branches = (*Module)(nil)
 
 // Select implements relay.Branches for GET /events?branch= (SPEC §10.5).
-func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) bool, []string, error) {
+func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, string), []string, error) {
 	if len(ids) == 0 {
 		ids = []string{"main"}
 	}
@@ -301,13 +301,17 @@ func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) bool, []
 	if v.Simple() && want["main"] {
 		return nil, unknown, nil
 	}
-	return func(e *protocol.Event) bool {
-		for _, b := range v.Members(e) {
+	return func(e *protocol.Event) (bool, string) {
+		members := v.Members(e)
+		for _, b := range members {
 			if want[b] {
-				return true
+				return true, ""
 			}
 		}
-		return false
+		if len(members) > 0 {
+			return false, members[0]
+		}
+		return false, ""
 	}, unknown, nil
 }
 

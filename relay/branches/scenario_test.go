@@ -161,6 +161,9 @@ func TestRollbackScenario(t *testing.T) {
 		attack = append(attack, s.Sign(1, w.now(), "buy now"),
 			s.Sign(6, w.now(), `{"score":1}`, []string{"p", sybils[(i+1)%150].ID}, []string{"p", sybils[(i+2)%150].ID}, []string{"p", sybils[(i+3)%150].ID}))
 	}
+	corePost := w.evs[1]
+	reply := sybils[1].Sign(1, w.now(), "reply spam", []string{"e", corePost.ID})
+	attack = append(attack, reply)
 	w.r.PostAll(t, attack, 8)
 	w.evs = append(w.evs, attack...)
 	w.get("/checkpoints", &cps)
@@ -271,6 +274,14 @@ func TestRollbackScenario(t *testing.T) {
 	}
 	if a := w.r.Do(t, "GET", "/events?ids="+attack[0].ID, "", nil); a.Status != 200 || !strings.Contains(string(a.Body), attack[0].ID) {
 		t.Fatalf("a lookup by id keeps every branch: %d %s", a.Status, a.Body)
+	}
+	// A thread shows the rolled-back reply as a cross-branch placeholder
+	// unless branch=all (§11.3.6).
+	if a := w.r.Do(t, "GET", "/events?e="+corePost.ID, "", nil); !strings.Contains(string(a.Body), `["cross-branch","`+reply.ID+`","`+branch+`"]`) {
+		t.Fatalf("thread on main: %s", a.Body)
+	}
+	if a := w.r.Do(t, "GET", "/events?branch=all&e="+corePost.ID, "", nil); !strings.Contains(string(a.Body), `"content":"reply spam"`) {
+		t.Fatalf("thread on all: %s", a.Body)
 	}
 	if a := w.r.Do(t, "GET", "/events?branch=nope", "", nil); a.Status != 400 {
 		t.Fatalf("malformed branch: %d", a.Status)
