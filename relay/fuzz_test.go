@@ -11,7 +11,7 @@ import (
 // FuzzParseQuery: any query string either parses or yields a coded
 // *protocol.Error (a 4xx), never a panic.
 func FuzzParseQuery(f *testing.F) {
-	for _, s := range []string{"kinds=1,2&t=weather&limit=100", "authors=" + string(make([]byte, 64)), "since=1&until=2&as_of=3", "x=a,b&cap=q", "limit=-1", "e=%zz", ""} {
+	for _, s := range []string{"kinds=1,2&t=weather&limit=100", "authors=" + string(make([]byte, 64)), "since=1&until=2&as_of=3", "x=a,b&cap=q", "limit=-1", "e=%zz", "", "branch=main,b-deadbeef", "branch=all"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {

@@ -112,7 +112,7 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	switch e.Kind {
 	case protocol.KindTrustVote:
-		setOrDelete(f.votes, e.ID, e, add)
+		setOrDelete(f.votes, e.ID, slimVote(e), add)
 		for t := range f.trustAt {
 			if t >= e.CreatedAt {
 				delete(f.trustAt, t)
@@ -244,4 +244,16 @@ func contentKey(e *protocol.Event) string {
 		return "raw:" + e.Content
 	}
 	return hex.EncodeToString(d[:])
+}
+
+// slimVote keeps what the trust graph reads of a kind 6 (id, author, time,
+// content, p tags), not its signature or other tags.
+func slimVote(e *protocol.Event) *protocol.Event {
+	v := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind, Content: e.Content}
+	for _, t := range e.Tags {
+		if len(t) >= 2 && t[0] == "p" {
+			v.Tags = append(v.Tags, t[:2])
+		}
+	}
+	return v
 }

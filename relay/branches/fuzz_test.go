@@ -1,6 +1,8 @@
 package branches
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
@@ -37,3 +39,28 @@ func FuzzParse(f *testing.F) {
 }
 
 const hex64 = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// FuzzSelect feeds hostile ?branch= lists to Select: it never panics,
+// refuses malformed ids with a coded error, and names as unknown only
+// well-formed ids.
+func FuzzSelect(f *testing.F) {
+	for _, s := range []string{"main", "all", "main,b-deadbeef", "pre-rollback-0123456789abcdef", "b-", "", ",", "MAIN", "b-deadbeef0123456789"} {
+		f.Add(s)
+	}
+	m := NewModule(Options{})
+	f.Fuzz(func(t *testing.T, list string) {
+		_, unknown, err := m.Select(strings.Split(list, ","), 1000)
+		if err != nil {
+			var pe *protocol.Error
+			if !errors.As(err, &pe) || pe.Code == "" {
+				t.Fatalf("uncoded error %v", err)
+			}
+			return
+		}
+		for _, u := range unknown {
+			if !ValidBranchID(u) {
+				t.Fatalf("unknown %q is not a branch id", u)
+			}
+		}
+	})
+}

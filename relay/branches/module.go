@@ -197,8 +197,9 @@ type checkpointRow struct {
 	Local *Snapshot `json:"local,omitempty"`
 }
 
-// getCheckpoints is GET /checkpoints: valid ones first, then the others,
-// each by (created_at, id) descending... see SPEC §10.1.
+// getCheckpoints is GET /checkpoints (SPEC §10.1): valid ones first, then
+// the others, each group newest first by (created_at, id), each with its
+// verification against this relay's log.
 func (m *Module) getCheckpoints(c echo.Context) error {
 	v, err := httpx.Params(c, "valid")
 	if err != nil {
@@ -280,13 +281,14 @@ func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, s
 	if len(ids) == 0 {
 		ids = []string{"main"}
 	}
+	all := false
 	for _, id := range ids {
-		if id == "all" {
-			return nil, nil, nil
-		}
-		if !ValidBranchID(id) {
+		if all = all || id == "all"; id != "all" && !ValidBranchID(id) {
 			return nil, nil, protocol.Errorf(httpx.CodeBadParameter, "branch %q is not main, all, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", id)
 		}
+	}
+	if all {
+		return nil, nil, nil
 	}
 	v := m.fold.Current(now)
 	want := map[string]bool{}
