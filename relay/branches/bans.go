@@ -26,7 +26,7 @@ func (f *Fold) bans(at int64) []BanView {
 		bv := BanView{ID: s.ev.ID, Author: s.ev.AgentID, CreatedAt: s.ev.CreatedAt}
 		b, err := ParseBan(s.ev)
 		if err != nil {
-			bv.Invalid = err.Error()
+			bv.Invalid = reasonOf(err)
 			out = append(out, bv)
 			continue
 		}

@@ -114,3 +114,6 @@ func branchTags(e *protocol.Event) []string {
 func DefaultCheckpointID(asOf int64) string {
 	return "cp-" + time.Unix(asOf, 0).UTC().Format("2006-01-02T15:04:05Z")
 }
+
+// reasonOf reports a content error as "<code>: <detail>".
+func reasonOf(err error) string { return protocol.CodeOf(err) + ": " + err.Error() }

@@ -114,7 +114,7 @@ func (f *Fold) checkpoints(at int64) []CheckpointView {
 		cv := CheckpointView{ID: s.ev.ID, Author: s.ev.AgentID, CreatedAt: s.ev.CreatedAt, Required: MinEndorsers}
 		c, err := ParseCheckpoint(s.ev)
 		if err != nil {
-			cv.Invalid = err.Error()
+			cv.Invalid = reasonOf(err)
 			out = append(out, cv)
 			continue
 		}
@@ -180,7 +180,7 @@ func (f *Fold) rollback(at int64, evs []*stamped, cps []CheckpointView) Rollback
 	}
 	p, err := ParseProposal(first)
 	if err != nil {
-		rv.Invalid = err.Error()
+		rv.Invalid = reasonOf(err)
 		return rv
 	}
 	rv.Proposal = p
