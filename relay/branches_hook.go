@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"net/url"
 	"strings"
 
 	"github.com/anp2net/relay/protocol"
@@ -20,6 +21,23 @@ type Branches interface {
 	Select(ids []string, now int64) (keep func(*protocol.Event) (bool, string), unknown []string, err error)
 	// State returns the state digest of one branch's events at at.
 	State(ctx context.Context, branch string, at int64) (state.Digest, error)
+	// Views returns the derived state of one branch's events as of now,
+	// for the view routes' ?branch=.
+	Views(ctx context.Context, branch string, now int64) (*state.State, error)
+}
+
+// viewState returns the derived state a view route's ?branch= asks for:
+// the relay's own (every event) without it or with all, else the
+// branch's, from the registered Branches.
+func (s *Server) viewState(c echo.Context, v url.Values) (*state.State, error) {
+	b := v.Get("branch")
+	if b == "" || b == "all" {
+		return s.state, nil
+	}
+	if s.branches == nil {
+		return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+	}
+	return s.branches.Views(c.Request().Context(), b, s.now())
 }
 
 // ServeBranches makes b judge ?branch= (one module; the last call wins).

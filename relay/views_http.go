@@ -68,7 +68,7 @@ func intParam(v url.Values, name string, def, lo, hi int64) (int64, error) {
 func (s *Server) now() int64 { return s.cfg.Now().Unix() }
 
 func (s *Server) getTrust(c echo.Context) error {
-	v, err := params(c, "include_withdrawn")
+	v, err := params(c, "include_withdrawn", "branch")
 	if err != nil {
 		return err
 	}
@@ -80,11 +80,19 @@ func (s *Server) getTrust(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.state.Trust.Current(s.now()).Agent(id, inc))
+	st, err := s.viewState(c, v)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st.Trust.Current(s.now()).Agent(id, inc))
 }
 
 func (s *Server) getTrustGraph(c echo.Context) error {
-	v, err := params(c, "offset", "limit")
+	v, err := params(c, "offset", "limit", "branch")
+	if err != nil {
+		return err
+	}
+	st, err := s.viewState(c, v)
 	if err != nil {
 		return err
 	}
@@ -96,7 +104,7 @@ func (s *Server) getTrustGraph(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap := s.state.Trust.Current(s.now())
+	snap := st.Trust.Current(s.now())
 	return c.JSON(http.StatusOK, map[string]any{
 		"algorithm": trust.Algorithm, "at": snap.Now, "total": snap.GraphLen(),
 		"iterations": snap.Iterations, "converged": snap.Converged,
@@ -105,7 +113,11 @@ func (s *Server) getTrustGraph(c echo.Context) error {
 }
 
 func (s *Server) getTrustReceived(c echo.Context) error {
-	v, err := params(c, "since", "min_score", "limit")
+	v, err := params(c, "since", "min_score", "limit", "branch")
+	if err != nil {
+		return err
+	}
+	st, err := s.viewState(c, v)
 	if err != nil {
 		return err
 	}
@@ -128,7 +140,7 @@ func (s *Server) getTrustReceived(c echo.Context) error {
 			return protocol.Errorf(CodeBadParameter, "min_score must be a number from -1 to 1")
 		}
 	}
-	r := s.state.Trust.TrustReceived(id, since, minScore, int(limit))
+	r := st.Trust.TrustReceived(id, since, minScore, int(limit))
 	return c.JSON(http.StatusOK, map[string]any{
 		"agent_id": r.AgentID, "ts": s.now(),
 		"filter": map[string]any{"since_sec": since, "min_score": minScore, "limit": limit},
@@ -137,7 +149,12 @@ func (s *Server) getTrustReceived(c echo.Context) error {
 }
 
 func (s *Server) getFlags(c echo.Context) error {
-	if _, err := params(c); err != nil {
+	v, err := params(c, "branch")
+	if err != nil {
+		return err
+	}
+	st, err := s.viewState(c, v)
+	if err != nil {
 		return err
 	}
 	id, err := hexParam(c, "id")
@@ -149,7 +166,7 @@ func (s *Server) getFlags(c echo.Context) error {
 	} else if !found {
 		return protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
-	em := s.state.Moderation.Current(s.now()).Event(id)
+	em := st.Moderation.Current(s.now()).Event(id)
 	if em.Author == "" { // nobody flagged it: the view has not met it
 		if em.Author, err = s.store.Author(c.Request().Context(), id); err != nil {
 			return err
@@ -207,15 +224,20 @@ func (s *Server) getTasks(c echo.Context) error {
 }
 
 func (s *Server) getCredit(c echo.Context) error {
-	if _, err := params(c); err != nil {
+	v, err := params(c, "branch")
+	if err != nil {
 		return err
 	}
 	id, err := hexParam(c, "agent_id")
 	if err != nil {
 		return err
 	}
+	st, err := s.viewState(c, v)
+	if err != nil {
+		return err
+	}
 	now := s.now()
-	return c.JSON(http.StatusOK, s.state.Credit.Account(id, now, s.weights(now)))
+	return c.JSON(http.StatusOK, st.Credit.Account(id, now, st.Trust.Current(now).Weight))
 }
 
 // getState serves the derived-state digest at ?at= (unix seconds, default

@@ -341,9 +341,44 @@ func (m *Module) State(ctx context.Context, branch string, at int64) (state.Dige
 	return r.(state.Digest), nil
 }
 
+// Views implements relay.Branches for the view routes' ?branch=: the
+// state of branch's events under the view at now, rebuilt from the log
+// and kept until an event is committed or the view changes. An unknown
+// branch is a 404 not_found.
+func (m *Module) Views(ctx context.Context, branch string, now int64) (*state.State, error) {
+	if !ValidBranchID(branch) {
+		return nil, protocol.Errorf(httpx.CodeBadParameter, "branch %q is not a branch id", branch)
+	}
+	v := m.fold.Current(now)
+	if !v.Known(branch) {
+		return nil, protocol.Errorf(relay.CodeNotFound, "unknown branch %q", branch)
+	}
+	opts := state.Options{Treasury: m.core.Config().Treasury}
+	if m.opts.Folds != nil {
+		opts.Folds = m.opts.Folds()
+	}
+	r, err := m.scanned(v, "views "+branch, func() (any, error) {
+		return BranchFold(v, branch, opts, LogEvents(ctx, m.core.Log()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.(*state.State), nil
+}
+
 // BranchState folds the events of branch under v, given by each, into a
 // fresh state built with opts and returns its digest at at.
 func BranchState(v *View, branch string, at int64, opts state.Options, each func(func(*protocol.Event) error) error) (state.Digest, error) {
+	st, err := BranchFold(v, branch, opts, each)
+	if err != nil {
+		return state.Digest{}, err
+	}
+	return st.Digest(at), nil
+}
+
+// BranchFold folds the events of branch under v, given by each, into a
+// fresh state built with opts.
+func BranchFold(v *View, branch string, opts state.Options, each func(func(*protocol.Event) error) error) (*state.State, error) {
 	var evs []*protocol.Event
 	err := each(func(e *protocol.Event) error {
 		for _, b := range v.Members(e) {
@@ -355,8 +390,13 @@ func BranchState(v *View, branch string, at int64, opts state.Options, each func
 		return nil
 	})
 	if err != nil {
-		return state.Digest{}, err
+		return nil, err
 	}
+	return fold(evs, opts), nil
+}
+
+// fold returns a fresh state of evs (revocations preloaded, so no lookup).
+func fold(evs []*protocol.Event, opts state.Options) *state.State {
 	st := state.New(opts)
 	for _, e := range evs {
 		st.Preload(e)
@@ -364,5 +404,5 @@ func BranchState(v *View, branch string, at int64, opts state.Options, each func
 	for i, e := range evs {
 		st.Add(int64(i+1), e, nil)
 	}
-	return st.Digest(at), nil
+	return st
 }

@@ -34,14 +34,7 @@ func Prefix(asOf int64, opts state.Options, each func(func(*protocol.Event) erro
 	if err != nil {
 		return Snapshot{}, err
 	}
-	st := state.New(opts)
-	for _, e := range evs {
-		st.Preload(e)
-	}
-	for i, e := range evs {
-		st.Add(int64(i+1), e, nil)
-	}
-	d := st.Digest(asOf)
+	d := fold(evs, opts).Digest(asOf)
 	return Snapshot{StateHash: d.Digest, EventCount: int64(len(evs)), AsOf: asOf}, nil
 }
 

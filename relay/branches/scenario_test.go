@@ -306,6 +306,27 @@ func TestRollbackScenario(t *testing.T) {
 		t.Fatal("pre-rollback state")
 	}
 
+	// The view routes take ?branch= too: on main the sybils' votes are
+	// gone, on the pre-rollback branch and by default (every event) they
+	// count.
+	voters := func(query string) float64 {
+		var tr struct {
+			VoterCount float64 `json:"voter_count"`
+		}
+		w.get("/trust/"+sybils[1].ID+query, &tr)
+		return tr.VoterCount
+	}
+	if n := voters("?branch=main"); n != 0 {
+		t.Fatalf("voters of a sybil on main: %v", n)
+	}
+	if n := voters("?branch=" + branch); n == 0 {
+		t.Fatal("no voters of a sybil on the pre-rollback branch")
+	}
+	relaytest.Eventually(t, "the sybil's voters in the full view", func() bool { return voters("") > 0 })
+	if a := w.r.Do(t, "GET", "/trust_graph?branch=b-00000000", "", nil); a.Status != 404 {
+		t.Fatalf("unknown branch: %d", a.Status)
+	}
+
 	// A second relay mirroring the first (set reconciliation, POST
 	// /sync) and a third fed the same events in another order derive the
 	// same branches and the same digests, per branch too.
