@@ -31,7 +31,9 @@ type Module struct {
 	core *relay.Server
 
 	mu sync.Mutex
-	// prefix caches Snapshot per as_of; a committed event created at or
+	// rebuildMu serializes the rebuilds of states at past times.
+	rebuildMu sync.Mutex
+	// prefix caches Snapshot per as_of (at most maxPrefixes); a committed event created at or
 	// before an as_of drops its entry.
 	prefix map[int64]Snapshot
 	// seq is the last committed sequence; scans caches the results of
@@ -149,6 +151,16 @@ func (m *Module) Snapshot(ctx context.Context, asOf int64) (Snapshot, error) {
 	if ok {
 		return s, nil
 	}
+	// One rebuild at a time: each reads the log, and anyone may ask for
+	// a draft at any time.
+	m.rebuildMu.Lock()
+	defer m.rebuildMu.Unlock()
+	m.mu.Lock()
+	s, ok = m.prefix[asOf]
+	m.mu.Unlock()
+	if ok {
+		return s, nil
+	}
 	opts := state.Options{Treasury: m.core.Config().Treasury}
 	if m.opts.Folds != nil {
 		opts.Folds = m.opts.Folds()
@@ -158,16 +170,27 @@ func (m *Module) Snapshot(ctx context.Context, asOf int64) (Snapshot, error) {
 		return s, err
 	}
 	m.mu.Lock()
+	if len(m.prefix) >= maxPrefixes {
+		for k := range m.prefix { // drop one at random: the cache stays bounded
+			delete(m.prefix, k)
+			break
+		}
+	}
 	m.prefix[asOf] = s
 	m.mu.Unlock()
 	return s, nil
 }
+
+// maxPrefixes bounds the cached states at past times.
+const maxPrefixes = 64
 
 // Verification statuses of a checkpoint against this relay's log.
 const (
 	Matches = "matches"
 	Differs = "differs"
 	NotYet  = "not_yet"
+	// NotChecked marks an invalid checkpoint, which is not verified.
+	NotChecked = "not_checked"
 )
 
 // verify says whether this relay's log reproduces c at now: not_yet while
@@ -218,8 +241,10 @@ func (m *Module) getCheckpoints(c echo.Context) error {
 			if cv.Valid != pass || (onlyValid && !cv.Valid) {
 				continue
 			}
-			row := checkpointRow{CheckpointView: cv, Verification: "invalid_content"}
-			if cv.Checkpoint.StateHash != "" {
+			// Only valid checkpoints are checked: a rebuild reads the log,
+			// and anyone can publish invalid ones.
+			row := checkpointRow{CheckpointView: cv, Verification: NotChecked}
+			if cv.Valid {
 				st, local, err := m.verify(c.Request().Context(), cv.Checkpoint, now)
 				if err != nil {
 					return err

@@ -139,7 +139,7 @@ func TestRollbackScenario(t *testing.T) {
 	if len(cps) != 2 || cps[0].ID != cp.ID || !cps[0].Valid || cps[0].Verification != branches.Matches || cps[0].Endorsed != 3 {
 		t.Fatalf("checkpoints %+v", cps)
 	}
-	if cps[1].ID != weak.ID || cps[1].Valid {
+	if cps[1].ID != weak.ID || cps[1].Valid || cps[1].Verification != branches.NotChecked {
 		t.Fatalf("weak checkpoint %+v", cps[1])
 	}
 	reasons := map[string]string{}
