@@ -31,7 +31,7 @@ type Module struct {
 	core *relay.Server
 
 	mu sync.Mutex
-	// rebuildMu serializes the rebuilds of states at past times.
+	// rebuildMu serializes whole-log reads (past states, branch scans).
 	rebuildMu sync.Mutex
 	// prefix caches Snapshot per as_of (at most maxPrefixes); a committed event created at or
 	// before an as_of drops its entry.
@@ -128,7 +128,9 @@ func (m *Module) scanned(v *View, key string, compute func() (any, error)) (any,
 		}
 	}
 	m.mu.Unlock()
+	m.rebuildMu.Lock() // one whole-log scan at a time
 	r, err := compute()
+	m.rebuildMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
