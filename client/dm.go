@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha512"
@@ -8,6 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 
 	"filippo.io/edwards25519"
 	"github.com/anp2net/relay/protocol"
@@ -170,4 +173,69 @@ func curvePrivate(key ed25519.PrivateKey) [32]byte {
 	out[31] &= 127
 	out[31] |= 64
 	return out
+}
+
+// Message is an opened direct message.
+type Message struct {
+	Event *protocol.Event
+	// Peer is the other agent: the recipient of an outgoing message, the
+	// author of an incoming one.
+	Peer     string
+	Outgoing bool
+	Text     []byte
+}
+
+// OpenAll opens the kind 3 events of evs with key, once each, newest first
+// by (created_at, id). What does not open is dropped silently, as §4.4.4
+// asks (never reported to its sender), and counted in dropped.
+func OpenAll(key ed25519.PrivateKey, evs []*protocol.Event) (msgs []Message, dropped int) {
+	me := protocol.AgentIDOf(key)
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		text, err := OpenDM(key, e)
+		if err != nil {
+			dropped++
+			continue
+		}
+		m := Message{Event: e, Peer: e.AgentID, Text: text}
+		if e.AgentID == me {
+			m.Outgoing, m.Peer = true, e.TagValue("p")
+		}
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b Message) int {
+		if protocol.Less(a.Event, b.Event) {
+			return 1
+		}
+		if protocol.Less(b.Event, a.Event) {
+			return -1
+		}
+		return 0
+	})
+	return msgs, dropped
+}
+
+// Inbox runs GET /events?kinds=3&p=agentID with query (limit, since,
+// until): the messages sent to agentID, which anyone may list (§4.4).
+func (c *Client) Inbox(ctx context.Context, agentID string, query url.Values) ([]*protocol.Event, error) {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	q.Set("kinds", "3")
+	q.Set("p", agentID)
+	return c.Events(ctx, q)
+}
+
+// Outbox runs GET /dms/{agentID} with query (limit, since, until). The
+// relay serves it only to agentID itself, so c.Key must be its key; a
+// relay answer other than 200 is an *Error (401, 403).
+func (c *Client) Outbox(ctx context.Context, agentID string, query url.Values) ([]*protocol.Event, error) {
+	var evs []*protocol.Event
+	err := c.GetJSON(ctx, "/dms/"+agentID, query, &evs)
+	return evs, err
 }
