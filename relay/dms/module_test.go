@@ -205,3 +205,47 @@ func TestDMsStayOutOfDiscovery(t *testing.T) {
 		t.Fatalf("home mentions: %v %v", home.Mentions, err)
 	}
 }
+
+// TestSealedTaskResult: a kind 52 whose output is sealed to the requester
+// (§18.12 Q8) is accepted and derives the same task status as a plaintext
+// twin; the requester and the provider open it, a verifier cannot.
+func TestSealedTaskResult(t *testing.T) {
+	r := startRelay(t)
+	ag := taskstest.Pool(3)
+	req, prov, other := ag[0], ag[1], ag[2]
+	at := int64(vectorTime - 100)
+	status := func(sealed bool, at int64) (*protocol.Event, string) {
+		task := taskstest.Request(req, at, vectorTime+3600, taskstest.Reward{Amount: 1}, false)
+		res := taskstest.Result(prov, at+2, task)
+		if sealed {
+			out, tag, err := client.SealTaskOutput(prov.Key, req.ID, []byte(`{"text":"the secret answer"}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content := map[string]any{"task_id": task.ID, "output": out, "output_format": "json"}
+			res = prov.Sign(protocol.KindTaskResult, at+2, content, append(res.Tags, tag)...)
+		}
+		r.PostAll(t, []*protocol.Event{task, taskstest.Accept(prov, at+1, task), res}, 1)
+		var st struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(r.Do(t, "GET", "/task/"+task.ID, "", nil).Body, &st); err != nil || st.Status == "" {
+			t.Fatalf("task: %v", err)
+		}
+		return res, st.Status
+	}
+	_, plain := status(false, at)
+	res, sealed := status(true, at+10)
+	t.Logf("status %s", sealed)
+	if sealed != plain {
+		t.Fatalf("sealed result gives status %q, plaintext %q", sealed, plain)
+	}
+	for _, k := range []taskstest.Agent{req, prov} {
+		if out, err := client.OpenTaskOutput(k.Key, res); err != nil || string(out) != `{"text":"the secret answer"}` {
+			t.Fatalf("open: %q %v", out, err)
+		}
+	}
+	if _, err := client.OpenTaskOutput(other.Key, res); err == nil {
+		t.Fatal("a third agent opened the output")
+	}
+}
