@@ -142,8 +142,8 @@ func UnpadDM(padded []byte) ([]byte, error) {
 
 // curvePublic is libsodium's crypto_sign_ed25519_pk_to_curve25519: the
 // Montgomery u = (1+y)/(1−y) of the Edwards point agentID encodes. Like
-// libsodium it refuses an encoding that is not a point and a point of
-// small order.
+// libsodium it refuses an encoding that is not a point, a point of small
+// order and one outside the prime-order subgroup.
 func curvePublic(agentID string) ([32]byte, error) {
 	var out [32]byte
 	b, err := hex.DecodeString(agentID)
@@ -154,12 +154,24 @@ func curvePublic(agentID string) ([32]byte, error) {
 	if err != nil {
 		return out, ErrDMBadKey
 	}
-	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
+	id := edwards25519.NewIdentityPoint()
+	if new(edwards25519.Point).MultByCofactor(p).Equal(id) == 1 {
+		return out, ErrDMBadKey
+	}
+	// [L]p = [L−1]p + p is the identity only in the prime-order subgroup
+	// (libsodium's ge25519_is_on_main_subgroup).
+	lp := new(edwards25519.Point).ScalarMult(orderMinusOne, p)
+	if lp.Add(lp, p).Equal(id) != 1 {
 		return out, ErrDMBadKey
 	}
 	copy(out[:], p.BytesMontgomery())
 	return out, nil
 }
+
+// orderMinusOne is L − 1, L the order of the Ed25519 base point.
+var orderMinusOne, _ = new(edwards25519.Scalar).SetCanonicalBytes([]byte{
+	0xec, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10})
 
 // curvePrivate is libsodium's crypto_sign_ed25519_sk_to_curve25519: the
 // first half of SHA-512 of the seed, clamped. Callers clear it after use:

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"testing"
 
+	"filippo.io/edwards25519"
 	"github.com/anp2net/relay/protocol"
 )
 
@@ -144,6 +145,17 @@ func TestDMOpenFailures(t *testing.T) {
 	}
 	if _, err := SealDM(sender, "0100000000000000000000000000000000000000000000000000000000000000", []byte("x"), nil); !errors.Is(err, ErrDMBadKey) {
 		t.Fatalf("sealed to a small-order key: %v", err)
+	}
+	// The recipient's point plus a point of order 8: libsodium refuses it.
+	a, _ := new(edwards25519.Point).SetBytes(recipient.Public().(ed25519.PublicKey))
+	tb, _ := hex.DecodeString("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a")
+	tp, err := new(edwards25519.Point).SetBytes(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := hex.EncodeToString(new(edwards25519.Point).Add(a, tp).Bytes())
+	if _, err := SealDM(sender, mixed, []byte("x"), nil); !errors.Is(err, ErrDMBadKey) {
+		t.Fatalf("sealed to a mixed-order key: %v", err)
 	}
 }
 
