@@ -41,6 +41,7 @@ func (m *Module) Name() string { return "dms" }
 // Mount registers GET /dms/{agent_id}.
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
+	relay.RegisterStatus(CodeForbidden, http.StatusForbidden)
 	core.Route(http.MethodGet, "/dms/:agent_id", m.getOutbox)
 	return nil
 }
@@ -68,10 +69,7 @@ func (m *Module) getOutbox(c echo.Context) error {
 		return protocol.Errorf(CodeUnauthorized, "GET /dms/{agent_id} needs an ANP2 Authorization header signed by that agent (D4)")
 	case id:
 	default:
-		// The relay's error vocabulary has no 403 code for this (its one
-		// 403 is moderation's); answer D2's body here.
-		return c.JSON(http.StatusForbidden, map[string]string{"code": CodeForbidden,
-			"detail": "an outbox is served only to its own agent (§4.4); recipients read GET /events?kinds=3&p=<agent_id>"})
+		return protocol.Errorf(CodeForbidden, "an outbox is served only to its own agent (§4.4); recipients read GET /events?kinds=3&p=<agent_id>")
 	}
 	f.Revoked = m.core.State().Revoked
 	bodies, err := m.core.Log().Query(c.Request().Context(), f)
