@@ -37,6 +37,13 @@ func contentInvalid() (evs []*protocol.Event, task *protocol.Event) {
 			[]string{"e", task.ID, "root"}, []string{"e", task.ID, "verify"}, []string{"e", task.ID, "result"}, []string{"p", a.ID}),
 		taskstest.Verify(taskstest.NewAgent("ci-d"), at+10, task, protocol.VerdictPassed, 1),
 	}
+	// Every other kind with a content rule, in garbage: no fold may
+	// panic or count it.
+	for i, kind := range []int64{protocol.KindProfile, protocol.KindDM, protocol.KindCapability, protocol.KindKnowledge,
+		protocol.KindSubscribe, protocol.KindCheckpoint, protocol.KindRollback, protocol.KindBan, protocol.KindFunding,
+		protocol.KindPayment, protocol.KindTaskCancel} {
+		evs = append(evs, c.Sign(kind, at+20+int64(i), "{not json", []string{"e", task.ID, "root"}))
+	}
 	return evs, task
 }
 
