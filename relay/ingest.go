@@ -157,7 +157,8 @@ func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
 
 // logViolations returns every violation of the rules that need the log: a
 // revoke may only name the revoker's own events, and a kind 51 quote must
-// stay within its stored request's max_cost_usd (§18.4).
+// quote the currency of its stored request's max_cost_usd and stay within it
+// (§18.4, protocol.AcceptPriceViolation).
 func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
 	var out []error
 	if e.Kind == protocol.KindTaskAccept {
