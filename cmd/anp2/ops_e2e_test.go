@@ -27,7 +27,9 @@ import (
 func TestOneRelayPerLog(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "one.db")
 	p := startProc(t, db)
-	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", db).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "serve", "--addr", "127.0.0.1:0", "--db", db).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("second relay on the same log: %v\n%s", err, out)
@@ -37,7 +39,7 @@ func TestOneRelayPerLog(t *testing.T) {
 	if !strings.Contains(string(out), "in use by another process") || !strings.Contains(string(out), holder) || !strings.Contains(string(out), addr) {
 		t.Fatalf("second relay's refusal does not name the holder (%s %s):\n%s", holder, addr, out)
 	}
-	if out, err := exec.Command(binary, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl").CombinedOutput(); err == nil {
+	if out, err := exec.CommandContext(ctx, binary, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl").CombinedOutput(); err == nil {
 		t.Fatalf("import into a log a relay holds succeeded:\n%s", out)
 	}
 	// Reading needs no lock: an audit of the running relay's file.
@@ -158,7 +160,7 @@ func damagePage(t *testing.T, file string, needle []byte, rng *rand.Rand) {
 	for i := range junk {
 		junk[i] = byte(rng.UintN(256))
 	}
-	copy(b[at+1000:], junk)
+	copy(b[at:], junk) // the page header and cell pointers: every read of the page fails
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestRepairDamagedLog(t *testing.T) {
 	dir := t.TempDir()
 	var lines bytes.Buffer
 	var ids []string
-	at := time.Now().Unix() - 3600
+	at := int64(1767225600) // fixed, so the log's layout is the same every run
 	for i := range 3000 {
 		e := &protocol.Event{CreatedAt: at + int64(i), Kind: protocol.KindPost, Content: "event " + strconv.Itoa(i), Tags: [][]string{{"t", "repair"}}}
 		e.Sign(seededKey(i % 50))
@@ -205,6 +207,7 @@ func TestRepairDamagedLog(t *testing.T) {
 	full := filepath.Join(dir, "full.db")
 	runCLI(t, "import", "--db", full, corpus)
 	raw, _ := os.ReadFile(full)
+	t.Logf("a log of %d short posts takes %d bytes (%d per event)", len(ids), len(raw), len(raw)/len(ids))
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, name := range []string{"a.db", "b.db"} {
 		os.WriteFile(filepath.Join(dir, name), raw, 0o644)
@@ -213,10 +216,13 @@ func TestRepairDamagedLog(t *testing.T) {
 	}
 
 	a := filepath.Join(dir, "a.db")
-	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", a).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "serve", "--addr", "127.0.0.1:0", "--db", a).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "anp2 repair --db "+a) {
 		t.Fatalf("serve on a damaged log: %v\n%s", err, out)
 	}
+	t.Logf("serve on the damaged log: %v\n%s", err, out)
 	out = []byte(runCLI(t, "repair", "--db", a))
 	t.Logf("repair without a peer:\n%s", out)
 	if !bytes.Contains(out, []byte("could not read")) || !bytes.Contains(out, []byte("damaged one is kept as")) {
