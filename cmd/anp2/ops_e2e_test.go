@@ -71,10 +71,11 @@ func publishRaw(t *testing.T, base string, e *protocol.Event) (int, string, stri
 func TestDiskFull(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fs")
 	os.Mkdir(dir, 0o755)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+	unmount, err := mountTmpfs(dir, "4m")
+	if err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root on Linux): %v", err)
 	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	t.Cleanup(unmount)
 	db := filepath.Join(dir, "full.db")
 	p := startProc(t, db, "--rate-agent", "0", "--rate-ip", "0")
 	k := seededKey(1)
