@@ -75,12 +75,22 @@ func Salvage(ctx context.Context, path string, fn func([]Row) error, progress fu
 	for seq := range known {
 		through = max(through, seq)
 	}
+	// Without a readable MAX(seq) (the table's rightmost pages are
+	// damaged), reads past the end fail like lost rows: go no further
+	// than the highest seq an index names, or, with no index either, than
+	// the file could hold (dense seqs, at least 16 bytes a row).
+	ceiling := through
+	if !bounded && through == 0 {
+		var pages, size int64
+		db.QueryRowContext(ctx, `SELECT page_count, page_size FROM pragma_page_count, pragma_page_size`).Scan(&pages, &size)
+		ceiling = pages * size / 16
+	}
 	s := &salvager{db: db, fn: fn, rep: &rep, next: 1}
 	for a := int64(1); ; a += salvageChunk {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if bounded && a > through {
+		if a > ceiling {
 			break
 		}
 		n, err := s.read(ctx, a, a+salvageChunk-1)
@@ -96,6 +106,17 @@ func Salvage(ctx context.Context, path string, fn func([]Row) error, progress fu
 			break
 		}
 		s.failed = false
+	}
+	through = max(through, s.rep.Through)
+	if !bounded {
+		// Seqs past the last one known were never there.
+		for len(rep.Lost) > 0 && rep.Lost[len(rep.Lost)-1].From > through {
+			rep.Lost = rep.Lost[:len(rep.Lost)-1]
+		}
+		if n := len(rep.Lost); n > 0 && rep.Lost[n-1].To > through {
+			rep.Lost[n-1].To = through
+		}
+		s.next = min(s.next, through+1)
 	}
 	rep.Through = max(rep.Through, through)
 	if s.next <= rep.Through {
