@@ -122,7 +122,10 @@ var ErrClosed = errors.New("store closed")
 // Open opens (creating if needed) the log at path. hook, when non-nil, is
 // called after each commit with the newly stored events, in commit order,
 // before any of their Appends return; it runs on a goroutine of its own,
-// beside the writer's next transaction.
+// beside the writer's next transaction. Open takes the log's writer lock
+// (see LockPath) until Close: it returns a *LockedError (ErrLocked) when
+// another process holds it, and an error matching ErrCorrupt when SQLite
+// finds the file damaged.
 func Open(path string, hook func([]Committed)) (*Store, error) {
 	return OpenWithRepair(path, hook, nil)
 }
