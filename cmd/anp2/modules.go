@@ -5,6 +5,7 @@ import (
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
@@ -15,6 +16,7 @@ import (
 type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
+	funding    *funding.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -26,11 +28,13 @@ func modules(fed federation.Options) (relayModules, error) {
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, all: []relay.Module{
+	fund := funding.NewModule(funding.Options{})
+	return relayModules{federation: f, funding: fund, all: []relay.Module{
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
+		fund,
 		f,
 	}}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -25,7 +26,8 @@ type serveCmd struct {
 	peerRate, syncRate           int
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
-	mirrorEvery                  time.Duration
+	mirrorEvery, operatorReport  time.Duration
+	infraCosts                   string
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -53,6 +55,8 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
+	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
+	fs.StringVar(&c.infraCosts, "operator-infra-costs-usd", "0.00", "the operator's declared infrastructure cost per report period, in USD")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	return parse(fs, args)
 }
@@ -99,6 +103,7 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
+	mods.funding.SetReport(funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts})
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"
 	}
