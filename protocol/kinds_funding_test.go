@@ -1,6 +1,9 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,6 +125,48 @@ func FuzzFundingRules(f *testing.F) {
 		}
 		if ok != (len(CheckKind(e)) == 0) {
 			t.Fatalf("parser and CheckKind disagree on %q", content)
+		}
+	})
+}
+
+// TestCapacityNetworkSample: the live network's own kind 22 reports have
+// §13.7.2's shape; the seed's example does too.
+func TestCapacityNetworkSample(t *testing.T) {
+	b, err := os.ReadFile("../testdata/vectors/anp2-network-sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var e Event
+		if json.Unmarshal(line, &e) != nil || e.Kind != KindCapacity {
+			continue
+		}
+		n++
+		if r, probs := ParseCapacity(e.Content); r == nil || probs != nil {
+			t.Fatalf("%s: %v", e.ID, probs)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no kind 22 in the sample")
+	}
+	seed := `{"period":"2026-05-01..2026-05-18","donations_received_usd":"425.00","infra_costs_usd":"180.00","upgrades":[{"date":"2026-05-10","item":"RAM 32GB → 64GB","cost_usd":"120.00"}],"capacity":{"max_req_per_sec":1200,"current_active_agents":342,"storage_gb":18.4},"backlog":[{"item":"GPU node","estimated_usd":"800.00"}]}`
+	r, probs := ParseCapacity(seed)
+	if probs != nil || r.Upgrades[0].CostUSD != "120.00" || r.Backlog[0].EstimatedUSD != "800.00" {
+		t.Fatalf("seed example: %+v %v", r, probs)
+	}
+	if _, probs := ParseCapacity(`{"period":"x"}`); len(probs) != 6 {
+		t.Fatalf("an empty report: %v", probs)
+	}
+}
+
+func FuzzParseCapacity(f *testing.F) {
+	f.Add(`{"period":"a..b","donations_received_usd":"1","infra_costs_usd":2,"upgrades":[{"date":"d","item":"i","cost_usd":"3"}],"capacity":{"storage_gb":1},"backlog":[{"item":"x","estimated_usd":"4"}]}`)
+	f.Add(`{"upgrades":[1,{}],"backlog":null}`)
+	f.Fuzz(func(t *testing.T, content string) {
+		r, probs := ParseCapacity(content)
+		if (r == nil) == (len(probs) == 0) {
+			t.Fatalf("report %v with problems %v", r, probs)
 		}
 	})
 }

@@ -103,7 +103,13 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
-	mods.funding.SetReport(funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts})
+	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts}
+	if err := report.Validate(); err != nil {
+		ln.Close()
+		st.Close()
+		return fmt.Errorf("operator report: %w", err)
+	}
+	mods.funding.SetReport(report)
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"
 	}

@@ -27,6 +27,9 @@ type Module struct {
 	opts Options
 	core *relay.Server
 	rate *rateMeter
+	// started is the relay's clock at Mount: the first report covers the
+	// time since, when the log holds none of the relay's.
+	started int64
 }
 
 var (
@@ -57,6 +60,7 @@ func (m *Module) Funding() *Fold { return m.fold }
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
 	m.rate.now = core.Now
+	m.started = core.Now()
 	core.Route(http.MethodGet, "/funding/:agent_id", m.getFunding)
 	core.Route(http.MethodGet, "/capacity", m.getCapacity)
 	core.OnCommit(m.rate.observe)

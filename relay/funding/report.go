@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,6 +28,20 @@ type ReportOptions struct {
 	// period, a non-negative decimal ("0.00" by default); the relay cannot
 	// measure it.
 	InfraCostsUSD string
+}
+
+var decimalRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// Validate returns an error when InfraCostsUSD is neither empty nor a
+// non-negative decimal, or Every is negative.
+func (o ReportOptions) Validate() error {
+	if o.InfraCostsUSD != "" && !decimalRE.MatchString(o.InfraCostsUSD) {
+		return fmt.Errorf("infra costs %q: want a non-negative decimal such as 180.00", o.InfraCostsUSD)
+	}
+	if o.Every < 0 {
+		return fmt.Errorf("report period %s is negative", o.Every)
+	}
+	return nil
 }
 
 // rateMeter counts committed events per second of the relay's clock and
@@ -56,7 +71,7 @@ func (r *rateMeter) observe(batch []eventlog.Committed) {
 }
 
 // rates returns the peak and 99th-percentile events per second over the
-// seconds in (from, to], quiet seconds included, and the agents active
+// seconds in [from, to), quiet seconds included, and the agents active
 // then; it forgets what is older.
 func (r *rateMeter) rates(from, to int64) (peak, p99 int64, active int) {
 	r.mu.Lock()
@@ -64,17 +79,17 @@ func (r *rateMeter) rates(from, to int64) (peak, p99 int64, active int) {
 	var busy []int64
 	for s, n := range r.counts {
 		switch {
-		case s <= from:
+		case s < from:
 			delete(r.counts, s)
-		case s <= to:
+		case s < to:
 			busy = append(busy, n)
 		}
 	}
 	for a, s := range r.agents {
 		switch {
-		case s <= from:
+		case s < from:
 			delete(r.agents, a)
-		case s <= to:
+		case s < to:
 			active++
 		}
 	}
@@ -103,13 +118,13 @@ func (m *Module) Run(ctx context.Context) {
 	}
 	self := protocol.AgentIDOf(key)
 	last := m.lastReport(ctx, self)
+	if last == 0 {
+		last = m.started
+	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		now := m.core.Now()
-		if last == 0 {
-			last = now
-		}
 		if now-last >= int64(o.Every/time.Second) {
 			if err := m.publishReport(ctx, last, now); err != nil {
 				slog.Warn("capacity report", "err", err)
@@ -138,7 +153,7 @@ func (m *Module) lastReport(ctx context.Context, self string) int64 {
 	return e.CreatedAt
 }
 
-// publishReport signs and stores the report for (from, to].
+// publishReport signs and stores the report for [from, to).
 func (m *Module) publishReport(ctx context.Context, from, to int64) error {
 	content, err := m.reportContent(ctx, from, to)
 	if err != nil {
@@ -163,7 +178,7 @@ func (m *Module) reportContent(ctx context.Context, from, to int64) ([]byte, err
 	}
 	self := protocol.AgentIDOf(m.core.Config().RelayKey)
 	peak, p99, active := m.rate.rates(from, to)
-	s := m.fold.Summary(self, from, to)
+	s := m.fold.Summary(self, from-1, to-1) // donations dated in [from, to)
 	costs := m.opts.Report.InfraCostsUSD
 	if costs == "" {
 		costs = "0.00"
