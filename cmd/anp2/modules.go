@@ -9,6 +9,7 @@ import (
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/tiers"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -17,6 +18,7 @@ type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
 	funding    *funding.Module
+	tiers      *tiers.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -29,12 +31,16 @@ func modules(fed federation.Options) (relayModules, error) {
 		return relayModules{}, err
 	}
 	fund := funding.NewModule(funding.Options{})
-	return relayModules{federation: f, funding: fund, all: []relay.Module{
+	tierOpts := tiers.DefaultOptions()
+	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
+	tier := tiers.NewModule(tierOpts)
+	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
 		fund,
+		tier,
 		f,
 	}}, nil
 }
