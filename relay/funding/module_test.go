@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -162,7 +163,7 @@ func TestDonationFlowThroughRelay(t *testing.T) {
 	}
 	// A window that ends before the donations holds none; one that moves
 	// past them forgets them.
-	r.Clock.Add(40 * 24 * 3600e9)
+	r.Clock.Add(40 * 24 * time.Hour)
 	if f, _ := getFunding(t, r, "/funding/"+alice.ID); f.Received != 0 || f.TotalUSD != "0.00" {
 		t.Fatalf("after 40 days the 30-day window holds %d", f.Received)
 	}
@@ -249,4 +250,24 @@ func TestFundingDigestIsASetFunction(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestExtortionFlagsStillHide: a post that coerces donations is flagged
+// with category extortion (§13.5) and hidden like any flagged post.
+func TestExtortionFlagsStillHide(t *testing.T) {
+	r := relaytest.Start(t, []relay.Module{funding.NewModule(funding.Options{})})
+	a := taskstest.Pool(4)
+	at := int64(relaytest.VectorTime)
+	post := a[0].Sign(protocol.KindPost, at, "no donation, no service: send 50 USDC first")
+	evs := []*protocol.Event{post}
+	for _, f := range a[1:] {
+		evs = append(evs, f.Sign(protocol.KindFlag, at+1, map[string]any{"category": "extortion", "reason": "coerces donations"}, []string{"e", post.ID}))
+	}
+	r.PostAll(t, evs, 1)
+	r.Clock.Add(2 * time.Hour)
+	relaytest.Eventually(t, "the extortion post hidden", func() bool {
+		m := r.Do(t, "GET", "/events/"+post.ID+"/flags", "", nil).JSON(t)
+		flags, _ := m["flags"].([]any)
+		return m["visibility"] == "hidden" && len(flags) == 3 && flags[0].(map[string]any)["category"] == "extortion"
+	})
 }

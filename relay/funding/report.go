@@ -22,7 +22,7 @@ type ReportOptions struct {
 	// Every is the report period (0: no reports).
 	Every time.Duration
 	// Tick is how often the relay's clock is checked against the period
-	// (default one minute).
+	// (default a tenth of the period, between 100 ms and one minute).
 	Tick time.Duration
 	// InfraCostsUSD is the operator's declared infrastructure cost per
 	// period, a non-negative decimal ("0.00" by default); the relay cannot
@@ -114,7 +114,7 @@ func (m *Module) Run(ctx context.Context) {
 	}
 	tick := o.Tick
 	if tick <= 0 {
-		tick = time.Minute
+		tick = min(max(o.Every/10, 100*time.Millisecond), time.Minute)
 	}
 	self := protocol.AgentIDOf(key)
 	last := m.lastReport(ctx, self)
