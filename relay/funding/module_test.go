@@ -54,6 +54,11 @@ func fundingFlow(at int64) (alice, bob, carol, dave, vera taskstest.Agent, evs [
 		// vera, a third-party verifier, re-attests bob's
 		vera.Sign(protocol.KindDonation, at+50, map[string]any{"type": "verification", "chain": "ETH", "verification": map[string]any{"status": "verified"}},
 			p, eth, []string{"verified_by_external", bobSent.ID}),
+		// bob and alice "re-attest" bob's donation themselves: not external
+		bob.Sign(protocol.KindDonation, at+51, map[string]any{"type": "verification", "chain": "ETH", "verification": map[string]any{"status": "verified"}},
+			p, eth, []string{"verified_by_external", bobSent.ID}),
+		alice.Sign(protocol.KindDonation, at+52, map[string]any{"type": "verification", "chain": "ETH", "verification": map[string]any{"status": "verified"}},
+			p, eth, []string{"verified_by_external", bobSent.ID}),
 		// alice's attestation to herself counts for nothing
 		sent(alice, at+60, map[string]any{"chain": "ETH", "tx_hash": tx(3), "amount": "9999", "asset": "USDC"}, eth),
 		// a vote for vera, so her re-attestation carries trust

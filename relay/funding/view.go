@@ -137,7 +137,7 @@ func (f *Fold) Summary(agent string, since, until int64) Summary {
 		if g.Acknowledged {
 			s.Acknowledged++
 		}
-		g.External = f.externals(g.ids)
+		g.External = f.externals(g.ids, g.Donor, agent)
 		for _, x := range g.External {
 			if x.Status == protocol.VerifyVerified {
 				s.ExternallyVerified++
@@ -211,6 +211,8 @@ func (f *Fold) group(agent string) ([]*group, []Ignored) {
 			ignored = append(ignored, Ignored{id, "a donation an agent attests to itself does not count"})
 		case r.d.Type == protocol.DonationSent:
 			sents = append(sents, r)
+		case r.d.Type == protocol.DonationAck && r.d.Counterparty == agent:
+			ignored = append(ignored, Ignored{id, "an ack naming its own author as the donor does not count"})
 		case r.d.Type == protocol.DonationAck:
 			acks = append(acks, r)
 		default:
@@ -281,12 +283,14 @@ func newGroup(r *claimRec, donor string) *group {
 }
 
 // externals lists the re-attestations of any of ids, in protocol order.
-func (f *Fold) externals(ids []string) []External {
+// Those by the donor or the donee are not external and are left out: a
+// party's claim about its own donation is never shown as a verification.
+func (f *Fold) externals(ids []string, donor, donee string) []External {
 	out := []External{}
 	for _, id := range ids {
 		for rid := range f.byAttested[id] {
 			r := f.claims[rid]
-			if r.d == nil {
+			if r.d == nil || r.ev.AgentID == donor || r.ev.AgentID == donee {
 				continue
 			}
 			out = append(out, External{EventID: rid, Verifier: r.ev.AgentID, Status: r.d.Claimed, CreatedAt: r.ev.CreatedAt})
