@@ -29,6 +29,7 @@ type serveCmd struct {
 	peers, peerKeys              listFlag
 	mirrorEvery, operatorReport  time.Duration
 	infraCosts, seedWhitelist    string
+	operatorFunding              string
 	newAgentTiers                bool
 	now                          func() time.Time
 
@@ -59,6 +60,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
 	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
 	fs.StringVar(&c.infraCosts, "operator-infra-costs-usd", "0.00", "the operator's declared infrastructure cost per report period, in USD")
+	fs.StringVar(&c.operatorFunding, "operator-funding", "", "the relay operator agent's kind 16 content (JSON with addresses), published signed by the relay key when it changes")
 	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
@@ -107,7 +109,7 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
-	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts}
+	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts, Funding: c.operatorFunding}
 	if err := report.Validate(); err != nil {
 		ln.Close()
 		st.Close()

@@ -28,6 +28,33 @@ type ReportOptions struct {
 	// period, a non-negative decimal ("0.00" by default); the relay cannot
 	// measure it.
 	InfraCostsUSD string
+	// Funding is the content of the operator's kind 16 (§13.7.1), or "":
+	// published, signed by the relay key, when it differs from the
+	// latest one the log holds.
+	Funding string
+}
+
+// FundingEvent returns the unsigned kind 16 for content at created_at,
+// with one chain tag per chain its addresses name, or the violations.
+func FundingEvent(content string, at int64) (*protocol.Event, error) {
+	e := &protocol.Event{CreatedAt: at, Kind: protocol.KindFunding, Content: content, Tags: [][]string{}}
+	seen := map[string]bool{}
+	var probe struct {
+		Addresses []struct {
+			Chain string `json:"chain"`
+		} `json:"addresses"`
+	}
+	json.Unmarshal([]byte(content), &probe)
+	for _, a := range probe.Addresses {
+		if c, ok := protocol.NormalizeChain(a.Chain); ok && !seen[c] {
+			seen[c] = true
+			e.Tags = append(e.Tags, []string{"chain", c})
+		}
+	}
+	if _, errs := protocol.ParseFunding(e); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return e, nil
 }
 
 var decimalRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
@@ -40,6 +67,11 @@ func (o ReportOptions) Validate() error {
 	}
 	if o.Every < 0 {
 		return fmt.Errorf("report period %s is negative", o.Every)
+	}
+	if o.Funding != "" {
+		if _, err := FundingEvent(o.Funding, 0); err != nil {
+			return fmt.Errorf("operator funding address: %w", err)
+		}
 	}
 	return nil
 }
@@ -109,7 +141,15 @@ func (r *rateMeter) rates(from, to int64) (peak, p99 int64, active int) {
 func (m *Module) Run(ctx context.Context) {
 	o := m.opts.Report
 	key := m.core.Config().RelayKey
-	if o.Every <= 0 || key == nil {
+	if key == nil {
+		return
+	}
+	if o.Funding != "" {
+		if err := m.declare(ctx, o.Funding); err != nil {
+			slog.Warn("operator funding address", "err", err)
+		}
+	}
+	if o.Every <= 0 {
 		return
 	}
 	tick := o.Tick
@@ -138,6 +178,32 @@ func (m *Module) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// declare publishes the operator's kind 16 unless the latest the log
+// holds by the relay key has the same content.
+func (m *Module) declare(ctx context.Context, content string) error {
+	key := m.core.Config().RelayKey
+	self := protocol.AgentIDOf(key)
+	bodies, err := m.core.Log().Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindFunding}, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(bodies) == 1 {
+		var last protocol.Event
+		if json.Unmarshal(bodies[0], &last) == nil && last.Content == content {
+			return nil
+		}
+	}
+	e, err := FundingEvent(content, m.core.Now())
+	if err != nil {
+		return err
+	}
+	e.Sign(key)
+	if _, rejected, err := m.core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
+		return fmt.Errorf("funding address not stored (rejected %d): %v", rejected, err)
+	}
+	return nil
 }
 
 // lastReport is the created_at of the relay's latest stored kind 22, or 0.

@@ -32,14 +32,14 @@ type capacityAnswer struct {
 // reports, judged against §13.7.2.
 func TestOperatorReport(t *testing.T) {
 	op := taskstest.NewAgent("relay-operator")
-	m := funding.NewModule(funding.Options{Report: funding.ReportOptions{Every: 24 * time.Hour, Tick: 5 * time.Millisecond, InfraCostsUSD: "12.50"}})
+	decl := `{"addresses":[{"chain":"eth","address":"` + ethAddr + `"}],"purpose":"relay hosting"}`
+	m := funding.NewModule(funding.Options{Report: funding.ReportOptions{Every: 24 * time.Hour, Tick: 5 * time.Millisecond, InfraCostsUSD: "12.50", Funding: decl}})
 	r := relaytest.Start(t, []relay.Module{m}, func(c *relay.Config) { c.RelayKey = op.Key })
 	at := int64(relaytest.VectorTime)
 	a := taskstest.Pool(4)
 	donor, other, stranger := a[0], a[1], a[2]
 	evs := []*protocol.Event{
 		op.Sign(protocol.KindRelayAnnounce, at, map[string]any{"url": r.URL}),
-		op.Sign(protocol.KindFunding, at, map[string]any{"addresses": []any{map[string]any{"chain": "ETH", "address": ethAddr}}}, []string{"chain", "ETH"}),
 		donor.Sign(protocol.KindDonation, at, map[string]any{"type": "sent", "chain": "ETH", "tx_hash": tx(4), "amount": "25", "asset": "USDC"},
 			[]string{"p", op.ID}, []string{"chain", "ETH"}),
 		donor.Sign(protocol.KindDonation, at+1, map[string]any{"type": "sent", "chain": "ETH", "tx_hash": tx(5), "amount": "999", "asset": "USDC", "private": true},
@@ -56,6 +56,11 @@ func TestOperatorReport(t *testing.T) {
 	for i := range 5 {
 		evs = append(evs, other.Sign(protocol.KindPost, at+int64(i), "busy"))
 	}
+	// The operator agent declares its address (§13.7.1) when it starts.
+	relaytest.Eventually(t, "the operator's kind 16", func() bool {
+		f, _ := getFunding(t, r, "/funding/"+op.ID)
+		return len(f.Addresses) == 1 && f.Addresses[0].Chain == "ETH"
+	})
 	r.PostAll(t, evs, 1)
 	var c capacityAnswer
 	get := func() {
@@ -100,11 +105,12 @@ func TestOperatorReport(t *testing.T) {
 	if err := json.Unmarshal(rep.Content, &mine); err != nil {
 		t.Fatal(err)
 	}
-	// Every event was committed in one second of the relay's clock: the
-	// peak is all of them; over a day of quiet seconds the 99th percentile
-	// is zero. Four agents published; the private 999 stays out.
-	if !rep.Valid || rep.CreatedAt != at+86400 || mine.Capacity.Peak != int64(len(evs)) || mine.Capacity.P99 != 0 ||
-		mine.Capacity.Active != 4 || mine.Capacity.Events != int64(len(evs)) || mine.Capacity.Storage <= 0 ||
+	// Every event (and the operator's kind 16) was committed in one second
+	// of the relay's clock: the peak is all of them; over a day of quiet
+	// seconds the 99th percentile is zero. Four agents published; the
+	// private 999 stays out.
+	if !rep.Valid || rep.CreatedAt != at+86400 || mine.Capacity.Peak != int64(len(evs))+1 || mine.Capacity.P99 != 0 ||
+		mine.Capacity.Active != 4 || mine.Capacity.Events != int64(len(evs))+1 || mine.Capacity.Storage <= 0 ||
 		mine.Donations != "25.00" || mine.Costs != "12.50" || mine.Period != "2025-11-22T08:26:40Z..2025-11-23T08:26:40Z" {
 		t.Fatalf("the operator's report: %+v %s", rep, rep.Content)
 	}
@@ -119,8 +125,8 @@ func TestOperatorReport(t *testing.T) {
 		get()
 		return c.Reports[0].CreatedAt == at+2*86400 || c.Reports[1].CreatedAt == at+2*86400
 	})
-	if n := r.Count(t); n != int64(len(evs))+2 {
-		t.Fatalf("%d events after two periods, want %d", n, len(evs)+2)
+	if n := r.Count(t); n != int64(len(evs))+3 {
+		t.Fatalf("%d events after two periods, want %d", n, len(evs)+3)
 	}
 	rep = c.Reports[0]
 	if rep.Operator != op.ID {
@@ -129,5 +135,24 @@ func TestOperatorReport(t *testing.T) {
 	json.Unmarshal(rep.Content, &mine)
 	if mine.Period != "2025-11-23T08:26:40Z..2025-11-24T08:26:40Z" || mine.Capacity.Active != 1 || mine.Capacity.Peak != 1 || mine.Donations != "0.00" {
 		t.Fatalf("the second report: %s", rep.Content)
+	}
+}
+
+func TestReportOptionsValidate(t *testing.T) {
+	for _, o := range []funding.ReportOptions{
+		{InfraCostsUSD: "-1"}, {InfraCostsUSD: "12,50"}, {Every: -time.Hour},
+		{Funding: `{"addresses":[{"chain":"BTC","address":"bc1qnotanaddress"}]}`}, {Funding: `{}`},
+	} {
+		if o.Validate() == nil {
+			t.Errorf("%+v validates", o)
+		}
+	}
+	ok := funding.ReportOptions{Every: time.Hour, InfraCostsUSD: "180.00", Funding: `{"addresses":[{"chain":"BTC","address":"` + btcAddr + `"},{"chain":"btc","address":"1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"}]}`}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := funding.FundingEvent(ok.Funding, 1)
+	if len(e.Tags) != 1 || e.Tags[0][1] != "BTC" {
+		t.Fatalf("tags %v", e.Tags)
 	}
 }
