@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/httpx"
@@ -39,6 +40,23 @@ var statusOf = map[string]int{
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
+	CodeForbidden:       http.StatusForbidden,
+}
+
+// statusMu guards statusOf against modules registering codes while other
+// relays (in tests) answer.
+var statusMu sync.RWMutex
+
+// CodeForbidden is a generic 403: an authenticated reader asked for what
+// is not theirs.
+const CodeForbidden = "forbidden"
+
+// RegisterStatus maps a module's stable error code to an HTTP status (a
+// code not registered is a 400). Modules call it from Mount.
+func RegisterStatus(code string, status int) {
+	statusMu.Lock()
+	statusOf[code] = status
+	statusMu.Unlock()
 }
 
 // retryError is a 429/503 that tells the client when to come back.
@@ -93,7 +111,9 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 }
 
 func writeCoded(c echo.Context, pe *protocol.Error) {
+	statusMu.RLock()
 	status, ok := statusOf[pe.Code]
+	statusMu.RUnlock()
 	if !ok {
 		status = http.StatusBadRequest
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/liveness"
@@ -42,6 +43,7 @@ func modules(fed federation.Options) (relayModules, error) {
 		fund,
 		tier,
 		f,
+		dms.NewModule(),
 	}}, nil
 }
 
