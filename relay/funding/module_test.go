@@ -1,6 +1,7 @@
 package funding_test
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -275,4 +276,29 @@ func TestExtortionFlagsStillHide(t *testing.T) {
 		flags, _ := m["flags"].([]any)
 		return m["visibility"] == "hidden" && len(flags) == 3 && flags[0].(map[string]any)["category"] == "extortion"
 	})
+}
+
+// TestMirroredInvalidFundingIsExplained: a peer's kind 16 and 17 that break
+// the content rules are stored (D15) and /funding says why they do not count.
+func TestMirroredInvalidFundingIsExplained(t *testing.T) {
+	r := relaytest.Start(t, []relay.Module{funding.NewModule(funding.Options{})})
+	a := taskstest.Pool(2)
+	alice, bob := a[0], a[1]
+	at := int64(relaytest.VectorTime)
+	evs := []*protocol.Event{
+		alice.Sign(protocol.KindFunding, at, map[string]any{"addresses": []any{map[string]any{"chain": "BTC", "address": "bc1q..."}}}, []string{"chain", "BTC"}),
+		bob.Sign(protocol.KindDonation, at, map[string]any{"type": "sent", "chain": "ETH", "tx_hash": "0x..."}, []string{"p", alice.ID}, []string{"chain", "ETH"}),
+	}
+	for _, e := range evs {
+		if ans := r.Post(t, e); ans.Status != 400 {
+			t.Fatalf("a direct publish of invalid content: %d %s", ans.Status, ans.Body)
+		}
+	}
+	if acc, rej, err := r.Core.IngestMirrored(context.Background(), evs); err != nil || acc != 2 || rej != 0 {
+		t.Fatalf("mirrored: accepted %d rejected %d, %v", acc, rej, err)
+	}
+	f, raw := getFunding(t, r, "/funding/"+alice.ID)
+	if f.Received != 0 || len(f.Addresses) != 0 || raw["invalid_declarations"] != 1.0 || len(f.Ignored) != 1 || !strings.Contains(f.Ignored[0].Reason, "content.tx_hash") {
+		t.Fatalf("/funding: %s", mustJSON(raw))
+	}
 }
