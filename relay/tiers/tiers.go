@@ -216,8 +216,20 @@ func (m *Module) replyCooldown(agent string, now time.Time, t Tier) error {
 		return retry(t.codes[1], wait, "%s agents wait %s between replies (seed §8.1)", t.Name, t.ReplyCooldown)
 	}
 	m.lastReply[agent] = now
+	if len(m.lastReply) > maxReplies {
+		longest := max(m.opts.New.ReplyCooldown, m.opts.Normal.ReplyCooldown)
+		for a, t := range m.lastReply {
+			if now.Sub(t) >= longest {
+				delete(m.lastReply, a)
+			}
+		}
+	}
 	return nil
 }
+
+// maxReplies bounds the remembered reply times before the expired ones are
+// swept.
+const maxReplies = 1 << 14
 
 // roomLimit charges a room for each t tag no stored event carries yet.
 func (m *Module) roomLimit(ctx context.Context, e *protocol.Event, now time.Time, i int, t Tier) error {
