@@ -120,6 +120,11 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 	if err := s.chargeAgent(e, now); err != nil {
 		return nil, nil, err
 	}
+	for _, gate := range s.gates {
+		if err := gate(ctx, e, now); err != nil {
+			return nil, nil, err
+		}
+	}
 	if e.Kind == protocol.KindHealth {
 		// Kind 11 beats are verified and rate-limited but never stored (D11):
 		// they only feed the modules that asked for them (liveness).
