@@ -91,12 +91,12 @@ type Server struct {
 	onCommit []func([]eventlog.Committed)
 	// branches judges ?branch= (ServeBranches); nil: the parameter is a 400.
 	branches Branches
-	// publishChecks are modules' extra publish rules (OnPublishCheck).
-	publishChecks []func(e *protocol.Event, now int64) error
 	// ephemeral receive the verified events of kinds never stored (kind 11
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
 	agentInfo []func(row map[string]any, agentID string, now int64)
+	// gates are further publish rules from modules (OnPublish).
+	gates []PublishGate
 	// index holds every stored event's (created_at, id), revoked ones
 	// included (set reconciliation, duplicate checks).
 	index *reconcile.Index
@@ -178,6 +178,7 @@ func (s *Server) route(method, path string, h echo.HandlerFunc) {
 func (s *Server) routes() {
 	s.route(http.MethodPost, "/events", s.postEvent)
 	s.route(http.MethodPost, "/events/dry-run", s.dryRun)
+	s.route(http.MethodPost, "/events/batch", s.postBatch)
 	s.route(http.MethodGet, "/events", s.getEvents)
 	s.route(http.MethodGet, "/events/:id", s.getEvent)
 	s.route(http.MethodGet, "/events/:id/raw", s.getRaw)
@@ -213,15 +214,6 @@ func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 // must be called before the relay serves (from Mount).
 func (s *Server) OnCommit(hook func([]eventlog.Committed)) { s.onCommit = append(s.onCommit, hook) }
 
-// OnPublishCheck adds a publish rule: check runs on every direct publish
-// and dry run after the signature is verified, with the relay's time, and
-// a non-nil error (a *protocol.Error with its code) refuses the event.
-// Mirrored and imported events do not pass through it (D15: the folds
-// judge them). It must be called before the relay serves (from Mount).
-func (s *Server) OnPublishCheck(check func(e *protocol.Event, now int64) error) {
-	s.publishChecks = append(s.publishChecks, check)
-}
-
 // OnModeration adds a hook that receives every published moderation
 // snapshot (its Changed lists the events whose visibility changed). It
 // must be called before the relay serves (from Mount).
@@ -249,6 +241,16 @@ func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt
 	}
 	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
 }
+
+// A PublishGate is a module's rule on the direct publish path: it returns
+// an error to refuse e (an *httpx.RetryError for a 429 with Retry-After).
+type PublishGate func(ctx context.Context, e *protocol.Event, now time.Time) error
+
+// OnPublish adds a gate that every direct publish (POST /events, Ingest)
+// passes after the agent is charged and before the event is stored.
+// Mirrored events and imports never pass gates. It must be called before
+// the relay serves (from Mount).
+func (s *Server) OnPublish(gate PublishGate) { s.gates = append(s.gates, gate) }
 
 // AddAgentInfo adds a hook that adds a module's fields to each agent row
 // the directory serves (GET /agents, GET /agents/{id}). It must be called

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 )
 
-// checkpointCmd prints the kind 12 content (SPEC §10.1) of a log at a
+// checkpointCmd prints the kind 12 content (SPEC §13.1) of a log at a
 // time, for the high-trust agents to cosign (`anp2 cosign --kind 12`) and
 // publish (`anp2 publish --kind 12 --cosign ...`).
 type checkpointCmd struct {
@@ -64,12 +65,17 @@ func (c *checkpointCmd) Run(ctx context.Context) error {
 	if !isSQLite(c.source) {
 		return fmt.Errorf("%s: not a relay URL or a database file", c.source)
 	}
-	st, err := sqlite.Open(c.source, nil)
-	if err != nil {
-		return err
+	// Read without the writer lock: the relay may be running on it.
+	each := func(fn func(*protocol.Event) error) error {
+		return sqlite.ReadLog(ctx, c.source, func(r sqlite.Row) error {
+			e, err := protocol.DecodeJSON(r.Body)
+			if err != nil {
+				return fmt.Errorf("event at seq %d: %w", r.Seq, err)
+			}
+			return fn(e)
+		})
 	}
-	defer st.Close()
-	snap, err := branches.Prefix(c.at, state.Options{Treasury: c.treasury, Folds: folds()}, branches.LogEvents(ctx, st))
+	snap, err := branches.Prefix(c.at, state.Options{Treasury: c.treasury, Folds: folds()}, each)
 	if err != nil {
 		return err
 	}

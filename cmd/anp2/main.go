@@ -31,6 +31,8 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"mirror":     func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
 	"cosign":     func(o, e io.Writer) command { return &cosignCmd{out: o} },
 	"checkpoint": func(o, e io.Writer) command { return &checkpointCmd{out: o} },
+	"dm":         func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
+	"repair":     func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -47,6 +49,10 @@ const usage = `anp2 — ANP2 relay and tools
                 with 'anp2 publish --cosign FILE'
   anp2 checkpoint  print the kind 12 content of a relay or a database at
                 --at T, for the high-trust agents to cosign
+  anp2 dm       send and read private messages (kind 3), sealed and
+                opened on this side: 'anp2 dm send', 'anp2 dm read'
+  anp2 repair   salvage a damaged log into a fresh one, verifying every
+                event, and fetch what was unreadable from --peer relays
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>

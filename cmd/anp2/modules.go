@@ -5,10 +5,13 @@ import (
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/tiers"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -16,6 +19,8 @@ import (
 type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
+	funding    *funding.Module
+	tiers      *tiers.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -27,12 +32,19 @@ func modules(fed federation.Options) (relayModules, error) {
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, all: []relay.Module{
+	fund := funding.NewModule(funding.Options{})
+	tierOpts := tiers.DefaultOptions()
+	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
+	tier := tiers.NewModule(tierOpts)
+	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
+		fund,
+		tier,
 		f,
+		dms.NewModule(),
 		branches.NewModule(branches.Options{Folds: folds}),
 	}}, nil
 }

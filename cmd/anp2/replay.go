@@ -49,7 +49,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
-	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §10.5) and compare it with the relay's /state?branch=")
+	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §13.5) and compare it with the relay's /state?branch=")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -224,19 +224,15 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 	return f.Name(), ctx.Err()
 }
 
-// dumpStore writes a database's log as JSON lines.
+// dumpStore writes a database's log as JSON lines. It reads without the
+// writer lock, so the log of a running relay can be audited.
 func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
-	st, err := sqlite.Open(c.source, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	bw := bufio.NewWriterSize(w, 1<<16)
-	err = st.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
-		if seq%4096 == 0 {
-			c.progress.update("read database: seq %d", seq)
+	err := sqlite.ReadLog(ctx, c.source, func(r sqlite.Row) error {
+		if r.Seq%4096 == 0 {
+			c.progress.update("read database: seq %d", r.Seq)
 		}
-		bw.Write(body)
+		bw.Write(r.Body)
 		return bw.WriteByte('\n')
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -76,15 +77,19 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/rollbacks", m.getRollbacks)
 	core.Route(http.MethodGet, "/branches", m.getBranches)
 	core.Route(http.MethodGet, "/bans", m.getBans)
-	core.OnPublishCheck(m.refuseBanned)
+	relay.RegisterStatus(CodeAgentBanned, http.StatusForbidden)
+	core.OnPublish(m.refuseBanned)
 	core.ServeBranches(m)
 	return nil
 }
 
-// refuseBanned refuses a publish by a banned agent (SPEC §10.4).
-func (m *Module) refuseBanned(e *protocol.Event, now int64) error {
-	if ban := m.fold.BannedBy(e.AgentID, now); ban != "" {
-		return protocol.Errorf(relay.CodeAgentBanned, "agent %s is banned by kind 14 event %s: its new events are refused (its past events stay in the log)", e.AgentID, ban)
+// CodeAgentBanned refuses a publish by an agent under a valid ban (403).
+const CodeAgentBanned = "agent_banned"
+
+// refuseBanned is the publish gate refusing a banned agent (SPEC §13.4).
+func (m *Module) refuseBanned(_ context.Context, e *protocol.Event, now time.Time) error {
+	if ban := m.fold.BannedBy(e.AgentID, now.Unix()); ban != "" {
+		return protocol.Errorf(CodeAgentBanned, "agent %s is banned by kind 14 event %s: its new events are refused (its past events stay in the log)", e.AgentID, ban)
 	}
 	return nil
 }
@@ -222,7 +227,7 @@ type checkpointRow struct {
 	Local *Snapshot `json:"local,omitempty"`
 }
 
-// getCheckpoints is GET /checkpoints (SPEC §10.1): valid ones first, then
+// getCheckpoints is GET /checkpoints (SPEC §13.1): valid ones first, then
 // the others, each group newest first by (created_at, id), each with its
 // verification against this relay's log.
 func (m *Module) getCheckpoints(c echo.Context) error {
@@ -303,7 +308,7 @@ func (m *Module) getRollbacks(c echo.Context) error {
 
 var _ relay.Branches = (*Module)(nil)
 
-// Select implements relay.Branches for GET /events?branch= (SPEC §10.5).
+// Select implements relay.Branches for GET /events?branch= (SPEC §13.5).
 func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, string), []string, error) {
 	if len(ids) == 0 {
 		ids = []string{"main"}
@@ -345,7 +350,7 @@ func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, s
 }
 
 // State implements relay.Branches for GET /state?branch=: the state.v1
-// digest at at of the events of branch (SPEC §10.5), rebuilt from the log
+// digest at at of the events of branch (SPEC §13.5), rebuilt from the log
 // with fresh folds; an unknown branch is a 404 unknown_branch.
 func (m *Module) State(ctx context.Context, branch string, at int64) (state.Digest, error) {
 	if !ValidBranchID(branch) {
