@@ -152,4 +152,3 @@ func (m *Module) getDraft(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, Checkpoint{CheckpointID: id, StateHash: s.StateHash, EventCount: s.EventCount, AsOf: asOf})
 }
-

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/anp2net/relay/relay/state"
-	"github.com/anp2net/relay/relay"
 )
 
 var _ relay.Branches = (*Module)(nil)

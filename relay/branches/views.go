@@ -1,11 +1,12 @@
 package branches
 
 import (
-	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/trust"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/trust"
 )
 
 // CheckpointView is one kind 12 event as judged at an evaluation time.
