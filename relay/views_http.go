@@ -176,14 +176,20 @@ func (s *Server) getFlags(c echo.Context) error {
 }
 
 func (s *Server) getTask(c echo.Context) error {
-	if _, err := params(c); err != nil {
+	v, err := params(c, "branch")
+	if err != nil {
 		return err
 	}
 	id, err := hexParam(c, "task_id")
 	if err != nil {
 		return err
 	}
-	t, ok := taskSource{s}.Task(id)
+	st, err := s.viewState(c, v)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	t, ok := st.Tasks.Task(id, now, st.Trust.Current(now).Weight)
 	if !ok {
 		return protocol.Errorf(CodeNotFound, "task %s not found", id)
 	}
@@ -195,7 +201,7 @@ func (s *Server) getTask(c echo.Context) error {
 }
 
 func (s *Server) getTasks(c echo.Context) error {
-	v, err := params(c, "capability", "status", "requester", "provider", "limit")
+	v, err := params(c, "capability", "status", "requester", "provider", "limit", "branch")
 	if err != nil {
 		return err
 	}
@@ -219,7 +225,12 @@ func (s *Server) getTasks(c echo.Context) error {
 		return err
 	}
 	f.Limit = int(limit)
-	list := taskSource{s}.List(f)
+	st, err := s.viewState(c, v)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	list := st.Tasks.List(f, now, st.Trust.Current(now).Weight)
 	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": nonNil(list)})
 }
 

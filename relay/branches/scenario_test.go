@@ -163,7 +163,8 @@ func TestRollbackScenario(t *testing.T) {
 	}
 	corePost := w.evs[1]
 	reply := sybils[1].Sign(1, w.now(), "reply spam", []string{"e", corePost.ID})
-	attack = append(attack, reply)
+	sybilTask := taskstest.Request(sybils[2], w.now(), w.now()+86400, taskstest.Reward{}, false)
+	attack = append(attack, reply, sybilTask)
 	w.r.PostAll(t, attack, 8)
 	w.evs = append(w.evs, attack...)
 	w.get("/checkpoints", &cps)
@@ -323,6 +324,11 @@ func TestRollbackScenario(t *testing.T) {
 		t.Fatal("no voters of a sybil on the pre-rollback branch")
 	}
 	relaytest.Eventually(t, "the sybil's voters in the full view", func() bool { return voters("") > 0 })
+	for query, status := range map[string]int{"": 200, "?branch=all": 200, "?branch=" + branch: 200, "?branch=main": 404} {
+		if a := w.r.Do(t, "GET", "/task/"+sybilTask.ID+query, "", nil); a.Status != status {
+			t.Fatalf("GET /task%s: %d, want %d", query, a.Status, status)
+		}
+	}
 	if a := w.r.Do(t, "GET", "/trust_graph?branch=b-00000000", "", nil); a.Status != 404 {
 		t.Fatalf("unknown branch: %d", a.Status)
 	}
