@@ -23,7 +23,7 @@ import (
 func TestReplayBranchCLI(t *testing.T) {
 	db := t.TempDir() + "/branches.db"
 	p := startProc(t, db)
-	base := time.Now().Unix() - 3*3600
+	base := time.Now().Unix() - 5*3600
 	core := make([]taskstest.Agent, 6)
 	for i := range core {
 		core[i] = taskstest.NewAgent(fmt.Sprintf("e2e-core-%d", i))
@@ -38,7 +38,7 @@ func TestReplayBranchCLI(t *testing.T) {
 		}
 		evs = append(evs, a.Sign(6, base, `{"score":1}`, tags...), a.Sign(1, base, "core post"))
 	}
-	asOf := trust.EvalTime(base + 600)
+	asOf := trust.EvalTime(base + 3700) // top(as_of) is taken at the whole hour: after the votes
 	cp := fmt.Sprintf(`{"checkpoint_id":"cp-e2e","state_hash":"%064x","event_count":12,"as_of":%d}`, 1, asOf)
 	evs = append(evs, core[0].Sign(12, asOf+60, cp, cosign(t, 12, cp, core[1], core[2])...))
 	for i := 0; i < 20; i++ {

@@ -36,6 +36,7 @@ func vouchingCore(w *world, n int) []taskstest.Agent {
 func TestBanRefusesPublish(t *testing.T) {
 	w := &world{t: t, r: relaytest.Start(t, []relay.Module{newModule()})}
 	core := vouchingCore(w, 6)
+	w.r.Clock.Add(time.Hour) // the high-trust set is taken at the whole hour
 	spammer, other := taskstest.NewAgent("spammer"), taskstest.NewAgent("other")
 	past := spammer.Sign(1, w.now(), "spam")
 	hello := other.Sign(1, w.now(), "hello")

@@ -57,3 +57,11 @@ func TestUniquePrefix(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestTopTime(t *testing.T) {
+	for in, want := range map[int64]int64{0: 0, 3599: 0, 3600: 3600, 7261: 7200, -1: -3600} {
+		if got := topTime(in); got != want {
+			t.Errorf("topTime(%d) = %d, want %d", in, got, want)
+		}
+	}
+}

@@ -49,9 +49,9 @@ type Fold struct {
 	announces map[string]*protocol.Event
 	// tagged maps a branch id to the events tagging it (id → created_at).
 	tagged map[string]map[string]int64
-	// trustAt caches the trust snapshot over the votes created at or
+	// topAt caches the high-trust set over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
-	trustAt map[int64]*trust.Snapshot
+	topAt map[int64]TopSet
 	// gen changes with every event the view reads; current caches the
 	// view for (gen, minute).
 	gen     uint64
@@ -75,7 +75,7 @@ type Fold struct {
 func NewFold() *Fold {
 	return &Fold{votes: map[string]*protocol.Event{}, special: map[string]*stamped{},
 		announces: map[string]*protocol.Event{}, tagged: map[string]map[string]int64{},
-		trustAt: map[int64]*trust.Snapshot{}}
+		topAt: map[int64]TopSet{}}
 }
 
 // Add folds one stored, non-revoked event in.
@@ -113,9 +113,9 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	switch e.Kind {
 	case protocol.KindTrustVote:
 		setOrDelete(f.votes, e.ID, slimVote(e), add)
-		for t := range f.trustAt {
+		for t := range f.topAt {
 			if t >= e.CreatedAt {
-				delete(f.trustAt, t)
+				delete(f.topAt, t)
 			}
 		}
 	case protocol.KindCheckpoint, protocol.KindRollback, protocol.KindBan:
@@ -143,24 +143,6 @@ func setOrDelete[V any](m map[string]V, k string, v V, add bool) {
 	}
 }
 
-// trustSnapshot returns trust.v1 at EvalTime(t) over the votes created at
-// or before it. Callers hold mu.
-func (f *Fold) trustSnapshot(t int64) *trust.Snapshot {
-	t = trust.EvalTime(t)
-	if s, ok := f.trustAt[t]; ok {
-		return s
-	}
-	g := trust.NewGraph(trust.Options{})
-	for _, v := range f.votes {
-		if v.CreatedAt <= t {
-			g.Add(v)
-		}
-	}
-	s := g.Compute(t)
-	f.trustAt[t] = s
-	return s
-}
-
 // TopSet is the high-trust set at a time: agent → weight, the agents in
 // rank order.
 type TopSet struct {
@@ -171,9 +153,35 @@ type TopSet struct {
 	Total  float64            `json:"total_weight"`
 }
 
-// topSet returns the high-trust set at t. Callers hold mu.
+// TopHour is the grain of the high-trust set's time: top(T) is taken at
+// the whole hour at or before T, so hostile events naming many distinct
+// times cost at most one trust computation per hour of history.
+const TopHour = 3600
+
+// topTime returns the time top(t) is evaluated at.
+func topTime(t int64) int64 {
+	if t < 0 {
+		return t - ((t%TopHour)+TopHour)%TopHour
+	}
+	return t - t%TopHour
+}
+
+// topSet returns the high-trust set at topTime(t): trust.v1 over the votes
+// created at or before it. Only the set is cached (a few agents), never
+// the trust snapshot; a vote created at or before a cached time drops it.
+// Callers hold mu.
 func (f *Fold) topSet(t int64) TopSet {
-	s := f.trustSnapshot(t)
+	t = topTime(t)
+	if ts, ok := f.topAt[t]; ok {
+		return ts
+	}
+	g := trust.NewGraph(trust.Options{})
+	for _, v := range f.votes {
+		if v.CreatedAt <= t {
+			g.Add(v)
+		}
+	}
+	s := g.Compute(t)
 	n := max(TopFloor, (TopPercent*s.RankedCount()+99)/100)
 	ts := TopSet{At: s.Now, N: n, Weight: map[string]float64{}}
 	for _, row := range s.TrustGraph(0, n) {
@@ -186,6 +194,7 @@ func (f *Fold) topSet(t int64) TopSet {
 		ts.Total += w
 	}
 	ts.Total = round6(ts.Total)
+	f.topAt[t] = ts
 	return ts
 }
 
