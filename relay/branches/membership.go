@@ -3,6 +3,7 @@ package branches
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -25,49 +26,54 @@ func (v View) Members(e *protocol.Event) []string {
 			tags = append(tags, t)
 		}
 	}
-	var out []string
 	inWindow := false
-	for _, b := range v.Branches {
-		if b.CreatedFrom != "rollback" {
-			continue
-		}
-		asOf := v.rollbackAsOf(b.Rollback)
-		inWindow = inWindow || (e.CreatedAt > asOf && e.CreatedAt < b.Until)
+	for _, sp := range v.spans {
+		inWindow = inWindow || (e.CreatedAt > sp.asOf && e.CreatedAt < sp.until)
 	}
+	var out []string
 	governance := e.Kind == protocol.KindCheckpoint || e.Kind == protocol.KindRollback || e.Kind == protocol.KindBan
 	if governance || !inWindow && (len(tags) == 0 || slices.Contains(tags, "main")) {
 		out = append(out, "main")
 	}
-	for _, b := range v.Branches {
-		switch {
-		case b.ID == "main":
-		case b.CreatedFrom == "rollback" && (e.CreatedAt < b.Until || slices.Contains(tags, b.ID)):
-			out = append(out, b.ID)
-		case b.CreatedFrom == "voluntary_fork" && slices.Contains(tags, b.ID):
-			out = append(out, b.ID)
+	for _, sp := range v.spans {
+		if e.CreatedAt < sp.until || slices.Contains(tags, sp.id) {
+			out = append(out, sp.id)
 		}
 	}
+	forks := len(out)
+	for _, t := range tags {
+		if strings.HasPrefix(t, "b-") {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out[forks:]) // branch order: forks are listed sorted
 	return out
 }
 
-func (v View) rollbackAsOf(id string) int64 {
-	for _, r := range v.Rollbacks {
-		if r.ID == id {
-			return r.CheckpointAsOf
+// span is an activated rollback's pre-rollback branch and rolled-back
+// span (as_of, until).
+type span struct {
+	id          string
+	asOf, until int64
+}
+
+// index fills v's lookup tables from its branches and rollbacks.
+func (v *View) index() {
+	v.known = make(map[string]bool, len(v.Branches))
+	for _, b := range v.Branches {
+		v.known[b.ID] = true
+		if b.CreatedFrom == "rollback" {
+			for _, r := range v.Rollbacks {
+				if r.ID == b.Rollback {
+					v.spans = append(v.spans, span{id: b.ID, asOf: r.CheckpointAsOf, until: b.Until})
+				}
+			}
 		}
 	}
-	return 0
 }
 
 // Known reports whether id names a branch of v.
-func (v View) Known(id string) bool {
-	for _, b := range v.Branches {
-		if b.ID == id {
-			return true
-		}
-	}
-	return false
-}
+func (v View) Known(id string) bool { return v.known[id] }
 
 // Preferences returns each relay's preferred branch from its latest kind
 // 10 announcement created at or before at (default main).

@@ -54,6 +54,9 @@ type View struct {
 	Rollbacks   []RollbackView   `json:"rollbacks"`
 	Branches    []Branch         `json:"branches"`
 	Bans        []BanView        `json:"bans"`
+	// known and spans index Branches for Members and Known (index).
+	known map[string]bool
+	spans []span
 }
 
 // Branch is one branch id with where it comes from. Window is, for main
@@ -79,6 +82,7 @@ func (f *Fold) Evaluate(at int64) View {
 	v.Checkpoints = f.checkpoints(at)
 	v.Rollbacks = f.rollbacks(at, v.Checkpoints)
 	v.Branches = f.branchList(v.Rollbacks)
+	v.index()
 	v.Bans = f.bans(at)
 	return v
 }
