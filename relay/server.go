@@ -31,6 +31,9 @@ import (
 type Config struct {
 	// PublicBaseURL anchors absolute links the relay hands out.
 	PublicBaseURL string
+	// PreferredBranch is the branch the relay serves by default and
+	// announces (seed §11.3.5); "" means main.
+	PreferredBranch string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []string
 	// RatePerAgent and RatePerIP cap events per RateWindow (0 disables).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,4 +82,49 @@ func cosign(t *testing.T, kind int64, content string, by ...taskstest.Agent) [][
 		out = append(out, tag)
 	}
 	return out
+}
+
+// TestServePreferredBranch: `serve --branch b-…` serves that branch by
+// default and announces it in its kind 10; a malformed --branch stops the
+// command.
+func TestServePreferredBranch(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command(binary, "serve", "--db", dir+"/bad.db", "--branch", "nope").CombinedOutput(); err == nil || !strings.Contains(string(out), "--branch") {
+		t.Fatalf("serve --branch nope: %v %s", err, out)
+	}
+	p := startProc(t, dir+"/fork.db", "--branch", "b-deadbeef")
+	a := taskstest.NewAgent("e2e-forker")
+	now := time.Now().Unix()
+	onFork := a.Sign(1, now, "on the fork", []string{"branch", "b-deadbeef"})
+	onMain := a.Sign(1, now, "on main")
+	cl := client.New(p.base)
+	for _, e := range []*protocol.Event{onFork, onMain} {
+		if _, err := cl.Publish(context.Background(), e, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(query string) string {
+		st, _, body := httpDo(t, "GET", p.base+"/events?kinds=1&authors="+a.ID+query, nil)
+		if st != 200 {
+			t.Fatalf("GET /events%s: %d %s", query, st, body)
+		}
+		return string(body)
+	}
+	if body := get(""); !strings.Contains(body, onFork.ID) || strings.Contains(body, onMain.ID) {
+		t.Fatalf("default branch: %s", body)
+	}
+	if body := get("&branch=main"); strings.Contains(body, onFork.ID) || !strings.Contains(body, onMain.ID) {
+		t.Fatalf("main: %s", body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, body := httpDo(t, "GET", p.base+"/relays", nil)
+		if strings.Contains(string(body), `"preferred_branch":"b-deadbeef"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("announcement: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

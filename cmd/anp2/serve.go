@@ -12,6 +12,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/sqlite"
@@ -29,7 +30,7 @@ type serveCmd struct {
 	peers, peerKeys              listFlag
 	mirrorEvery, operatorReport  time.Duration
 	infraCosts, seedWhitelist    string
-	operatorFunding              string
+	operatorFunding, branch      string
 	newAgentTiers                bool
 	now                          func() time.Time
 
@@ -64,7 +65,14 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
-	return parse(fs, args)
+	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §13.5)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if !branches.ValidBranchID(c.branch) {
+		return fmt.Errorf("--branch %q is not main, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", c.branch)
+	}
+	return nil
 }
 
 // Start opens the log and begins listening; Run waits for ctx to end.
@@ -99,6 +107,7 @@ func (c *serveCmd) Start() error {
 		prog.update("rebuilding derived state: seq %d/%d (%.0f events/s)", done, total, float64(done)/time.Since(rebuildStart).Seconds())
 	}
 	cfg.Treasury = c.treasury
+	cfg.PreferredBranch = c.branch
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate

@@ -15,7 +15,7 @@ var _ relay.Branches = (*Module)(nil)
 // Select implements relay.Branches for GET /events?branch= (SPEC §13.5).
 func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, string), []string, error) {
 	if len(ids) == 0 {
-		ids = []string{"main"}
+		ids = []string{m.preferred()}
 	}
 	all := false
 	for _, id := range ids {
@@ -141,4 +141,13 @@ func fold(evs []*protocol.Event, opts state.Options) *state.State {
 		st.Add(int64(i+1), e, nil)
 	}
 	return st
+}
+
+// preferred is the relay's preferred branch (relay.Config.PreferredBranch,
+// default main).
+func (m *Module) preferred() string {
+	if m.core != nil && m.core.Config().PreferredBranch != "" {
+		return m.core.Config().PreferredBranch
+	}
+	return "main"
 }

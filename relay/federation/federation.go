@@ -33,7 +33,11 @@ func (s *Module) announce(ctx context.Context) error {
 	if s.cfg.RelayKey == nil {
 		return nil
 	}
-	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: "main", ServedBranches: []string{"main"}})
+	preferred, served := "main", []string{"main"}
+	if b := s.cfg.PreferredBranch; b != "" && b != "main" {
+		preferred, served = b, []string{b, "main"}
+	}
+	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: preferred, ServedBranches: served})
 	self := protocol.AgentIDOf(s.cfg.RelayKey)
 	bodies, err := s.core.Log().Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil {
@@ -46,7 +50,7 @@ func (s *Module) announce(ctx context.Context) error {
 		}
 	}
 	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content),
-		Tags: [][]string{{"branch", "main"}}}
+		Tags: [][]string{{"branch", preferred}}}
 	e.Sign(s.cfg.RelayKey)
 	if _, rejected, err := s.core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
 		return fmt.Errorf("relay announcement not stored (rejected %d): %v", rejected, err)
