@@ -39,6 +39,7 @@ var statusOf = map[string]int{
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
+	"agent_banned":      http.StatusForbidden, // a governance ban (relay/governance)
 }
 
 // retryError is a 429/503 that tells the client when to come back.

@@ -98,6 +98,9 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
 		return nil, err
 	}
+	if err := s.gate(e, now.Unix()); err != nil {
+		return nil, err
+	}
 	if err := s.checkAgainstLog(ctx, e); err != nil {
 		return nil, err
 	}
@@ -222,6 +225,9 @@ func (s *Server) dryRun(c echo.Context) error {
 		return err
 	}
 	errs = append(errs, logErrs...)
+	if err := s.gate(e, now.Unix()); err != nil {
+		errs = append(errs, err)
+	}
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
 	}

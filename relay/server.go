@@ -98,6 +98,8 @@ type Server struct {
 	index *reconcile.Index
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
+	// gates may refuse a verified publish before the log rules (AddPublishGate).
+	gates []func(e *protocol.Event, now int64) error
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -235,6 +237,26 @@ func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt
 		s.ephemeral = map[int64][]func(*protocol.Event, int64){}
 	}
 	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
+}
+
+// AddPublishGate adds a check that every publish (POST /events, a batch,
+// an unchosen peer's gossip) and every dry run passes once its signature,
+// PoW and kind rules have passed, before the log rules: a non-nil error
+// refuses the event with that error (a governance freeze answers 503).
+// Mirrored history from chosen peers is not gated. It must be called
+// before the relay serves (from Mount).
+func (s *Server) AddPublishGate(gate func(e *protocol.Event, now int64) error) {
+	s.gates = append(s.gates, gate)
+}
+
+// gate returns the first refusal of the publish gates, or nil.
+func (s *Server) gate(e *protocol.Event, now int64) error {
+	for _, g := range s.gates {
+		if err := g(e, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddAgentInfo adds a hook that adds a module's fields to each agent row

@@ -37,6 +37,7 @@ type replayCmd struct {
 	treasury string
 	verbose  bool
 	keyPath  string
+	gov      govFlags
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -47,6 +48,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	c.gov.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
@@ -84,7 +86,11 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: folds()},
+	fl, err := folds(c.gov.options())
+	if err != nil {
+		return err
+	}
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}

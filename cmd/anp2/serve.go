@@ -26,6 +26,7 @@ type serveCmd struct {
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
 	mirrorEvery                  time.Duration
+	gov                          govFlags
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -54,6 +55,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	c.gov.register(fs)
 	return parse(fs, args)
 }
 
@@ -92,7 +94,7 @@ func (c *serveCmd) Start() error {
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
-	mods, err := modules(fed)
+	mods, err := modules(fed, c.gov.options())
 	if err != nil {
 		ln.Close()
 		st.Close()

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// TestGovernanceFreezeE2E: a real `anp2 serve` process configured with a
+// 2-of-3 seed multisig (flags) refuses publishes with 503 network_frozen
+// right after a 2-of-3 freeze while reads work, accepts the unfreeze, and
+// `anp2 replay` under the same keys (ANP2_* environment) reproduces its
+// /state; without the keys the replay names the governance view.
+func TestGovernanceFreezeE2E(t *testing.T) {
+	dir := t.TempDir()
+	var seeds []taskstest.Agent
+	var ids []string
+	for _, n := range []string{"e2e-seed-a", "e2e-seed-b", "e2e-seed-c"} {
+		a := taskstest.NewAgent(n)
+		seeds, ids = append(seeds, a), append(ids, a.ID)
+	}
+	p := startProc(t, filepath.Join(dir, "gov.db"), "--seed-keys", strings.Join(ids, ","), "--seed-threshold", "2")
+	send := func(e *protocol.Event) (int, string) {
+		resp, err := http.Post(p.base+"/events", "application/json", bytes.NewReader(protocol.AppendJSON(nil, e)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Code string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Code + resp.Header.Get("Retry-After")
+	}
+	actOf := func(author taskstest.Agent, content string, co taskstest.Agent) *protocol.Event {
+		tag, err := protocol.Cosign(co.Key, 30, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return author.Sign(30, time.Now().Unix(), content, tag)
+	}
+	alice := taskstest.NewAgent("e2e-alice")
+	if st, _ := send(alice.Sign(1, time.Now().Unix(), "before")); st != 200 {
+		t.Fatalf("post before freeze: %d", st)
+	}
+	if st, code := send(actOf(seeds[0], `{"act":"freeze_network","reason":"e2e"}`, seeds[1])); st != 200 {
+		t.Fatalf("freeze: %d %s", st, code)
+	}
+	if st, code := send(alice.Sign(1, time.Now().Unix(), "during")); st != 503 || !strings.HasPrefix(code, "network_frozen") || code == "network_frozen" {
+		t.Fatalf("post during freeze: %d %s", st, code)
+	}
+	if resp, err := http.Get(p.base + "/events?kinds=1"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("read during freeze: %v", err)
+	}
+	at := "--at=" + strconv.FormatInt(time.Now().Unix()+5, 10)
+	env := []string{"ANP2_SEED_KEYS=" + strings.Join(ids, ","), "ANP2_SEED_THRESHOLD=2"}
+	cmd := exec.Command(binary, "replay", at, "--compare", p.base, p.base)
+	cmd.Env = append(cmd.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "match: ") {
+		t.Fatalf("replay with the keys: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binary, "replay", at, "--compare", p.base, p.base).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(string(out), `first differing view "governance"`) {
+		t.Fatalf("replay without the keys: %v\n%s", err, out)
+	}
+	if st, code := send(actOf(seeds[2], `{"act":"unfreeze","reason":"e2e over"}`, seeds[1])); st != 200 {
+		t.Fatalf("unfreeze: %d %s", st, code)
+	}
+	if st, code := send(alice.Sign(1, time.Now().Unix(), "after")); st != 200 {
+		resp, _ := http.Get(p.base + "/sovereign_log")
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		t.Fatalf("post after unfreeze: %d %s\n%s", st, code, b.String())
+	}
+}

@@ -1,0 +1,145 @@
+package governance
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/state"
+)
+
+// Fold is governance's pure part: the set of governance events (kinds 20,
+// 21, 30), from which every judgement and effect is derived on demand. It
+// depends only on the set of events, the Options and the evaluation time
+// (D6), so a relay, a mirror and `anp2 replay` agree.
+type Fold struct {
+	opts Options
+
+	mu      sync.Mutex
+	events  map[string]*protocol.Event // kinds 21 and 30
+	version uint64
+	// judged caches judge's answer for version.
+	judgedAt  uint64
+	acts      []*Act
+	destroyed int64
+
+	pips *pipSet
+}
+
+var (
+	_ state.Fold     = (*Fold)(nil)
+	_ state.Digester = (*Fold)(nil)
+)
+
+// NewFold returns an empty fold under opts (already normalized).
+func NewFold(opts Options) *Fold {
+	return &Fold{opts: opts, events: map[string]*protocol.Event{}, judgedAt: ^uint64(0), pips: newPipSet()}
+}
+
+// Add folds one stored, non-revoked event.
+func (f *Fold) Add(e *protocol.Event) {
+	switch e.Kind {
+	case KindSovereignAct, KindSeedDestruct:
+		f.mu.Lock()
+		if _, ok := f.events[e.ID]; !ok {
+			f.events[e.ID] = e
+			f.version++
+		}
+		f.mu.Unlock()
+	case KindPIP, protocol.KindReply:
+		f.pips.add(e)
+	}
+}
+
+// Remove withdraws an event its author revoked.
+func (f *Fold) Remove(e *protocol.Event) {
+	switch e.Kind {
+	case KindSovereignAct, KindSeedDestruct:
+		f.mu.Lock()
+		if _, ok := f.events[e.ID]; ok {
+			delete(f.events, e.ID)
+			f.version++
+		}
+		f.mu.Unlock()
+	case KindPIP, protocol.KindReply:
+		f.pips.remove(e)
+	}
+}
+
+// judged returns the judged acts in (created_at, id) order and the time
+// the seed keys stop counting. The slice is shared: callers must not
+// change it.
+func (f *Fold) judged() ([]*Act, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.judgedAt != f.version {
+		evs := make([]*protocol.Event, 0, len(f.events))
+		for _, e := range f.events {
+			evs = append(evs, e)
+		}
+		f.acts, f.destroyed = f.opts.judge(evs)
+		f.judgedAt = f.version
+	}
+	return f.acts, f.destroyed
+}
+
+// Log returns every governance act (kinds 21 and 30) with its judgement,
+// oldest first (GET /sovereign_log).
+func (f *Fold) Log() []*Act {
+	acts, _ := f.judged()
+	return acts
+}
+
+// Sovereign returns the sovereign state at unix time at.
+func (f *Fold) Sovereign(at int64) *Sovereign {
+	acts, destroyed := f.judged()
+	return f.opts.sovereignAt(acts, destroyed, at)
+}
+
+// Authorized reports whether e, a kind 21 or 30, is signed under a
+// configured rule at now (the gate lets such events through a freeze).
+func (f *Fold) Authorized(e *protocol.Event, now int64) bool {
+	_, destroyed := f.judged()
+	sov, seed, _ := f.opts.signers(e)
+	return f.opts.authority(sov, seed, destroyed == 0 || e.CreatedAt < destroyed) != ""
+}
+
+// Options returns the fold's settings.
+func (f *Fold) Options() Options { return f.opts }
+
+// digestDoc is what Digest hashes.
+type digestDoc struct {
+	Version string          `json:"version"`
+	Options Options         `json:"options"`
+	Acts    []digestAct     `json:"acts"`
+	State   *Sovereign      `json:"state"`
+	PIPs    []pipDigest     `json:"pips"`
+	Schemas json.RawMessage `json:"schemas,omitempty"`
+}
+
+type digestAct struct {
+	ID        string `json:"id"`
+	Valid     bool   `json:"valid"`
+	Ignored   string `json:"ignored"`
+	Authority string `json:"authority"`
+}
+
+// Digest hashes the governance state at at: the options, every act's
+// judgement, the sovereign state, and the PIPs' trust-independent record
+// (SPEC §10.6). encoding/json writes struct fields in declaration order
+// and these slices are sorted, so the bytes depend only on the set of
+// events, the options and at.
+func (f *Fold) Digest(at int64) [32]byte {
+	acts, destroyed := f.judged()
+	doc := digestDoc{Version: "governance.v1", Options: f.opts, State: f.opts.sovereignAt(acts, destroyed, at), Acts: []digestAct{}}
+	for _, a := range acts {
+		doc.Acts = append(doc.Acts, digestAct{a.ID, a.Valid, a.Ignored, a.Authority})
+	}
+	doc.PIPs = f.pips.digest(at)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	return sha256.Sum256(append([]byte("anp2-governance.v1\x00"), b...))
+}

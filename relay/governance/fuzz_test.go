@@ -1,0 +1,41 @@
+package governance
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// FuzzJudge judges hostile kind 21 and 30 events (any content, any tags):
+// it must never panic, an act is valid only with the threshold met, and
+// the sovereign state must be computable at any time.
+func FuzzJudge(f *testing.F) {
+	f.Add(int64(30), `{"act":"freeze_network","target":"global"}`, "p", "00", int64(0))
+	f.Add(int64(30), `{"act":"ban_agent"}`, "cosign", "zz", int64(5))
+	f.Add(int64(21), `{"effective_at":1e300}`, "relay", "", int64(-1))
+	f.Add(int64(30), `{"act":"revoke_relay","target":"https://x"}`, "relay", "https://y", int64(1<<62))
+	f.Add(int64(30), `not json`, "e", "", int64(0))
+	seed := sha256.Sum256([]byte("fuzz-seed"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	o, _ := Options{SeedKeys: []string{protocol.AgentIDOf(key)}, SeedThreshold: 1}.normalize()
+	f.Fuzz(func(t *testing.T, kind int64, content, tagName, tagValue string, at int64) {
+		if kind != KindSeedDestruct {
+			kind = KindSovereignAct
+		}
+		e := &protocol.Event{Kind: kind, CreatedAt: 1763800000, Content: content,
+			Tags: [][]string{{tagName, tagValue}, {"cosign", tagValue, tagValue}}}
+		e.Sign(key)
+		acts, _ := o.judge([]*protocol.Event{e, e})
+		for _, a := range acts {
+			if a.Valid && len(a.SeedSigners) < o.SeedThreshold {
+				t.Fatalf("valid below threshold: %+v", a)
+			}
+			if !a.Valid && a.Ignored == "" {
+				t.Fatalf("ignored without a reason: %+v", a)
+			}
+		}
+		o.sovereignAt(acts, 0, at)
+	})
+}
