@@ -39,3 +39,28 @@ func FuzzJudge(f *testing.F) {
 		o.sovereignAt(acts, 0, at)
 	})
 }
+
+// FuzzPIP derives proposals from hostile kind 20s: never a panic, and an
+// owner's self-declared accepted never counts.
+func FuzzPIP(f *testing.F) {
+	f.Add(`{"pip_number":"PIP-1","reference_impl":"x"}`, "discussion", `{"pip_number":"PIP-1"}`, "accepted")
+	f.Add(`{"pip_number":12,"schemas":{"a":{}}}`, "", `{"pip_number":12.5}`, "final-call")
+	f.Add(`{"pip_number":""}`, "withdrawn", `[]`, "draft")
+	seed := sha256.Sum256([]byte("fuzz-pip"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	f.Fuzz(func(t *testing.T, c1, s1, c2, s2 string) {
+		p := newPipSet()
+		for i, cs := range [][2]string{{c1, s1}, {c2, s2}} {
+			e := &protocol.Event{Kind: KindPIP, CreatedAt: int64(1000 + i), Content: cs[0], Tags: [][]string{{"status", cs[1]}}}
+			e.Sign(key)
+			p.add(e)
+		}
+		for _, r := range p.records() {
+			if r.Declared == StatusAccepted || r.Declared == StatusRejected {
+				t.Fatalf("declared %s counted", r.Declared)
+			}
+			Evaluate(r, 1e9, Trusted{protocol.AgentIDOf(key): 1})
+		}
+		p.digest(0)
+	})
+}

@@ -38,6 +38,10 @@ func governanceEvents(t *testing.T, k keys, at int64) []*protocol.Event {
 		act(t, k.seed[2], at+5, map[string]any{"act": "freeze_network", "reason": "wave"}, k.seed[1:2]),
 		act(t, k.seed[0], at+6, map[string]any{"act": "shutdown_protocol"}, k.seed[1:]),
 		alice.Sign(governance.KindSovereignAct, at+7, "not json"),
+		alice.Sign(governance.KindPIP, at+8, pipContent("PIP-7", "impl"), []string{"status", "discussion"}),
+		mallory.Sign(governance.KindPIP, at+9, pipContent("PIP-7", "impl"), []string{"status", "final-call"}),
+		alice.Sign(governance.KindPIP, at+10, pipContent("PIP-7", "impl"), []string{"status", "final-call"}),
+		mallory.Sign(governance.KindPIP, at+11, `{"no":"number"}`),
 	}
 }
 
@@ -73,8 +77,9 @@ func TestMirrorDerivesFreeze(t *testing.T) {
 func TestFoldOrderIndependent(t *testing.T) {
 	k := newKeys()
 	evs := governanceEvents(t, k, relaytest.VectorTime)
-	revoke := k.sov[0].Sign(protocol.KindRevoke, relaytest.VectorTime+9, "", []string{"e", evs[3].ID})
-	evs = append(evs, revoke)
+	revoke := k.sov[0].Sign(protocol.KindRevoke, relaytest.VectorTime+20, "", []string{"e", evs[3].ID})
+	revokePIP := taskstest.NewAgent("alice").Sign(protocol.KindRevoke, relaytest.VectorTime+20, "", []string{"e", evs[10].ID})
+	evs = append(evs, revoke, revokePIP)
 	byID := map[string]*protocol.Event{}
 	for _, e := range evs {
 		byID[e.ID] = e
@@ -94,6 +99,10 @@ func TestFoldOrderIndependent(t *testing.T) {
 			s := m.Governance().Sovereign(relaytest.VectorTime + 100)
 			if len(s.Stewards) != 0 || len(s.BannedAgents) != 1 || !s.Frozen {
 				t.Fatalf("state: %+v", s)
+			}
+			recs := m.Governance().Records()
+			if len(recs) != 1 || recs[0].Declared != "discussion" || len(recs[0].Supporters) != 2 {
+				t.Fatalf("PIPs: %+v", recs)
 			}
 		} else if got != want {
 			t.Fatalf("order %v: digest differs", order)
