@@ -7,6 +7,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/gowebpki/jcs v1.0.2
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	modernc.org/sqlite v1.61.1
 )
 

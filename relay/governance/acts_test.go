@@ -62,3 +62,13 @@ func TestSameSecondUnfreezeWins(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaRefsRefused: a schema from the network cannot make the relay
+// read a file or a URL; it fails to compile and is not enforced.
+func TestSchemaRefsRefused(t *testing.T) {
+	for _, doc := range []string{`{"$ref":"file:///etc/hostname"}`, `{"$ref":"http://127.0.0.1:1/x.json"}`, `{"type":`} {
+		if s, err := compileSchema("k", []byte(doc)); s != nil || err == "" {
+			t.Fatalf("%s compiled", doc)
+		}
+	}
+}

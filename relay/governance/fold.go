@@ -24,7 +24,8 @@ type Fold struct {
 	acts      []*Act
 	destroyed int64
 
-	pips *pipSet
+	pips  *pipSet
+	usage usage
 }
 
 var (
@@ -39,6 +40,7 @@ func NewFold(opts Options) *Fold {
 
 // Add folds one stored, non-revoked event.
 func (f *Fold) Add(e *protocol.Event) {
+	f.usage.add(e)
 	switch e.Kind {
 	case KindSovereignAct, KindSeedDestruct:
 		f.mu.Lock()
@@ -54,6 +56,7 @@ func (f *Fold) Add(e *protocol.Event) {
 
 // Remove withdraws an event its author revoked.
 func (f *Fold) Remove(e *protocol.Event) {
+	f.usage.remove(e)
 	switch e.Kind {
 	case KindSovereignAct, KindSeedDestruct:
 		f.mu.Lock()
@@ -66,6 +69,9 @@ func (f *Fold) Remove(e *protocol.Event) {
 		f.pips.remove(e)
 	}
 }
+
+// Usage returns every schema name's use by stored events, by name.
+func (f *Fold) Usage() []Usage { return f.usage.all() }
 
 // judged returns the judged acts in (created_at, id) order and the time
 // the seed keys stop counting. The slice is shared: callers must not
@@ -110,12 +116,12 @@ func (f *Fold) Options() Options { return f.opts }
 
 // digestDoc is what Digest hashes.
 type digestDoc struct {
-	Version string          `json:"version"`
-	Options Options         `json:"options"`
-	Acts    []digestAct     `json:"acts"`
-	State   *Sovereign      `json:"state"`
-	PIPs    []pipDigest     `json:"pips"`
-	Schemas json.RawMessage `json:"schemas,omitempty"`
+	Version string      `json:"version"`
+	Options Options     `json:"options"`
+	Acts    []digestAct `json:"acts"`
+	State   *Sovereign  `json:"state"`
+	PIPs    []pipDigest `json:"pips"`
+	Usage   []Usage     `json:"schema_usage"`
 }
 
 type digestAct struct {
@@ -137,6 +143,7 @@ func (f *Fold) Digest(at int64) [32]byte {
 		doc.Acts = append(doc.Acts, digestAct{a.ID, a.Valid, a.Ignored, a.Authority})
 	}
 	doc.PIPs = f.pips.digest(at)
+	doc.Usage = f.usage.all()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		panic(err) // plain data: cannot fail

@@ -64,3 +64,23 @@ func FuzzPIP(f *testing.F) {
 		p.digest(0)
 	})
 }
+
+// FuzzSchemaValidate validates hostile content and hostile schemas: never
+// a panic, and a failure always has a located path under the schema name.
+func FuzzSchemaValidate(f *testing.F) {
+	f.Add(builtinSchemas["anp.heartbeat.v1"], `{"v":1,"st":"ok","q":1}`)
+	f.Add(builtinSchemas["anp.heartbeat.v1"], `{"v":"1","st":"x","q":-1,"a~/b":2}`)
+	f.Add(`{"properties":{"a/b":{"type":"string"}}}`, `{"a/b":1}`)
+	f.Add(`{"pattern":"(a+)+$"}`, `"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"`)
+	f.Fuzz(func(t *testing.T, schema, content string) {
+		s, _ := compileSchema("fuzz", []byte(schema))
+		if s == nil {
+			return
+		}
+		for _, fe := range validate(&SchemaDef{Name: "n", compiled: s}, content) {
+			if len(fe.Loc) < 3 || fe.Loc[2] != "n" || fe.Msg == "" {
+				t.Fatalf("bad failure %+v", fe)
+			}
+		}
+	})
+}

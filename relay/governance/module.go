@@ -31,8 +31,9 @@ const (
 
 // Module is governance as a relay capability module.
 type Module struct {
-	fold *Fold
-	core *relay.Server
+	fold  *Fold
+	core  *relay.Server
+	cache compiledCache
 }
 
 var (
@@ -67,12 +68,14 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/sovereign/state", m.getSovereign)
 	core.Route(http.MethodGet, "/phase", m.getPhase)
 	m.mountPIPs(core)
+	m.mountSchemas(core)
 	return nil
 }
 
 // gate refuses publishes while the network is shut down or frozen, and
 // those of banned agents; a kind 21 or 30 signed under a configured rule
-// always passes, so the keys can unfreeze, renew or act.
+// always passes, so the keys can unfreeze, renew or act. Then it checks
+// the content against the schemas the event's s tags name.
 func (m *Module) gate(e *protocol.Event, now int64) error {
 	if (e.Kind == KindSovereignAct || e.Kind == KindSeedDestruct) && m.fold.Authorized(e, now) {
 		return nil
@@ -90,7 +93,7 @@ func (m *Module) gate(e *protocol.Event, now int64) error {
 	case s.Banned(e.AgentID):
 		return protocol.Errorf(CodeBanned, "agent %s is banned by a sovereign act", e.AgentID)
 	}
-	return nil
+	return m.checkSchemas(e, now)
 }
 
 // logEntry is one row of GET /sovereign_log: the judgement and the event.
