@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +20,7 @@ type govFlags struct {
 	seedKeys, sovKeys           string
 	seedThreshold, sovThreshold int
 	seedTTL                     time.Duration
+	pqKeys                      string
 }
 
 func (g *govFlags) register(fs *flag.FlagSet) {
@@ -24,18 +29,39 @@ func (g *govFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.sovKeys, "sovereign-keys", "", "comma-separated agent_ids of the sovereign override keys (§15)")
 	fs.IntVar(&g.sovThreshold, "sovereign-threshold", 0, "sovereign keys that must sign an act (0 = a majority)")
 	fs.DurationVar(&g.seedTTL, "seed-freeze-ttl", 24*time.Hour, "how long a seed-key freeze lasts unless renewed")
+	fs.StringVar(&g.pqKeys, "pq-keys", "", "JSON file mapping seed or sovereign agent_ids to their ML-DSA-65 public keys (hex): those keys must dual-sign")
 }
 
-func (g *govFlags) options() governance.Options {
+// options returns the governance options, or an error for an unreadable
+// post-quantum key file.
+func (g *govFlags) options() (governance.Options, error) {
 	split := func(s string) []string {
 		if strings.TrimSpace(s) == "" {
 			return nil
 		}
 		return strings.Split(s, ",")
 	}
-	return governance.Options{
+	o := governance.Options{
 		SeedKeys: split(g.seedKeys), SeedThreshold: g.seedThreshold,
 		SovereignKeys: split(g.sovKeys), SovereignThreshold: g.sovThreshold,
 		SeedFreezeTTL: int64(g.seedTTL / time.Second),
 	}
+	if g.pqKeys == "" {
+		return o, nil
+	}
+	b, err := os.ReadFile(g.pqKeys)
+	if err != nil {
+		return o, fmt.Errorf("pq keys: %w", err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return o, fmt.Errorf("pq keys %s: want a JSON object of agent_id to hex key: %w", g.pqKeys, err)
+	}
+	o.PQKeys = map[string][]byte{}
+	for id, h := range m {
+		if o.PQKeys[id], err = hex.DecodeString(h); err != nil {
+			return o, fmt.Errorf("pq key of %s: %w", id, err)
+		}
+	}
+	return o, nil
 }

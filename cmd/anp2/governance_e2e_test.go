@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,7 +16,9 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/tasks/taskstest"
+	"github.com/cloudflare/circl/sign/mldsa/mldsa65"
 )
 
 // TestGovernanceFreezeE2E: a real `anp2 serve` process configured with a
@@ -80,5 +85,54 @@ func TestGovernanceFreezeE2E(t *testing.T) {
 		var b bytes.Buffer
 		b.ReadFrom(resp.Body)
 		t.Fatalf("post after unfreeze: %d %s\n%s", st, code, b.String())
+	}
+}
+
+// TestGovernancePQE2E: a real `anp2 serve` process whose sovereign key has
+// an ML-DSA-65 part (--pq-keys file) ignores a ban whose post-quantum
+// signature is forged and enforces one that is dual-signed.
+func TestGovernancePQE2E(t *testing.T) {
+	dir := t.TempDir()
+	sov := taskstest.NewAgent("e2e-sov")
+	pk, sk, err := mldsa65.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, forger, _ := mldsa65.GenerateKey(rand.Reader)
+	raw, _ := pk.MarshalBinary()
+	keyFile := filepath.Join(dir, "pq.json")
+	b, _ := json.Marshal(map[string]string{sov.ID: hex.EncodeToString(raw)})
+	if err := os.WriteFile(keyFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, filepath.Join(dir, "pq.db"), "--sovereign-keys", sov.ID, "--pq-keys", keyFile)
+	send := func(e *protocol.Event) int {
+		resp, err := http.Post(p.base+"/events", "application/json", bytes.NewReader(protocol.AppendJSON(nil, e)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	mallory := taskstest.NewAgent("e2e-mallory")
+	ban := func(reason string, key *mldsa65.PrivateKey) *protocol.Event {
+		content := `{"act":"ban_agent","reason":"` + reason + `"}`
+		tag, err := governance.PQSign(key, sov.ID, governance.KindSovereignAct, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sov.Sign(governance.KindSovereignAct, time.Now().Unix(), content, []string{"p", mallory.ID}, []string{"scheme", governance.SchemeDual}, tag)
+	}
+	if st := send(ban("forged", forger)); st != 200 {
+		t.Fatalf("forged ban: %d", st)
+	}
+	if st := send(mallory.Sign(1, time.Now().Unix(), "still here")); st != 200 {
+		t.Fatalf("post after a forged ban: %d", st)
+	}
+	if st := send(ban("dual", sk)); st != 200 {
+		t.Fatalf("dual ban: %d", st)
+	}
+	if st := send(mallory.Sign(1, time.Now().Unix(), "banned")); st != 403 {
+		t.Fatalf("post after the dual ban: %d", st)
 	}
 }

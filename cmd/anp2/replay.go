@@ -86,7 +86,11 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	fl, err := folds(c.gov.options())
+	gov, err := c.gov.options()
+	if err != nil {
+		return err
+	}
+	fl, err := folds(gov)
 	if err != nil {
 		return err
 	}

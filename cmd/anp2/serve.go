@@ -94,7 +94,13 @@ func (c *serveCmd) Start() error {
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
-	mods, err := modules(fed, c.gov.options())
+	gov, err := c.gov.options()
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	mods, err := modules(fed, gov)
 	if err != nil {
 		ln.Close()
 		st.Close()

@@ -56,6 +56,9 @@ type Act struct {
 	SovereignSigners []string               `json:"sovereign_signers"`
 	SeedSigners      []string               `json:"seed_signers"`
 	Cosignatures     []protocol.Cosignature `json:"cosignatures"`
+	// PQ are the post-quantum verdicts on signers whose keys have a
+	// post-quantum part; a failed one does not count as a signer.
+	PQ []PQCheck `json:"pq"`
 	// Targets are the act's subjects: agents (ban, appoint), relays
 	// (revoke), the checkpoint (rollback).
 	Targets []string `json:"targets"`
@@ -77,8 +80,9 @@ var knownActs = map[string]bool{
 }
 
 // signers returns the configured keys among e's author and valid
-// cosigners, and the judged cosignatures.
-func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol.Cosignature) {
+// cosigners whose post-quantum part, if any, verifies; the judged
+// cosignatures; and the post-quantum verdicts.
+func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol.Cosignature, pq []PQCheck) {
 	cos = protocol.Cosignatures(e)
 	if cos == nil {
 		cos = []protocol.Cosignature{}
@@ -87,6 +91,12 @@ func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol
 	for _, c := range cos {
 		if c.Valid {
 			who = append(who, c.AgentID)
+		}
+	}
+	pq = o.pqVerify(e, who)
+	for _, c := range pq {
+		if !c.Valid {
+			who = slices.DeleteFunc(who, func(w string) bool { return w == c.AgentID })
 		}
 	}
 	sov, seed = []string{}, []string{}
@@ -100,7 +110,7 @@ func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol
 	}
 	slices.Sort(sov)
 	slices.Sort(seed)
-	return sov, seed, cos
+	return sov, seed, cos, pq
 }
 
 // authority returns the key set whose threshold sov and seed meet, the
@@ -181,7 +191,7 @@ func (o *Options) judge(evs []*protocol.Event) ([]*Act, int64) {
 	seen := map[[32]byte]string{}
 	for _, e := range evs {
 		a := &Act{ID: e.ID, Kind: e.Kind, Author: e.AgentID, CreatedAt: e.CreatedAt, Targets: []string{}, event: e}
-		a.SovereignSigners, a.SeedSigners, a.Cosignatures = o.signers(e)
+		a.SovereignSigners, a.SeedSigners, a.Cosignatures, a.PQ = o.signers(e)
 		seedActive := destroyed == 0 || e.CreatedAt < destroyed
 		if e.Kind == KindSeedDestruct {
 			o.judgeDestruct(a, seedActive)

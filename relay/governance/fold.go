@@ -107,7 +107,7 @@ func (f *Fold) Sovereign(at int64) *Sovereign {
 // configured rule at now (the gate lets such events through a freeze).
 func (f *Fold) Authorized(e *protocol.Event, now int64) bool {
 	_, destroyed := f.judged()
-	sov, seed, _ := f.opts.signers(e)
+	sov, seed, _, _ := f.opts.signers(e)
 	return f.opts.authority(sov, seed, destroyed == 0 || e.CreatedAt < destroyed) != ""
 }
 

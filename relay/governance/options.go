@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cloudflare/circl/sign/mldsa/mldsa65"
 )
 
 // Governance kinds (seed §14.1, §14.7, §15.2, §15.4).
@@ -34,6 +36,12 @@ type Options struct {
 	// SeedFreezeTTL is the life of a seed-key freeze in seconds (0:
 	// DefaultSeedFreezeTTL).
 	SeedFreezeTTL int64
+	// PQKeys maps a seed or sovereign agent_id to its ML-DSA-65 public key
+	// (FIPS 204 encoding): such a key counts as a signer only when its
+	// Ed25519 and its post-quantum signatures both verify (§15.3).
+	PQKeys map[string][]byte
+
+	pqPub map[string]*mldsa65.PublicKey
 }
 
 // normalize checks opts and fills defaults: keys are 64 lowercase hex,
@@ -52,7 +60,7 @@ func (o Options) normalize() (Options, error) {
 	if o.SeedFreezeTTL < 0 {
 		return o, fmt.Errorf("seed freeze TTL %d: must be positive", o.SeedFreezeTTL)
 	}
-	return o, nil
+	return o, o.parsePQKeys()
 }
 
 func keySet(name string, keys []string, threshold int) ([]string, int, error) {
