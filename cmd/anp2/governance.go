@@ -19,7 +19,7 @@ import (
 type govFlags struct {
 	seedKeys, sovKeys           string
 	seedThreshold, sovThreshold int
-	seedTTL                     time.Duration
+	seedTTL, deadMan            time.Duration
 	pqKeys                      string
 }
 
@@ -29,6 +29,7 @@ func (g *govFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.sovKeys, "sovereign-keys", "", "comma-separated agent_ids of the sovereign override keys (§15)")
 	fs.IntVar(&g.sovThreshold, "sovereign-threshold", 0, "sovereign keys that must sign an act (0 = a majority)")
 	fs.DurationVar(&g.seedTTL, "seed-freeze-ttl", 24*time.Hour, "how long a seed-key freeze lasts unless renewed")
+	fs.DurationVar(&g.deadMan, "dead-man-after", 365*24*time.Hour, "sovereign dormancy after which the stewards' kind 31 transfers authority")
 	fs.StringVar(&g.pqKeys, "pq-keys", "", "JSON file mapping seed or sovereign agent_ids to their ML-DSA-65 public keys (hex): those keys must dual-sign")
 }
 
@@ -44,7 +45,7 @@ func (g *govFlags) options() (governance.Options, error) {
 	o := governance.Options{
 		SeedKeys: split(g.seedKeys), SeedThreshold: g.seedThreshold,
 		SovereignKeys: split(g.sovKeys), SovereignThreshold: g.sovThreshold,
-		SeedFreezeTTL: int64(g.seedTTL / time.Second),
+		SeedFreezeTTL: int64(g.seedTTL / time.Second), DeadManAfter: int64(g.deadMan / time.Second),
 	}
 	if g.pqKeys == "" {
 		return o, nil

@@ -66,6 +66,9 @@ type Act struct {
 	Effective int64 `json:"effective_at,omitempty"`
 	// ReplayOf names the earlier act whose content this one repeats.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// StewardSigners and DeadMan describe a kind 31.
+	StewardSigners []string `json:"steward_signers,omitempty"`
+	DeadMan        *DeadMan `json:"dead_man,omitempty"`
 
 	event  *protocol.Event
 	digest [32]byte
@@ -79,15 +82,30 @@ var knownActs = map[string]bool{
 	ActRevokeRelay: true, ActShutdown: true, ActAppointSteward: true,
 }
 
-// signers returns the configured keys among e's author and valid
-// cosigners whose post-quantum part, if any, verifies; the judged
-// cosignatures; and the post-quantum verdicts.
-func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol.Cosignature, pq []PQCheck) {
+// regime is who holds authority at one time: the sovereign key set (the
+// configured one, or the one a dead-man switch transferred authority to),
+// whether the seed keys count, and the stewards.
+type regime struct {
+	SovKeys          []string `json:"sovereign_keys"`
+	SovThreshold     int      `json:"sovereign_threshold"`
+	SeedActive       bool     `json:"seed_keys_active"`
+	Stewards         []string `json:"stewards"`
+	StewardThreshold int      `json:"steward_threshold"`
+	// Since is when this regime began (0: genesis); By the kind 31 that
+	// began it.
+	Since int64  `json:"since"`
+	By    string `json:"by,omitempty"`
+}
+
+// signers returns e's author and valid cosigners whose post-quantum part,
+// if any, verifies; the judged cosignatures; and the post-quantum
+// verdicts.
+func (o *Options) signers(e *protocol.Event) (who []string, cos []protocol.Cosignature, pq []PQCheck) {
 	cos = protocol.Cosignatures(e)
 	if cos == nil {
 		cos = []protocol.Cosignature{}
 	}
-	who := []string{e.AgentID}
+	who = []string{e.AgentID}
 	for _, c := range cos {
 		if c.Valid {
 			who = append(who, c.AgentID)
@@ -99,28 +117,28 @@ func (o *Options) signers(e *protocol.Event) (sov, seed []string, cos []protocol
 			who = slices.DeleteFunc(who, func(w string) bool { return w == c.AgentID })
 		}
 	}
-	sov, seed = []string{}, []string{}
-	for _, w := range who {
-		if slices.Contains(o.SovereignKeys, w) && !slices.Contains(sov, w) {
-			sov = append(sov, w)
-		}
-		if slices.Contains(o.SeedKeys, w) && !slices.Contains(seed, w) {
-			seed = append(seed, w)
-		}
-	}
-	slices.Sort(sov)
-	slices.Sort(seed)
-	return sov, seed, cos, pq
+	return who, cos, pq
 }
 
-// authority returns the key set whose threshold sov and seed meet, the
-// sovereign set first; "" for none. seedActive says whether the seed keys
-// still count.
-func (o *Options) authority(sov, seed []string, seedActive bool) string {
+// among returns the members of keys in who, sorted and distinct.
+func among(who, keys []string) []string {
+	out := []string{}
+	for _, w := range who {
+		if slices.Contains(keys, w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// authority returns the key set whose threshold sov and seed meet under
+// rg, the sovereign set first; "" for none.
+func (o *Options) authority(sov, seed []string, rg *regime) string {
 	switch {
-	case len(o.SovereignKeys) > 0 && len(sov) >= o.SovereignThreshold:
+	case len(rg.SovKeys) > 0 && len(sov) >= rg.SovThreshold:
 		return AuthSovereign
-	case seedActive && len(o.SeedKeys) > 0 && len(seed) >= o.SeedThreshold:
+	case rg.SeedActive && len(o.SeedKeys) > 0 && len(seed) >= o.SeedThreshold:
 		return AuthSeed
 	}
 	return ""
@@ -180,31 +198,74 @@ func byTime(a, b *protocol.Event) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
-// judge returns every kind 21 and 30 event of evs as governance judges it,
-// in (created_at, id) order, and the time the seed keys stop counting
-// (0: never). It depends only on the set of events and o.
-func (o *Options) judge(evs []*protocol.Event) ([]*Act, int64) {
+// judgement is judge's answer: every act in order, the time the seed keys
+// stop counting (0: never), and the regimes in order of their Since.
+type judgement struct {
+	acts      []*Act
+	destroyed int64
+	regimes   []regime
+	// final is the regime after every act (stewards included).
+	final regime
+}
+
+// regimeAt returns the regime in force at t.
+func (j *judgement) regimeAt(t int64) *regime {
+	rg := &j.regimes[0]
+	for i := range j.regimes {
+		if j.regimes[i].Since <= t {
+			rg = &j.regimes[i]
+		}
+	}
+	return rg
+}
+
+// judge returns every kind 21, 30 and 31 event of evs as governance judges
+// it, in (created_at, id) order. activity lists the created_at of the
+// stored events authored by configured sovereign keys. It depends only on
+// the set of events and o.
+func (o *Options) judge(evs []*protocol.Event, activity map[string][]int64) *judgement {
 	evs = slices.Clone(evs)
 	slices.SortFunc(evs, byTime)
-	var destroyed int64
-	out := make([]*Act, 0, len(evs))
+	j := &judgement{acts: make([]*Act, 0, len(evs))}
+	rg := regime{SovKeys: o.SovereignKeys, SovThreshold: o.SovereignThreshold, SeedActive: len(o.SeedKeys) > 0, Stewards: []string{}}
+	j.regimes = append(j.regimes, rg)
 	seen := map[[32]byte]string{}
+	var lastSov int64 // latest valid sovereign act
 	for _, e := range evs {
 		a := &Act{ID: e.ID, Kind: e.Kind, Author: e.AgentID, CreatedAt: e.CreatedAt, Targets: []string{}, event: e}
-		a.SovereignSigners, a.SeedSigners, a.Cosignatures, a.PQ = o.signers(e)
-		seedActive := destroyed == 0 || e.CreatedAt < destroyed
-		if e.Kind == KindSeedDestruct {
-			o.judgeDestruct(a, seedActive)
-			if a.Valid && destroyed == 0 {
-				destroyed = a.Effective
-			}
-			out = append(out, a)
-			continue
+		var who []string
+		who, a.Cosignatures, a.PQ = o.signers(e)
+		if j.destroyed != 0 && e.CreatedAt >= j.destroyed {
+			rg.SeedActive = false
 		}
-		o.judgeAct(a, seedActive, seen)
-		out = append(out, a)
+		a.SovereignSigners, a.SeedSigners = among(who, rg.SovKeys), among(who, o.SeedKeys)
+		switch e.Kind {
+		case KindSeedDestruct:
+			o.judgeDestruct(a, rg.SeedActive)
+			if a.Valid && j.destroyed == 0 {
+				j.destroyed = a.Effective
+			}
+		case KindDeadMan:
+			last := max(lastSov, lastActivity(activity, rg.SovKeys, e.CreatedAt))
+			if next, ok := o.judgeDeadMan(a, who, &rg, last); ok {
+				rg = next
+				j.regimes = append(j.regimes, rg)
+			}
+		default:
+			o.judgeAct(a, &rg, seen)
+			if a.Valid && a.Authority == AuthSovereign {
+				lastSov = a.CreatedAt
+				if a.Act == ActAppointSteward {
+					rg.Stewards = addAll(slices.Clone(rg.Stewards), a.Targets)
+					slices.Sort(rg.Stewards)
+					rg.StewardThreshold = stewardThreshold(e.Content, len(rg.Stewards))
+				}
+			}
+		}
+		j.acts = append(j.acts, a)
 	}
-	return out, destroyed
+	j.final = rg
+	return j
 }
 
 // judgeDestruct judges a kind 21: valid under the seed threshold while the
@@ -232,7 +293,7 @@ func (o *Options) judgeDestruct(a *Act, seedActive bool) {
 
 // judgeAct judges a kind 30 (SPEC §10.2); seen maps the content digests of
 // earlier valid acts to their ids.
-func (o *Options) judgeAct(a *Act, seedActive bool, seen map[[32]byte]string) {
+func (o *Options) judgeAct(a *Act, rg *regime, seen map[[32]byte]string) {
 	e := a.event
 	c, ok := parseAct(e.Content)
 	a.Act = c.Act
@@ -245,9 +306,9 @@ func (o *Options) judgeAct(a *Act, seedActive bool, seen map[[32]byte]string) {
 		return
 	}
 	a.Targets = targets(e, c.Act, c.Target)
-	auth := o.authority(a.SovereignSigners, a.SeedSigners, seedActive)
+	auth := o.authority(a.SovereignSigners, a.SeedSigners, rg)
 	switch {
-	case auth == "" && !seedActive && len(o.SeedKeys) > 0 && len(a.SeedSigners) >= o.SeedThreshold:
+	case auth == "" && !rg.SeedActive && len(o.SeedKeys) > 0 && len(a.SeedSigners) >= o.SeedThreshold:
 		a.Ignored = WhySeedDestroyed
 		return
 	case auth == "":

@@ -53,11 +53,11 @@ func TestSameSecondUnfreezeWins(t *testing.T) {
 	for i := range 8 {
 		freeze := mk(`{"act":"freeze_network","n":` + string(rune('0'+i)) + `}`)
 		unfreeze := mk(`{"act":"unfreeze"}`)
-		acts, d := o.judge([]*protocol.Event{freeze, unfreeze})
-		if s := o.sovereignAt(acts, d, 1000); s.Frozen || s.ValidActs != 2 {
+		j := o.judge([]*protocol.Event{freeze, unfreeze}, nil)
+		if s := o.sovereignAt(j, 1000); s.Frozen || s.ValidActs != 2 {
 			t.Fatalf("freeze %s, unfreeze %s: %+v", freeze.ID, unfreeze.ID, s)
 		}
-		if s := o.sovereignAt(acts, d, 999); s.Frozen || s.ValidActs != 0 {
+		if s := o.sovereignAt(j, 999); s.Frozen || s.ValidActs != 0 {
 			t.Fatalf("before both: %+v", s)
 		}
 	}

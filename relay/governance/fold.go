@@ -3,6 +3,7 @@ package governance
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -17,12 +18,14 @@ type Fold struct {
 	opts Options
 
 	mu      sync.Mutex
-	events  map[string]*protocol.Event // kinds 21 and 30
+	events  map[string]*protocol.Event // kinds 21, 30 and 31
 	version uint64
+	// activity holds the events by configured sovereign keys: key → id →
+	// created_at (the dead-man switch measures their dormancy).
+	activity map[string]map[string]int64
 	// judged caches judge's answer for version.
-	judgedAt  uint64
-	acts      []*Act
-	destroyed int64
+	judgedAt uint64
+	j        *judgement
 
 	pips  *pipSet
 	usage usage
@@ -35,14 +38,24 @@ var (
 
 // NewFold returns an empty fold under opts (already normalized).
 func NewFold(opts Options) *Fold {
-	return &Fold{opts: opts, events: map[string]*protocol.Event{}, judgedAt: ^uint64(0), pips: newPipSet()}
+	return &Fold{opts: opts, events: map[string]*protocol.Event{}, activity: map[string]map[string]int64{},
+		judgedAt: ^uint64(0), pips: newPipSet()}
 }
 
 // Add folds one stored, non-revoked event.
 func (f *Fold) Add(e *protocol.Event) {
 	f.usage.add(e)
+	if slices.Contains(f.opts.SovereignKeys, e.AgentID) {
+		f.mu.Lock()
+		if f.activity[e.AgentID] == nil {
+			f.activity[e.AgentID] = map[string]int64{}
+		}
+		f.activity[e.AgentID][e.ID] = e.CreatedAt
+		f.version++
+		f.mu.Unlock()
+	}
 	switch e.Kind {
-	case KindSovereignAct, KindSeedDestruct:
+	case KindSovereignAct, KindSeedDestruct, KindDeadMan:
 		f.mu.Lock()
 		if _, ok := f.events[e.ID]; !ok {
 			f.events[e.ID] = e
@@ -57,8 +70,14 @@ func (f *Fold) Add(e *protocol.Event) {
 // Remove withdraws an event its author revoked.
 func (f *Fold) Remove(e *protocol.Event) {
 	f.usage.remove(e)
+	if m := f.activity[e.AgentID]; m != nil {
+		f.mu.Lock()
+		delete(m, e.ID)
+		f.version++
+		f.mu.Unlock()
+	}
 	switch e.Kind {
-	case KindSovereignAct, KindSeedDestruct:
+	case KindSovereignAct, KindSeedDestruct, KindDeadMan:
 		f.mu.Lock()
 		if _, ok := f.events[e.ID]; ok {
 			delete(f.events, e.ID)
@@ -73,10 +92,9 @@ func (f *Fold) Remove(e *protocol.Event) {
 // Usage returns every schema name's use by stored events, by name.
 func (f *Fold) Usage() []Usage { return f.usage.all() }
 
-// judged returns the judged acts in (created_at, id) order and the time
-// the seed keys stop counting. The slice is shared: callers must not
-// change it.
-func (f *Fold) judged() ([]*Act, int64) {
+// judged returns the current judgement (shared: callers must not change
+// it).
+func (f *Fold) judged() *judgement {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.judgedAt != f.version {
@@ -84,31 +102,37 @@ func (f *Fold) judged() ([]*Act, int64) {
 		for _, e := range f.events {
 			evs = append(evs, e)
 		}
-		f.acts, f.destroyed = f.opts.judge(evs)
+		activity := make(map[string][]int64, len(f.activity))
+		for k, m := range f.activity {
+			for _, at := range m {
+				activity[k] = append(activity[k], at)
+			}
+		}
+		f.j = f.opts.judge(evs, activity)
 		f.judgedAt = f.version
 	}
-	return f.acts, f.destroyed
+	return f.j
 }
 
-// Log returns every governance act (kinds 21 and 30) with its judgement,
-// oldest first (GET /sovereign_log).
-func (f *Fold) Log() []*Act {
-	acts, _ := f.judged()
-	return acts
-}
+// Log returns every governance act (kinds 21, 30 and 31) with its
+// judgement, oldest first (GET /sovereign_log).
+func (f *Fold) Log() []*Act { return f.judged().acts }
 
 // Sovereign returns the sovereign state at unix time at.
-func (f *Fold) Sovereign(at int64) *Sovereign {
-	acts, destroyed := f.judged()
-	return f.opts.sovereignAt(acts, destroyed, at)
-}
+func (f *Fold) Sovereign(at int64) *Sovereign { return f.opts.sovereignAt(f.judged(), at) }
 
-// Authorized reports whether e, a kind 21 or 30, is signed under a
-// configured rule at now (the gate lets such events through a freeze).
+// Authorized reports whether e, a kind 21, 30 or 31, is signed under the
+// rule in force now (the gate lets such events through a freeze): the
+// sovereign or seed threshold, or for a kind 31 the stewards'.
 func (f *Fold) Authorized(e *protocol.Event, now int64) bool {
-	_, destroyed := f.judged()
-	sov, seed, _, _ := f.opts.signers(e)
-	return f.opts.authority(sov, seed, destroyed == 0 || e.CreatedAt < destroyed) != ""
+	j := f.judged()
+	rg := j.final
+	rg.SeedActive = rg.SeedActive && (j.destroyed == 0 || e.CreatedAt < j.destroyed)
+	who, _, _ := f.opts.signers(e)
+	if e.Kind == KindDeadMan {
+		return len(rg.Stewards) > 0 && len(among(who, rg.Stewards)) >= rg.StewardThreshold
+	}
+	return f.opts.authority(among(who, rg.SovKeys), among(who, f.opts.SeedKeys), &rg) != ""
 }
 
 // Options returns the fold's settings.
@@ -137,9 +161,9 @@ type digestAct struct {
 // and these slices are sorted, so the bytes depend only on the set of
 // events, the options and at.
 func (f *Fold) Digest(at int64) [32]byte {
-	acts, destroyed := f.judged()
-	doc := digestDoc{Version: "governance.v1", Options: f.opts, State: f.opts.sovereignAt(acts, destroyed, at), Acts: []digestAct{}}
-	for _, a := range acts {
+	j := f.judged()
+	doc := digestDoc{Version: "governance.v1", Options: f.opts, State: f.opts.sovereignAt(j, at), Acts: []digestAct{}}
+	for _, a := range j.acts {
 		doc.Acts = append(doc.Acts, digestAct{a.ID, a.Valid, a.Ignored, a.Authority})
 	}
 	doc.PIPs = f.pips.digest(at)

@@ -17,18 +17,19 @@ func FuzzJudge(f *testing.F) {
 	f.Add(int64(21), `{"effective_at":1e300}`, "relay", "", int64(-1))
 	f.Add(int64(30), `{"act":"revoke_relay","target":"https://x"}`, "relay", "https://y", int64(1<<62))
 	f.Add(int64(30), `not json`, "e", "", int64(0))
+	f.Add(int64(31), `{"new_stewards":["x"],"multisig_threshold":1e9}`, "p", "", int64(0))
 	seed := sha256.Sum256([]byte("fuzz-seed"))
 	key := ed25519.NewKeyFromSeed(seed[:])
 	o, _ := Options{SeedKeys: []string{protocol.AgentIDOf(key)}, SeedThreshold: 1}.normalize()
 	f.Fuzz(func(t *testing.T, kind int64, content, tagName, tagValue string, at int64) {
-		if kind != KindSeedDestruct {
+		if kind != KindSeedDestruct && kind != KindDeadMan {
 			kind = KindSovereignAct
 		}
 		e := &protocol.Event{Kind: kind, CreatedAt: 1763800000, Content: content,
 			Tags: [][]string{{tagName, tagValue}, {"cosign", tagValue, tagValue}}}
 		e.Sign(key)
-		acts, _ := o.judge([]*protocol.Event{e, e})
-		for _, a := range acts {
+		j := o.judge([]*protocol.Event{e, e}, map[string][]int64{})
+		for _, a := range j.acts {
 			if a.Valid && len(a.SeedSigners) < o.SeedThreshold {
 				t.Fatalf("valid below threshold: %+v", a)
 			}
@@ -36,7 +37,7 @@ func FuzzJudge(f *testing.F) {
 				t.Fatalf("ignored without a reason: %+v", a)
 			}
 		}
-		o.sovereignAt(acts, 0, at)
+		o.sovereignAt(j, at)
 	})
 }
 

@@ -73,11 +73,11 @@ func (m *Module) Mount(core *relay.Server) error {
 }
 
 // gate refuses publishes while the network is shut down or frozen, and
-// those of banned agents; a kind 21 or 30 signed under a configured rule
-// always passes, so the keys can unfreeze, renew or act. Then it checks
+// those of banned agents; a kind 21, 30 or 31 signed under the rule in
+// force always passes, so the keys can unfreeze, renew or act. Then it checks
 // the content against the schemas the event's s tags name.
 func (m *Module) gate(e *protocol.Event, now int64) error {
-	if (e.Kind == KindSovereignAct || e.Kind == KindSeedDestruct) && m.fold.Authorized(e, now) {
+	if (e.Kind == KindSovereignAct || e.Kind == KindSeedDestruct || e.Kind == KindDeadMan) && m.fold.Authorized(e, now) {
 		return nil
 	}
 	s := m.fold.Sovereign(now)
@@ -102,8 +102,8 @@ type logEntry struct {
 	Event *protocol.Event `json:"event"`
 }
 
-// getLog is GET /sovereign_log: every kind 21 and 30 act, valid or not,
-// oldest first.
+// getLog is GET /sovereign_log: every kind 21, 30 and 31 act, valid or
+// not, oldest first.
 func (m *Module) getLog(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
@@ -140,6 +140,9 @@ type phaseAnswer struct {
 	SovereignKeys      []string `json:"sovereign_keys"`
 	SovereignThreshold int      `json:"sovereign_threshold"`
 	SeedFreezeTTL      int64    `json:"seed_freeze_ttl_s"`
+	DeadManAfter       int64    `json:"dead_man_after_s"`
+	StewardThreshold   int      `json:"steward_threshold"`
+	AuthorityVia       string   `json:"authority_transferred_by,omitempty"`
 	Frozen             bool     `json:"frozen"`
 	Shutdown           bool     `json:"shutdown"`
 	Stewards           []string `json:"stewards"`
@@ -154,12 +157,13 @@ func (m *Module) getPhase(c echo.Context) error {
 	s := m.fold.Sovereign(now)
 	o := m.fold.opts
 	a := phaseAnswer{Phase: 1, SeedKeysActive: s.SeedKeysActive, SeedKeys: httpx.NonNil(o.SeedKeys), SeedThreshold: o.SeedThreshold,
-		SovereignKeys: httpx.NonNil(o.SovereignKeys), SovereignThreshold: o.SovereignThreshold, SeedFreezeTTL: o.SeedFreezeTTL,
+		SovereignKeys: httpx.NonNil(s.Regime.SovKeys), SovereignThreshold: s.Regime.SovThreshold, SeedFreezeTTL: o.SeedFreezeTTL,
+		DeadManAfter: o.DeadManAfter, StewardThreshold: s.Regime.StewardThreshold, AuthorityVia: s.Regime.By,
 		Frozen: s.Frozen, Shutdown: s.Shutdown, Stewards: s.Stewards, Now: now}
 	switch {
 	case s.SeedKeysDestroyedAt != 0:
 		a.Phase = 3
-	case len(o.SovereignKeys) > 0:
+	case len(s.Regime.SovKeys) > 0:
 		a.Phase = 2
 	}
 	return c.JSON(http.StatusOK, a)

@@ -40,6 +40,9 @@ type Options struct {
 	// (FIPS 204 encoding): such a key counts as a signer only when its
 	// Ed25519 and its post-quantum signatures both verify (§15.3).
 	PQKeys map[string][]byte
+	// DeadManAfter is the sovereign dormancy in seconds after which the
+	// stewards' kind 31 transfers authority (0: DefaultDeadManAfter).
+	DeadManAfter int64
 
 	pqPub map[string]*mldsa65.PublicKey
 }
@@ -57,8 +60,11 @@ func (o Options) normalize() (Options, error) {
 	if o.SeedFreezeTTL == 0 {
 		o.SeedFreezeTTL = DefaultSeedFreezeTTL
 	}
-	if o.SeedFreezeTTL < 0 {
-		return o, fmt.Errorf("seed freeze TTL %d: must be positive", o.SeedFreezeTTL)
+	if o.DeadManAfter == 0 {
+		o.DeadManAfter = DefaultDeadManAfter
+	}
+	if o.SeedFreezeTTL < 0 || o.DeadManAfter < 0 {
+		return o, fmt.Errorf("seed freeze TTL %d, dead-man period %d: must be positive", o.SeedFreezeTTL, o.DeadManAfter)
 	}
 	return o, o.parsePQKeys()
 }

@@ -35,13 +35,17 @@ type Sovereign struct {
 	// LastSovereignActivity is the created_at of the latest valid act
 	// under the sovereign keys (0: none).
 	LastSovereignActivity int64 `json:"last_sovereign_activity"`
+	// Regime is who holds authority at At: the sovereign keys (changed by
+	// a dead-man switch) and the stewards' threshold.
+	Regime regime `json:"regime"`
 	// ValidActs and IgnoredActs count the acts created at or before At.
 	ValidActs   int `json:"valid_acts"`
 	IgnoredActs int `json:"ignored_acts"`
 }
 
 // sovereignAt folds the judged acts (in order) created at or before at.
-func (o *Options) sovereignAt(acts []*Act, destroyed, at int64) *Sovereign {
+func (o *Options) sovereignAt(j *judgement, at int64) *Sovereign {
+	acts, destroyed := j.acts, j.destroyed
 	s := &Sovereign{At: at, BannedAgents: []string{}, RevokedRelays: []string{}, Stewards: []string{}, Rollbacks: []string{}}
 	s.SeedKeysActive = len(o.SeedKeys) > 0 && (destroyed == 0 || at < destroyed)
 	if destroyed != 0 && destroyed <= at {
@@ -103,6 +107,9 @@ func (o *Options) sovereignAt(acts []*Act, destroyed, at int64) *Sovereign {
 	case at < seedUntil:
 		s.Frozen, s.FrozenBy, s.FrozenSince, s.FrozenUntil, s.FreezeAct = true, AuthSeed, seedSince, seedUntil, seedAct
 	}
+	s.Regime = *j.regimeAt(at)
+	s.Regime.Stewards, s.Regime.SeedActive = s.Stewards, s.SeedKeysActive
+	s.Regime.StewardThreshold = stewardsThresholdAt(acts, at, len(s.Stewards))
 	slices.Sort(s.BannedAgents)
 	slices.Sort(s.RevokedRelays)
 	slices.Sort(s.Stewards)
@@ -128,6 +135,18 @@ func unfreezeRank(a *Act) int {
 		return 1
 	}
 	return 0
+}
+
+// stewardsThresholdAt is the threshold of the latest valid appointment
+// at or before at.
+func stewardsThresholdAt(acts []*Act, at int64, n int) int {
+	th := 0
+	for _, a := range acts {
+		if a.CreatedAt <= at && a.Valid && a.Act == ActAppointSteward {
+			th = stewardThreshold(a.event.Content, n)
+		}
+	}
+	return th
 }
 
 func addAll(set, vals []string) []string {
