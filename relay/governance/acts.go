@@ -224,6 +224,20 @@ func (j *judgement) regimeAt(t int64) *regime {
 // stored events authored by configured sovereign keys. It depends only on
 // the set of events and o.
 func (o *Options) judge(evs []*protocol.Event, activity map[string][]int64) *judgement {
+	return o.judgeCached(evs, activity, nil)
+}
+
+// signed is signers' answer for one event, cached across judgements.
+type signed struct {
+	who []string
+	cos []protocol.Cosignature
+	pq  []PQCheck
+}
+
+// judgeCached is judge with a cache of each event's signature checks
+// (pure functions of the event), so a new act does not re-verify the
+// others. cache may be nil.
+func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64, cache map[string]*signed) *judgement {
 	evs = slices.Clone(evs)
 	slices.SortFunc(evs, byTime)
 	j := &judgement{acts: make([]*Act, 0, len(evs))}
@@ -233,8 +247,16 @@ func (o *Options) judge(evs []*protocol.Event, activity map[string][]int64) *jud
 	var lastSov int64 // latest valid sovereign act
 	for _, e := range evs {
 		a := &Act{ID: e.ID, Kind: e.Kind, Author: e.AgentID, CreatedAt: e.CreatedAt, Targets: []string{}, event: e}
-		var who []string
-		who, a.Cosignatures, a.PQ = o.signers(e)
+		sg := cache[e.ID]
+		if sg == nil {
+			sg = &signed{}
+			sg.who, sg.cos, sg.pq = o.signers(e)
+			if cache != nil {
+				cache[e.ID] = sg
+			}
+		}
+		who := sg.who
+		a.Cosignatures, a.PQ = sg.cos, sg.pq
 		if j.destroyed != 0 && e.CreatedAt >= j.destroyed {
 			rg.SeedActive = false
 		}

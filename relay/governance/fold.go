@@ -26,6 +26,11 @@ type Fold struct {
 	// judged caches judge's answer for version.
 	judgedAt uint64
 	j        *judgement
+	// signed caches each act's signature checks; sov caches the sovereign
+	// state of the latest (version, at) asked (the gate asks per publish).
+	signed map[string]*signed
+	sov    *Sovereign
+	sovVer uint64
 
 	pips  *pipSet
 	usage usage
@@ -39,7 +44,7 @@ var (
 // NewFold returns an empty fold under opts (already normalized).
 func NewFold(opts Options) *Fold {
 	return &Fold{opts: opts, events: map[string]*protocol.Event{}, activity: map[string]map[string]int64{},
-		judgedAt: ^uint64(0), pips: newPipSet()}
+		judgedAt: ^uint64(0), pips: newPipSet(), signed: map[string]*signed{}}
 }
 
 // Add folds one stored, non-revoked event.
@@ -81,6 +86,7 @@ func (f *Fold) Remove(e *protocol.Event) {
 		f.mu.Lock()
 		if _, ok := f.events[e.ID]; ok {
 			delete(f.events, e.ID)
+			delete(f.signed, e.ID)
 			f.version++
 		}
 		f.mu.Unlock()
@@ -108,7 +114,7 @@ func (f *Fold) judged() *judgement {
 				activity[k] = append(activity[k], at)
 			}
 		}
-		f.j = f.opts.judge(evs, activity)
+		f.j = f.opts.judgeCached(evs, activity, f.signed)
 		f.judgedAt = f.version
 	}
 	return f.j
@@ -118,8 +124,21 @@ func (f *Fold) judged() *judgement {
 // judgement, oldest first (GET /sovereign_log).
 func (f *Fold) Log() []*Act { return f.judged().acts }
 
-// Sovereign returns the sovereign state at unix time at.
-func (f *Fold) Sovereign(at int64) *Sovereign { return f.opts.sovereignAt(f.judged(), at) }
+// Sovereign returns the sovereign state at unix time at (shared: callers
+// must not change it).
+func (f *Fold) Sovereign(at int64) *Sovereign {
+	j := f.judged()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sov != nil && f.sovVer == f.judgedAt && f.sov.At == at && f.j == j {
+		return f.sov
+	}
+	s := f.opts.sovereignAt(j, at)
+	if f.j == j {
+		f.sov, f.sovVer = s, f.judgedAt
+	}
+	return s
+}
 
 // Authorized reports whether e, a kind 21, 30 or 31, is signed under the
 // rule in force now (the gate lets such events through a freeze): the

@@ -79,7 +79,12 @@ func TestFoldOrderIndependent(t *testing.T) {
 	evs := governanceEvents(t, k, relaytest.VectorTime)
 	revoke := k.sov[0].Sign(protocol.KindRevoke, relaytest.VectorTime+20, "", []string{"e", evs[3].ID})
 	revokePIP := taskstest.NewAgent("alice").Sign(protocol.KindRevoke, relaytest.VectorTime+20, "", []string{"e", evs[10].ID})
-	evs = append(evs, revoke, revokePIP)
+	steward, heir := taskstest.NewAgent("steward"), taskstest.NewAgent("heir")
+	appoint := act(t, k.sov[1], relaytest.VectorTime+12, map[string]any{"act": "appoint_steward", "n": 2}, k.sov[:1], []string{"p", steward.ID})
+	succession := deadMan(t, steward, relaytest.VectorTime+40, map[string]any{"new_stewards": []string{heir.ID}})
+	tooEarly := deadMan(t, steward, relaytest.VectorTime+25, map[string]any{"new_stewards": []string{steward.ID}})
+	evs = append(evs, revoke, revokePIP, appoint, succession, tooEarly)
+	k.opts.DeadManAfter = 10 // the revoke by a sovereign key at +20 is activity
 	byID := map[string]*protocol.Event{}
 	for _, e := range evs {
 		byID[e.ID] = e
@@ -97,7 +102,7 @@ func TestFoldOrderIndependent(t *testing.T) {
 		if i == 0 {
 			want = got
 			s := m.Governance().Sovereign(relaytest.VectorTime + 100)
-			if len(s.Stewards) != 0 || len(s.BannedAgents) != 1 || !s.Frozen {
+			if len(s.Stewards) != 1 || len(s.BannedAgents) != 1 || !s.Frozen || s.Regime.By != succession.ID {
 				t.Fatalf("state: %+v", s)
 			}
 			recs := m.Governance().Records()

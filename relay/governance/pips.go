@@ -85,6 +85,8 @@ type pipEvent struct {
 	e      *protocol.Event
 	c      *pipContent
 	digest [32]byte
+	// cosigners are the valid cosigners, verified once when added.
+	cosigners []string
 }
 
 // pipSet holds the kind 20 proposals by number.
@@ -107,10 +109,16 @@ func (p *pipSet) add(e *protocol.Event) {
 		return
 	}
 	d, _ := protocol.CosignDigest(KindPIP, e.Content)
+	pe := &pipEvent{e: e, c: c, digest: d}
+	for _, cs := range protocol.Cosignatures(e) {
+		if cs.Valid {
+			pe.cosigners = append(pe.cosigners, cs.AgentID)
+		}
+	}
 	if p.byNum[c.Number] == nil {
 		p.byNum[c.Number] = map[string]*pipEvent{}
 	}
-	p.byNum[c.Number][e.ID] = &pipEvent{e: e, c: c, digest: d}
+	p.byNum[c.Number][e.ID] = pe
 }
 
 func (p *pipSet) remove(e *protocol.Event) {
@@ -263,11 +271,7 @@ func supporters(evs []*pipEvent, d [32]byte, owner string) []string {
 			continue
 		}
 		out = addAll(out, []string{pe.e.AgentID})
-		for _, c := range protocol.Cosignatures(pe.e) {
-			if c.Valid {
-				out = addAll(out, []string{c.AgentID})
-			}
-		}
+		out = addAll(out, pe.cosigners)
 	}
 	slices.Sort(out)
 	return out
