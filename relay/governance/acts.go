@@ -241,7 +241,7 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 	evs = slices.Clone(evs)
 	slices.SortFunc(evs, byTime)
 	j := &judgement{acts: make([]*Act, 0, len(evs))}
-	rg := regime{SovKeys: o.SovereignKeys, SovThreshold: o.SovereignThreshold, SeedActive: len(o.SeedKeys) > 0, Stewards: []string{}}
+	rg := regime{SovKeys: append([]string{}, o.SovereignKeys...), SovThreshold: o.SovereignThreshold, SeedActive: len(o.SeedKeys) > 0, Stewards: []string{}}
 	j.regimes = append(j.regimes, rg)
 	seen := map[[32]byte]string{}
 	var lastSov int64 // latest valid sovereign act
