@@ -232,6 +232,10 @@ type signed struct {
 	who []string
 	cos []protocol.Cosignature
 	pq  []PQCheck
+	// content, parsed and digest are a kind 30's parse and cosign digest.
+	content actContent
+	parsed  bool
+	digest  [32]byte
 }
 
 // judgeCached is judge with a cache of each event's signature checks
@@ -251,6 +255,10 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 		if sg == nil {
 			sg = &signed{}
 			sg.who, sg.cos, sg.pq = o.signers(e)
+			if e.Kind == KindSovereignAct {
+				sg.content, sg.parsed = parseAct(e.Content)
+				sg.digest, _ = protocol.CosignDigest(KindSovereignAct, e.Content)
+			}
 			if cache != nil {
 				cache[e.ID] = sg
 			}
@@ -274,7 +282,7 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 				j.regimes = append(j.regimes, rg)
 			}
 		default:
-			o.judgeAct(a, &rg, seen)
+			o.judgeAct(a, sg, &rg, seen)
 			if a.Valid && a.Authority == AuthSovereign {
 				lastSov = a.CreatedAt
 				if a.Act == ActAppointSteward {
@@ -315,9 +323,9 @@ func (o *Options) judgeDestruct(a *Act, seedActive bool) {
 
 // judgeAct judges a kind 30 (SPEC §10.2); seen maps the content digests of
 // earlier valid acts to their ids.
-func (o *Options) judgeAct(a *Act, rg *regime, seen map[[32]byte]string) {
+func (o *Options) judgeAct(a *Act, sg *signed, rg *regime, seen map[[32]byte]string) {
 	e := a.event
-	c, ok := parseAct(e.Content)
+	c, ok := sg.content, sg.parsed
 	a.Act = c.Act
 	switch {
 	case !ok:
@@ -347,7 +355,7 @@ func (o *Options) judgeAct(a *Act, rg *regime, seen map[[32]byte]string) {
 			return
 		}
 	}
-	a.digest, _ = protocol.CosignDigest(KindSovereignAct, e.Content)
+	a.digest = sg.digest
 	if first, dup := seen[a.digest]; dup {
 		a.Ignored, a.ReplayOf = WhyReplayed, first
 		return
