@@ -77,10 +77,15 @@ func (m *Module) Mount(core *relay.Server) error {
 // force always passes, so the keys can unfreeze, renew or act. Then it checks
 // the content against the schemas the event's s tags name.
 func (m *Module) gate(e *protocol.Event, now int64) error {
+	s := m.fold.Sovereign(now)
+	if !s.Shutdown && !s.Frozen && !s.Banned(e.AgentID) {
+		return m.checkSchemas(e, now)
+	}
+	// Only now verify an act's cosignatures: unrestricted publishes never
+	// pay for it.
 	if (e.Kind == KindSovereignAct || e.Kind == KindSeedDestruct || e.Kind == KindDeadMan) && m.fold.Authorized(e, now) {
 		return nil
 	}
-	s := m.fold.Sovereign(now)
 	switch {
 	case s.Shutdown:
 		return &httpx.RetryError{Err: protocol.Errorf(CodeShutdown, "the protocol was shut down by sovereign act %s: the relay is read-only", s.ShutdownAct), After: retryShutdown, Status: http.StatusServiceUnavailable}
@@ -90,10 +95,8 @@ func (m *Module) gate(e *protocol.Event, now int64) error {
 			after = int(min(max(s.FrozenUntil-now, 1), retrySovereignFreeze))
 		}
 		return &httpx.RetryError{Err: protocol.Errorf(CodeFrozen, "the network is frozen by %s act %s: reads work, publishing is halted", s.FrozenBy, s.FreezeAct), After: after, Status: http.StatusServiceUnavailable}
-	case s.Banned(e.AgentID):
-		return protocol.Errorf(CodeBanned, "agent %s is banned by a sovereign act", e.AgentID)
 	}
-	return m.checkSchemas(e, now)
+	return protocol.Errorf(CodeBanned, "agent %s is banned by a sovereign act", e.AgentID)
 }
 
 // logEntry is one row of GET /sovereign_log: the judgement and the event.
