@@ -40,6 +40,7 @@ var statusOf = map[string]int{
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
 	"agent_banned":      http.StatusForbidden, // a governance ban (relay/governance)
+	"relay_revoked":     http.StatusForbidden, // a governance relay revocation
 }
 
 // retryError is a 429/503 that tells the client when to come back.

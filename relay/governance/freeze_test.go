@@ -115,6 +115,10 @@ func TestSovereignActs(t *testing.T) {
 	for _, e := range []*protocol.Event{revoke, appoint, rollback} {
 		post(t, r, e, 200, "")
 	}
+	// The revoked relay's announcements are refused (by its url here),
+	// another relay's are not.
+	post(t, r, taskstest.NewAgent("bad-relay").Sign(protocol.KindRelayAnnounce, now(), map[string]any{"url": "https://bad.example/"}), 403, governance.CodeRevoked)
+	post(t, r, taskstest.NewAgent("good-relay").Sign(protocol.KindRelayAnnounce, now(), map[string]any{"url": "https://good.example"}), 200, "")
 	var st governance.Sovereign
 	getJSON(t, r, "/sovereign/state", &st)
 	if len(st.BannedAgents) != 1 || st.BannedAgents[0] != mallory.ID || len(st.RevokedRelays) != 1 ||

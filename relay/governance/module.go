@@ -21,6 +21,7 @@ const (
 	CodeFrozen   = "network_frozen"
 	CodeShutdown = "protocol_shutdown"
 	CodeBanned   = "agent_banned"
+	CodeRevoked  = "relay_revoked"
 )
 
 // Retry-After of a gate refusal, in seconds.
@@ -78,7 +79,8 @@ func (m *Module) Mount(core *relay.Server) error {
 // the content against the schemas the event's s tags name.
 func (m *Module) gate(e *protocol.Event, now int64) error {
 	s := m.fold.Sovereign(now)
-	if !s.Shutdown && !s.Frozen && !s.Banned(e.AgentID) {
+	revoked := e.Kind == protocol.KindRelayAnnounce && s.RelayRevoked(e)
+	if !s.Shutdown && !s.Frozen && !s.Banned(e.AgentID) && !revoked {
 		return m.checkSchemas(e, now)
 	}
 	// Only now verify an act's cosignatures: unrestricted publishes never
@@ -95,6 +97,8 @@ func (m *Module) gate(e *protocol.Event, now int64) error {
 			after = int(min(max(s.FrozenUntil-now, 1), retrySovereignFreeze))
 		}
 		return &httpx.RetryError{Err: protocol.Errorf(CodeFrozen, "the network is frozen by %s act %s: reads work, publishing is halted", s.FrozenBy, s.FreezeAct), After: after, Status: http.StatusServiceUnavailable}
+	case revoked:
+		return protocol.Errorf(CodeRevoked, "relay %s is revoked by a sovereign act: its announcements are refused", e.AgentID)
 	}
 	return protocol.Errorf(CodeBanned, "agent %s is banned by a sovereign act", e.AgentID)
 }

@@ -2,7 +2,11 @@ package governance
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
 )
 
 // Sovereign is the effect of the valid acts created at or before At: the
@@ -156,6 +160,25 @@ func addAll(set, vals []string) []string {
 		}
 	}
 	return set
+}
+
+// RelayRevoked reports whether a kind 10 announcement e comes from a
+// revoked relay: its author or its content's url is in RevokedRelays.
+func (s *Sovereign) RelayRevoked(e *protocol.Event) bool {
+	if len(s.RevokedRelays) == 0 {
+		return false
+	}
+	if _, ok := slices.BinarySearch(s.RevokedRelays, e.AgentID); ok {
+		return true
+	}
+	var a struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal([]byte(e.Content), &a) == nil && a.URL != "" {
+		u := strings.TrimRight(a.URL, "/")
+		return slices.ContainsFunc(s.RevokedRelays, func(r string) bool { return strings.TrimRight(r, "/") == u })
+	}
+	return false
 }
 
 // Banned reports whether agent is banned in s.
