@@ -176,6 +176,7 @@ func (s *Server) route(method, path string, h echo.HandlerFunc) {
 func (s *Server) routes() {
 	s.route(http.MethodPost, "/events", s.postEvent)
 	s.route(http.MethodPost, "/events/dry-run", s.dryRun)
+	s.route(http.MethodPost, "/events/batch", s.postBatch)
 	s.route(http.MethodGet, "/events", s.getEvents)
 	s.route(http.MethodGet, "/events/:id", s.getEvent)
 	s.route(http.MethodGet, "/events/:id/raw", s.getRaw)

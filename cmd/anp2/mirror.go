@@ -40,7 +40,7 @@ func (c *mirrorCmd) ParseFlags(args []string) error {
 func (c *mirrorCmd) Run(ctx context.Context) error {
 	st, err := sqlite.Open(c.db, nil)
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	defer st.Close()
 	cfg := relay.DefaultConfig()

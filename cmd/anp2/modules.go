@@ -4,6 +4,7 @@ import (
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
@@ -38,6 +39,7 @@ func modules(fed federation.Options, gov governance.Options) (relayModules, erro
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
 		f,
+		dms.NewModule(),
 		g,
 	}}, nil
 }

@@ -219,19 +219,15 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 	return f.Name(), ctx.Err()
 }
 
-// dumpStore writes a database's log as JSON lines.
+// dumpStore writes a database's log as JSON lines. It reads without the
+// writer lock, so the log of a running relay can be audited.
 func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
-	st, err := sqlite.Open(c.source, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	bw := bufio.NewWriterSize(w, 1<<16)
-	err = st.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
-		if seq%4096 == 0 {
-			c.progress.update("read database: seq %d", seq)
+	err := sqlite.ReadLog(ctx, c.source, func(r sqlite.Row) error {
+		if r.Seq%4096 == 0 {
+			c.progress.update("read database: seq %d", r.Seq)
 		}
-		bw.Write(body)
+		bw.Write(r.Body)
 		return bw.WriteByte('\n')
 	})
 	if err != nil {

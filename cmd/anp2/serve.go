@@ -66,7 +66,7 @@ func (c *serveCmd) Start() error {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	c.store = st
 	cfg := relay.DefaultConfig()
@@ -120,10 +120,11 @@ func (c *serveCmd) Start() error {
 	if err != nil {
 		ln.Close()
 		st.Close()
-		return err
+		return damaged(c.db, err)
 	}
 	c.srv = srv
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
+	st.Announce("addr=" + ln.Addr().String())
 	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
 	return nil
 }

@@ -2,6 +2,7 @@ package governance_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,12 @@ func TestSeedFreeze(t *testing.T) {
 	}
 	if got := r.Do(t, "GET", "/events?kinds=1", "", nil); got.Status != 200 {
 		t.Fatalf("read during freeze: %d", got.Status)
+	}
+	// A batch is gated item by item, with the same status and code.
+	batch := []byte("[" + string(protocol.AppendJSON(nil, alice.Sign(protocol.KindPost, now(), "batched"))) + "]")
+	if b := r.Do(t, "POST", "/events/batch", "application/json", batch); b.Status != 200 ||
+		!strings.Contains(string(b.Body), `"status":503`) || !strings.Contains(string(b.Body), governance.CodeFrozen) {
+		t.Fatalf("batch during freeze: %d %s", b.Status, b.Body)
 	}
 	if r.Count(t) != before {
 		t.Fatal("a refused publish changed the log")

@@ -64,6 +64,10 @@ func (m *Module) Governance() *Fold { return m.fold }
 // Mount registers the routes and the publish gate.
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
+	relay.RegisterStatus(CodeFrozen, http.StatusServiceUnavailable)
+	relay.RegisterStatus(CodeShutdown, http.StatusServiceUnavailable)
+	relay.RegisterStatus(CodeBanned, http.StatusForbidden)
+	relay.RegisterStatus(CodeRevoked, http.StatusForbidden)
 	core.AddPublishGate(m.gate)
 	core.Route(http.MethodGet, "/sovereign_log", m.getLog)
 	core.Route(http.MethodGet, "/sovereign/state", m.getSovereign)
