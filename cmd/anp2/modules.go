@@ -6,10 +6,12 @@ import (
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/tiers"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -17,6 +19,8 @@ import (
 type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
+	funding    *funding.Module
+	tiers      *tiers.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -33,11 +37,17 @@ func modules(fed federation.Options, gov governance.Options) (relayModules, erro
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, all: []relay.Module{
+	fund := funding.NewModule(funding.Options{})
+	tierOpts := tiers.DefaultOptions()
+	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
+	tier := tiers.NewModule(tierOpts)
+	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
+		fund,
+		tier,
 		f,
 		dms.NewModule(),
 		g,

@@ -7,7 +7,9 @@
 package governance
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -68,7 +70,8 @@ func (m *Module) Mount(core *relay.Server) error {
 	relay.RegisterStatus(CodeShutdown, http.StatusServiceUnavailable)
 	relay.RegisterStatus(CodeBanned, http.StatusForbidden)
 	relay.RegisterStatus(CodeRevoked, http.StatusForbidden)
-	core.AddPublishGate(m.gate)
+	core.OnPublish(func(_ context.Context, e *protocol.Event, now time.Time) error { return m.gate(e, now.Unix()) })
+	core.OnDryRun(m.gate)
 	core.Route(http.MethodGet, "/sovereign_log", m.getLog)
 	core.Route(http.MethodGet, "/sovereign/state", m.getSovereign)
 	core.Route(http.MethodGet, "/phase", m.getPhase)
