@@ -136,3 +136,42 @@ func TestGovernancePQE2E(t *testing.T) {
 		t.Fatalf("post after the dual ban: %d", st)
 	}
 }
+
+// TestGovernancePQCLI: two sovereign holders make ML-DSA-65 keys with
+// `anp2 pq-keygen`, sign a ban with `anp2 cosign --pq-key`, and the act
+// published with `anp2 publish` is enforced by a real `anp2 serve`.
+func TestGovernancePQCLI(t *testing.T) {
+	dir := t.TempDir()
+	path := func(n string) string { return filepath.Join(dir, n) }
+	a := strings.TrimSpace(runCLI(t, "keygen", "--key", path("a.key")))
+	b := strings.TrimSpace(runCLI(t, "keygen", "--key", path("b.key")))
+	m := strings.TrimSpace(runCLI(t, "keygen", "--key", path("m.key")))
+	pq := map[string]string{}
+	for _, n := range []string{"a", "b"} {
+		line := runCLI(t, "pq-keygen", "--key", path(n+".pq"), "--agent-key", path(n+".key"))
+		if err := json.Unmarshal([]byte(line), &pq); err != nil {
+			t.Fatalf("pq-keygen: %v: %s", err, line)
+		}
+	}
+	raw, _ := json.Marshal(pq)
+	if err := os.WriteFile(path("pq.json"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, path("cli.db"), "--sovereign-keys", a+","+b, "--pq-keys", path("pq.json"))
+	content := `{"act":"ban_agent","reason":"cli"}`
+	for _, n := range []string{"a", "b"} {
+		out := runCLI(t, "cosign", "--key", path(n+".key"), "--pq-key", path(n+".pq"), "--kind", "30", "--content", content)
+		if err := os.WriteFile(path(n+".cosign"), []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := runCLI(t, "publish", "--relay", p.base, "--key", path("a.key"), "--kind", "30", "--content", content,
+		"--tag", "p,"+m, "--tag", "scheme,"+governance.SchemeDual, "--cosign", path("a.cosign"), "--cosign", path("b.cosign"))
+	if !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("publish: %s", out)
+	}
+	res, err := exec.Command(binary, "publish", "--relay", p.base, "--key", path("m.key"), "--content", "hi").CombinedOutput()
+	if err == nil || !strings.Contains(string(res), "agent_banned") {
+		t.Fatalf("banned agent's publish: %v %s", err, res)
+	}
+}
