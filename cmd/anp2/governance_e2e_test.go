@@ -56,8 +56,40 @@ func TestGovernanceFreezeE2E(t *testing.T) {
 	if st, _ := send(alice.Sign(1, time.Now().Unix(), "before")); st != 200 {
 		t.Fatalf("post before freeze: %d", st)
 	}
-	if st, code := send(actOf(seeds[0], `{"act":"freeze_network","reason":"e2e"}`, seeds[1])); st != 200 {
+	weak := seeds[0].Sign(30, time.Now().Unix(), `{"act":"freeze_network","reason":"one key"}`)
+	if st, code := send(weak); st != 200 {
+		t.Fatalf("1-of-3 freeze: %d %s", st, code)
+	}
+	if st, code := send(alice.Sign(1, time.Now().Unix(), "after a 1-of-3 freeze")); st != 200 {
+		t.Fatalf("post after a 1-of-3 freeze: %d %s", st, code)
+	}
+	freeze := actOf(seeds[0], `{"act":"freeze_network","reason":"e2e"}`, seeds[1])
+	if st, code := send(freeze); st != 200 {
 		t.Fatalf("freeze: %d %s", st, code)
+	}
+	// The same content and cosignature on another seed holder's event, a
+	// second later (acts of one second are ordered by id).
+	replay := actOf(seeds[2], `{"act":"freeze_network","reason":"e2e"}`, seeds[1])
+	replay = seeds[2].Sign(30, freeze.CreatedAt+1, replay.Content, replay.Tags...)
+	if st, code := send(replay); st != 200 {
+		t.Fatalf("replayed freeze: %d %s", st, code)
+	}
+	resp, err := http.Get(p.base + "/sovereign_log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		ID      string `json:"id"`
+		Ignored string `json:"ignored"`
+	}
+	json.NewDecoder(resp.Body).Decode(&rows)
+	resp.Body.Close()
+	ignored := map[string]string{}
+	for _, r := range rows {
+		ignored[r.ID] = r.Ignored
+	}
+	if len(rows) != 3 || ignored[weak.ID] != "below_threshold" || ignored[freeze.ID] != "" || ignored[replay.ID] != "replayed" {
+		t.Fatalf("sovereign log: %+v", rows)
 	}
 	if st, code := send(alice.Sign(1, time.Now().Unix(), "during")); st != 503 || !strings.HasPrefix(code, "network_frozen") || code == "network_frozen" {
 		t.Fatalf("post during freeze: %d %s", st, code)
