@@ -10,8 +10,10 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-// Fold is governance's pure part: the set of governance events (kinds 20,
-// 21, 30), from which every judgement and effect is derived on demand. It
+// Fold is governance's pure part: the governance events (kinds 20, 21, 30,
+// 31), the events of the sovereign keys (their activity) and the use of
+// schema names, from which every judgement and effect is derived on
+// demand. It
 // depends only on the set of events, the Options and the evaluation time
 // (D6), so a relay, a mirror and `anp2 replay` agree.
 type Fold struct {
