@@ -29,7 +29,7 @@ func (c *cosignCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.kind, "kind", 0, "kind of the event the content is for (e.g. 12 checkpoint, 13 rollback, 14 ban)")
 	fs.StringVar(&c.content, "content", "", "the JSON content to endorse")
 	fs.StringVar(&c.contentFile, "content-file", "", "read the JSON content from this file instead")
-	fs.StringVar(&c.pqKeyPath, "pq-key", "", "also sign with this ML-DSA-65 key (anp2 pq-keygen): prints the cosign and pq_sig tags as a list")
+	fs.StringVar(&c.pqKeyPath, "pq-key", "", "also sign with this ML-DSA-65 key (anp2 pqkey): prints the cosign and pq_sig tags as a list")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

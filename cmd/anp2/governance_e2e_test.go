@@ -170,7 +170,7 @@ func TestGovernancePQE2E(t *testing.T) {
 }
 
 // TestGovernancePQCLI: two sovereign holders make ML-DSA-65 keys with
-// `anp2 pq-keygen`, sign a ban with `anp2 cosign --pq-key`, and the act
+// `anp2 pqkey`, sign a ban with `anp2 cosign --pq-key`, and the act
 // published with `anp2 publish` is enforced by a real `anp2 serve`.
 func TestGovernancePQCLI(t *testing.T) {
 	dir := t.TempDir()
@@ -180,9 +180,9 @@ func TestGovernancePQCLI(t *testing.T) {
 	m := strings.TrimSpace(runCLI(t, "keygen", "--key", path("m.key")))
 	pq := map[string]string{}
 	for _, n := range []string{"a", "b"} {
-		line := runCLI(t, "pq-keygen", "--key", path(n+".pq"), "--agent-key", path(n+".key"))
+		line := runCLI(t, "pqkey", "--key", path(n+".pq"), "--agent-key", path(n+".key"))
 		if err := json.Unmarshal([]byte(line), &pq); err != nil {
-			t.Fatalf("pq-keygen: %v: %s", err, line)
+			t.Fatalf("pqkey: %v: %s", err, line)
 		}
 	}
 	raw, _ := json.Marshal(pq)

@@ -21,18 +21,18 @@ type command interface {
 }
 
 var commands = map[string]func(stdout, stderr io.Writer) command{
-	"serve":     func(o, e io.Writer) command { return newServe(o, e) },
-	"keygen":    func(o, e io.Writer) command { return &keygenCmd{out: o} },
-	"publish":   func(o, e io.Writer) command { return &publishCmd{out: o} },
-	"get":       func(o, e io.Writer) command { return &getCmd{out: o} },
-	"import":    func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
-	"bench":     func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
-	"replay":    func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
-	"mirror":    func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
-	"cosign":    func(o, e io.Writer) command { return &cosignCmd{out: o} },
-	"pq-keygen": func(o, e io.Writer) command { return &pqKeygenCmd{out: o} },
-	"dm":        func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
-	"repair":    func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
+	"serve":   func(o, e io.Writer) command { return newServe(o, e) },
+	"keygen":  func(o, e io.Writer) command { return &keygenCmd{out: o} },
+	"publish": func(o, e io.Writer) command { return &publishCmd{out: o} },
+	"get":     func(o, e io.Writer) command { return &getCmd{out: o} },
+	"import":  func(o, e io.Writer) command { return &importCmd{out: o, progress: newProgress(e)} },
+	"bench":   func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
+	"replay":  func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
+	"mirror":  func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
+	"cosign":  func(o, e io.Writer) command { return &cosignCmd{out: o} },
+	"pqkey":   func(o, e io.Writer) command { return &pqKeygenCmd{out: o} },
+	"dm":      func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
+	"repair":  func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -47,7 +47,7 @@ const usage = `anp2 — ANP2 relay and tools
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 cosign   endorse an event's content: print a cosign tag to attach
                 with 'anp2 publish --cosign FILE' (--pq-key adds a pq_sig)
-  anp2 pq-keygen  create an ML-DSA-65 key beside an agent key, for --pq-keys
+  anp2 pqkey    create an ML-DSA-65 key beside an agent key, for --pq-keys
   anp2 dm       send and read private messages (kind 3), sealed and
                 opened on this side: 'anp2 dm send', 'anp2 dm read'
   anp2 repair   salvage a damaged log into a fresh one, verifying every

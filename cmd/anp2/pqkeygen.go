@@ -24,7 +24,7 @@ type pqKeygenCmd struct {
 }
 
 func (c *pqKeygenCmd) ParseFlags(args []string) error {
-	fs := flag.NewFlagSet("pq-keygen", flag.ContinueOnError)
+	fs := flag.NewFlagSet("pqkey", flag.ContinueOnError)
 	fs.StringVar(&c.keyPath, "key", "anp2.pq-key", "file to create with the ML-DSA-65 seed (0600)")
 	fs.StringVar(&c.agentOf, "agent-key", "anp2.key", "the Ed25519 key file (anp2 keygen) this post-quantum key pairs with")
 	return parse(fs, args)
@@ -58,7 +58,7 @@ func (c *pqKeygenCmd) Run(ctx context.Context) error {
 	return nil
 }
 
-// loadPQKey reads a seed written by pq-keygen.
+// loadPQKey reads a seed written by `anp2 pqkey`.
 func loadPQKey(path string) (*mldsa65.PrivateKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
