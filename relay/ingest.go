@@ -246,6 +246,11 @@ func (s *Server) dryRun(c echo.Context) error {
 		return err
 	}
 	errs = append(errs, logErrs...)
+	for _, check := range s.dryChecks {
+		if err := check(e, now.Unix()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
 	}

@@ -105,6 +105,9 @@ type Server struct {
 	index *reconcile.Index
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
+	// dryChecks report, without side effects, what gates would refuse in
+	// a dry run (OnDryRun).
+	dryChecks []func(e *protocol.Event, now int64) error
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -254,6 +257,14 @@ type PublishGate func(ctx context.Context, e *protocol.Event, now time.Time) err
 // Mirrored events and imports never pass gates. It must be called before
 // the relay serves (from Mount).
 func (s *Server) OnPublish(gate PublishGate) { s.gates = append(s.gates, gate) }
+
+// OnDryRun adds a check that POST /events/dry-run runs after the log
+// rules: a non-nil error is listed among the violations. Unlike a gate it
+// must have no side effect (charge nothing). It must be called before the
+// relay serves (from Mount).
+func (s *Server) OnDryRun(check func(e *protocol.Event, now int64) error) {
+	s.dryChecks = append(s.dryChecks, check)
+}
 
 // AddAgentInfo adds a hook that adds a module's fields to each agent row
 // the directory serves (GET /agents, GET /agents/{id}). It must be called

@@ -18,7 +18,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-// checkpointCmd prints the kind 12 content (SPEC §13.1) of a log at a
+// checkpointCmd prints the kind 12 content (SPEC §14.1) of a log at a
 // time, for the high-trust agents to cosign (`anp2 cosign --kind 12`) and
 // publish (`anp2 publish --kind 12 --cosign ...`).
 type checkpointCmd struct {
@@ -27,6 +27,7 @@ type checkpointCmd struct {
 	id       string
 	treasury string
 	source   string
+	gov      govFlags
 }
 
 func (c *checkpointCmd) ParseFlags(args []string) error {
@@ -34,6 +35,7 @@ func (c *checkpointCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.at, "at", 0, "the checkpoint's as_of, unix seconds (default now, to the minute)")
 	fs.StringVar(&c.id, "id", "", "checkpoint_id (default cp-<UTC time of as_of>)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id for a local log (default the public network's)")
+	c.gov.register(fs) // a local log is folded under the relay's governance keys
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +77,15 @@ func (c *checkpointCmd) Run(ctx context.Context) error {
 			return fn(e)
 		})
 	}
-	snap, err := branches.Prefix(c.at, state.Options{Treasury: c.treasury, Folds: folds()}, each)
+	gov, err := c.gov.options()
+	if err != nil {
+		return err
+	}
+	fl, err := folds(gov)
+	if err != nil {
+		return err
+	}
+	snap, err := branches.Prefix(c.at, state.Options{Treasury: c.treasury, Folds: fl}, each)
 	if err != nil {
 		return err
 	}

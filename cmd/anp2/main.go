@@ -30,6 +30,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"replay":     func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
 	"mirror":     func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
 	"cosign":     func(o, e io.Writer) command { return &cosignCmd{out: o} },
+	"pqkey":      func(o, e io.Writer) command { return &pqKeygenCmd{out: o} },
 	"checkpoint": func(o, e io.Writer) command { return &checkpointCmd{out: o} },
 	"dm":         func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
 	"repair":     func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
@@ -46,7 +47,8 @@ const usage = `anp2 — ANP2 relay and tools
                 derived view and compare its state digest with a relay's
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 cosign   endorse an event's content: print a cosign tag to attach
-                with 'anp2 publish --cosign FILE'
+                with 'anp2 publish --cosign FILE' (--pq-key adds a pq_sig)
+  anp2 pqkey    create an ML-DSA-65 key beside an agent key, for --pq-keys
   anp2 checkpoint  print the kind 12 content of a relay or a database at
                 --at T, for the high-trust agents to cosign
   anp2 dm       send and read private messages (kind 3), sealed and

@@ -8,6 +8,7 @@ import (
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
@@ -26,9 +27,14 @@ type relayModules struct {
 // modules lists the capability modules every relay process runs: the one
 // place a new capability is registered (see relay.Module). Each call
 // returns fresh modules, so the auditor's replay folds into its own. fed
-// configures federation; it fails only on a malformed peer key.
-func modules(fed federation.Options) (relayModules, error) {
+// configures federation, gov the governance keys; it fails only on a
+// malformed peer key or governance key.
+func modules(fed federation.Options, gov governance.Options) (relayModules, error) {
 	f, err := federation.NewModule(fed)
+	if err != nil {
+		return relayModules{}, err
+	}
+	g, err := governance.NewModule(gov)
 	if err != nil {
 		return relayModules{}, err
 	}
@@ -45,12 +51,14 @@ func modules(fed federation.Options) (relayModules, error) {
 		tier,
 		f,
 		dms.NewModule(),
-		branches.NewModule(branches.Options{Folds: folds}),
+		g,
+		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl }}),
 	}}, nil
 }
 
-// folds returns the registered modules' folds, for a replay.
-func folds() []state.NamedFold {
-	m, _ := modules(federation.DefaultOptions())
-	return relay.Folds(m.all)
+// folds returns the registered modules' folds, for a replay under the
+// governance keys gov.
+func folds(gov governance.Options) ([]state.NamedFold, error) {
+	m, err := modules(federation.DefaultOptions(), gov)
+	return relay.Folds(m.all), err
 }

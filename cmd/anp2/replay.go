@@ -37,6 +37,7 @@ type replayCmd struct {
 	treasury string
 	verbose  bool
 	keyPath  string
+	gov      govFlags
 	branch   string
 }
 
@@ -48,8 +49,9 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	c.gov.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
-	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §13.5) and compare it with the relay's /state?branch=")
+	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §14.5) and compare it with the relay's /state?branch=")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -86,8 +88,15 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	named := folds()
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: named},
+	gov, err := c.gov.options()
+	if err != nil {
+		return err
+	}
+	fl, err := folds(gov)
+	if err != nil {
+		return err
+	}
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
@@ -100,7 +109,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	d := st.Digest(c.at)
 	c.report(stats, d, elapsed)
 	if c.branch != "" && c.branch != "all" {
-		if d, err = c.replayBranch(ctx, path, named); err != nil {
+		if d, err = c.replayBranch(ctx, path, fl, gov); err != nil {
 			return err
 		}
 		if remote != nil {

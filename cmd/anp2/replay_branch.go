@@ -12,15 +12,16 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/state"
 )
 
-// replayBranch rebuilds the state of c.branch's events (SPEC §13.5): the
+// replayBranch rebuilds the state of c.branch's events (SPEC §14.5): the
 // branches fold of the full replay (among named) gives the branches at
 // c.at, the lines of the members are copied to a temporary file, and that
 // file is replayed (verified again) with fresh folds.
-func (c *replayCmd) replayBranch(ctx context.Context, path string, named []state.NamedFold) (state.Digest, error) {
+func (c *replayCmd) replayBranch(ctx context.Context, path string, named []state.NamedFold, gov governance.Options) (state.Digest, error) {
 	var bf *branches.Fold
 	for _, nf := range named {
 		if f, ok := nf.Fold.(*branches.Fold); ok {
@@ -39,7 +40,11 @@ func (c *replayCmd) replayBranch(ctx context.Context, path string, named []state
 		return state.Digest{}, err
 	}
 	defer os.Remove(members)
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: folds()}}
+	fresh, err := folds(gov)
+	if err != nil {
+		return state.Digest{}, err
+	}
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fresh}}
 	st, stats, err := rp.Replay(ctx, members)
 	if err != nil {
 		return state.Digest{}, err

@@ -32,6 +32,7 @@ type serveCmd struct {
 	infraCosts, seedWhitelist    string
 	operatorFunding, branch      string
 	newAgentTiers                bool
+	gov                          govFlags
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -65,7 +66,8 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
-	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §13.5)")
+	c.gov.register(fs)
+	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §14.5)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -111,7 +113,13 @@ func (c *serveCmd) Start() error {
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
-	mods, err := modules(fed)
+	gov, err := c.gov.options()
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	mods, err := modules(fed, gov)
 	if err != nil {
 		ln.Close()
 		st.Close()
