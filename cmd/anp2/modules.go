@@ -9,6 +9,7 @@ import (
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/ws"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -31,6 +32,7 @@ func modules(fed federation.Options) (relayModules, error) {
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
+		ws.NewModule(ws.Options{}),
 		a2a.NewModule(a2a.Options{}),
 		f,
 		dms.NewModule(),
