@@ -1,12 +1,15 @@
 package main
 
 import (
+	"os"
+
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/liveness"
+	"github.com/anp2net/relay/relay/mcp"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/ws"
@@ -33,6 +36,8 @@ func modules(fed federation.Options) (relayModules, error) {
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		ws.NewModule(ws.Options{}),
+		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
+		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
 		a2a.NewModule(a2a.Options{}),
 		f,
 		dms.NewModule(),
