@@ -5,6 +5,7 @@ import (
 
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
@@ -41,6 +42,9 @@ func modules(fed federation.Options) (relayModules, error) {
 		a2a.NewModule(a2a.Options{}),
 		f,
 		dms.NewModule(),
+		// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
+		// addresses over plain http (a receiver on the relay's own network).
+		delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"}),
 	}}, nil
 }
 
