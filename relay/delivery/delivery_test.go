@@ -282,3 +282,25 @@ func TestThrottleAndCascade(t *testing.T) {
 		t.Fatalf("%d deliveries, want 3", n)
 	}
 }
+
+// TestPrivateTargetRefused: without AllowPrivate, an http target is
+// refused at registration, and an https target that resolves to loopback
+// is refused at connect time: the attempt fails and nothing is sent.
+func TestPrivateTargetRefused(t *testing.T) {
+	m := delivery.NewModule(delivery.Options{Poll: 10 * time.Millisecond})
+	r := relaytest.Start(t, []relay.Module{m}, func(c *relay.Config) { c.RelayKey = relayKey })
+	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("the loopback receiver was reached")
+	}))
+	defer rc.Close()
+	a := taskstest.Pool(1)
+	if ans := do(t, r, a[0], "POST", "/triggers", `{"match":{"kinds":[1]},"target":{"type":"webhook","url":"http://127.0.0.1:9/h"}}`); ans.Status != 400 || ans.Code(t) != delivery.CodeTargetRefused {
+		t.Fatalf("http target: %d %s", ans.Status, ans.Body)
+	}
+	addTrigger(t, r, a[0], `{"match":{"kinds":[1]},"target":{"type":"webhook","url":"`+rc.URL+`"}}`)
+	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-10, "x")}, 1)
+	relaytest.Eventually(t, "attempt refused", func() bool {
+		ds := deliveries(t, r, a[0], "escalated")
+		return len(ds) == 1 && strings.Contains(ds[0].LastError, "refused")
+	})
+}

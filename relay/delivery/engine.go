@@ -245,12 +245,12 @@ func (m *Module) deliver(ctx context.Context, c claimed) {
 	case sendErr == nil:
 		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = ?`, now)
 	case c.attempts+1 >= m.opts.MaxAttempts:
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ?`, clip(sendErr.Error()), now)
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ?`, clipErr(sendErr), now)
 	default:
 		// A failed attempt hands the delivery to the fallback path
 		// (escalated) with a new lease, due again after the backoff.
 		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'escalated', owner_lease = owner_lease + 1, attempts = attempts + 1,
-			next_at = ?, last_error = ?, updated_at = ?`, now+m.backoff(c.attempts+1).Milliseconds(), clip(sendErr.Error()), now)
+			next_at = ?, last_error = ?, updated_at = ?`, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
 	}
 	if err != nil && ctx.Err() == nil {
 		m.log.Warn("delivery outcome not recorded", "delivery", c.id, "err", err)
@@ -351,4 +351,13 @@ func newClient(allowPrivate bool) *http.Client {
 	tr.DialContext = d.DialContext
 	tr.Proxy = nil
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// clipErr renders an attempt's error for last_error, at most 512 bytes.
+func clipErr(err error) string {
+	s := err.Error()
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
 }
