@@ -205,14 +205,19 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 		return nil, err
 	}
 	deadline := now + m.opts.WatchdogTTL.Milliseconds()
+	tx, err := m.store.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
 	var out []claimed
 	for _, c := range due {
 		var ok bool
 		if c.escalated {
-			ok, err = m.store.cas(ctx, c.id, c.lease, []string{StatusEscalated},
+			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusEscalated},
 				`owner_lease = owner_lease + 1, next_at = ?, deadline = ?, updated_at = ?`, deadline, deadline, now)
 		} else {
-			ok, err = m.store.cas(ctx, c.id, c.lease, []string{StatusPending},
+			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusPending},
 				`status = 'dispatched', owner_lease = owner_lease + 1, deadline = ?, updated_at = ?`, deadline, now)
 		}
 		if err != nil {
@@ -223,7 +228,8 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	// The claims commit together: one write for the whole batch.
+	return out, tx.Commit()
 }
 
 // deliver runs one claimed delivery: lock, send, then record the outcome
