@@ -27,6 +27,10 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// reqWindow and reqs count REQs in the current minute (relay clock).
+	reqWindow int64
+	reqs      int
+
 	mu     sync.Mutex
 	reader string
 	subs   map[string]*sub
@@ -70,7 +74,7 @@ func (c *conn) serve() {
 		}
 		switch f.Type {
 		case TypeReq:
-			c.req_(f)
+			c.subscribe(f)
 		case TypeClose:
 			c.closeSub(f.SubID)
 			c.send([]byte(`["CLOSED",` + quote(f.SubID) + `,""]`))
@@ -196,8 +200,12 @@ func (c *conn) auth(raw json.RawMessage) {
 	c.ok(e.ID, true, "")
 }
 
-// req_ opens (or replaces) a subscription.
-func (c *conn) req_(f Frame) {
+// subscribe opens (or replaces) a subscription.
+func (c *conn) subscribe(f Frame) {
+	if !c.allowReq() {
+		c.closed(f.SubID, protocol.Errorf(stream.CodeRateLimited, "at most %d REQs per minute per connection", c.m.opts.MaxReqsPerMinute))
+		return
+	}
 	q, limit, err := FilterQuery(f.Filter)
 	var filter *stream.Filter
 	if err == nil {
@@ -369,4 +377,19 @@ func (w *subWriter) event(seq int64, body []byte) bool {
 	}
 	w.buf = append(w.buf, ']')
 	return w.c.send(w.buf)
+}
+
+// allowReq counts one REQ against MaxReqsPerMinute (a fixed window on the
+// relay clock): each REQ without after runs a query, so a client may not
+// loop them. Called from the read loop only.
+func (c *conn) allowReq() bool {
+	w := c.m.core.Config().Now().Unix() / 60
+	if w != c.reqWindow {
+		c.reqWindow, c.reqs = w, 0
+	}
+	if c.reqs >= c.m.opts.MaxReqsPerMinute {
+		return false
+	}
+	c.reqs++
+	return true
 }

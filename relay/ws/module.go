@@ -38,6 +38,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is the interval of WebSocket pings (default 30 s).
 	PingInterval time.Duration
+	// MaxReqsPerMinute caps the REQs of one connection per minute of the
+	// relay clock (default 120).
+	MaxReqsPerMinute int
 }
 
 func (o *Options) defaults() {
@@ -46,6 +49,9 @@ func (o *Options) defaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxReqsPerMinute <= 0 {
+		o.MaxReqsPerMinute = 120
 	}
 	if o.PingInterval <= 0 {
 		o.PingInterval = 30 * time.Second

@@ -270,7 +270,7 @@ func TestAuthVisibility(t *testing.T) {
 // TestLimits: subscriptions per connection, connections per address, and
 // a plain GET without upgrade.
 func TestLimits(t *testing.T) {
-	r, _ := start(t, ws.Options{MaxSubscriptions: 2}, func(c *relay.Config) { c.MaxStreamsPerIP = 2 })
+	r, _ := start(t, ws.Options{MaxSubscriptions: 2, MaxReqsPerMinute: 5}, func(c *relay.Config) { c.MaxStreamsPerIP = 2 })
 	if a := r.Do(t, "GET", "/ws", "", nil); a.Status != 426 || a.Code(t) != ws.CodeUpgradeRequired {
 		t.Fatalf("plain GET: %d %s", a.Status, a.Body)
 	}
@@ -285,6 +285,19 @@ func TestLimits(t *testing.T) {
 	if f := c.expect("CLOSED"); !strings.HasPrefix(str(f[2]), ws.CodeTooManySubscriptions+":") {
 		t.Fatalf("third subscription %s", join(f))
 	}
+	c.send("CLOSE", "b")
+	c.expect("CLOSED")
+	c.send("REQ", "b") // the fifth REQ this minute
+	c.expect("EOSE")
+	c.send("CLOSE", "b")
+	c.expect("CLOSED")
+	c.send("REQ", "b")
+	if f := c.expect("CLOSED"); !strings.HasPrefix(str(f[2]), "rate_limited:") {
+		t.Fatalf("sixth REQ in a minute %s", join(f))
+	}
+	r.Clock.Add(time.Minute)
+	c.send("REQ", "b")
+	c.expect("EOSE")
 	dial(t, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
