@@ -85,7 +85,7 @@ func (rc *receiver) got() []hit {
 // do sends an authenticated request as agent a.
 func do(t *testing.T, r *relaytest.Relay, a taskstest.Agent, method, path, body string) relaytest.Answer {
 	t.Helper()
-	return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.Auth(a.Key, method, path, vt))
+	return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.Auth(a.Key, method, path, r.Clock.Now().Unix()))
 }
 
 func addTrigger(t *testing.T, r *relaytest.Relay, a taskstest.Agent, spec string) string {
@@ -158,10 +158,17 @@ func TestTriggerDelivers(t *testing.T) {
 	if ds := deliveries(t, r, a[1], ""); len(ds) != 0 {
 		t.Fatalf("another agent sees %d deliveries", len(ds))
 	}
-	m := string(r.Do(t, "GET", "/metrics", "", nil).Body)
-	if !strings.Contains(m, `anp2_deliveries{status="delivered"} 2`) || !strings.Contains(m, "anp2_triggers 1") {
-		t.Fatalf("metrics:\n%s", m)
+	metrics := string(r.Do(t, "GET", "/metrics", "", nil).Body)
+	if !strings.Contains(metrics, `anp2_deliveries{status="delivered"} 2`) || !strings.Contains(metrics, "anp2_triggers 1") {
+		t.Fatalf("metrics:\n%s", metrics)
 	}
+	// Terminal deliveries are kept for the retention (default 7 days), then pruned.
+	r.Clock.Add(6 * 24 * time.Hour)
+	if ds := deliveries(t, r, a[0], "delivered"); len(ds) != 2 {
+		t.Fatalf("pruned early: %d left", len(ds))
+	}
+	r.Clock.Add(25 * time.Hour)
+	relaytest.Eventually(t, "pruned", func() bool { return len(deliveries(t, r, a[0], "")) == 0 })
 	if ans := do(t, r, a[1], "DELETE", "/triggers/"+id, ""); ans.Status != 404 {
 		t.Fatalf("delete by another agent: %d", ans.Status)
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	// Poll is how often the queue is checked without a wake-up (default
 	// 500 ms).
 	Poll time.Duration
+	// Retention is how long delivered and failed deliveries (and their
+	// idempotency keys) are kept after their last change (default 7 days,
+	// at least 24 h).
+	Retention time.Duration
 }
 
 func (o *Options) defaults() {
@@ -70,6 +74,10 @@ func (o *Options) defaults() {
 	if o.MaxTriggersPerOwner <= 0 {
 		o.MaxTriggersPerOwner = 50
 	}
+	if o.Retention <= 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	o.Retention = max(o.Retention, 24*time.Hour)
 	if o.Poll <= 0 {
 		o.Poll = 500 * time.Millisecond
 	}
@@ -231,8 +239,15 @@ func (m *Module) dispatcher(ctx context.Context) {
 	sem := make(chan struct{}, m.opts.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var pruned int64
 	for {
 		now := m.now()
+		if now-pruned >= time.Hour.Milliseconds() {
+			if err := m.prune(ctx, now); err != nil && ctx.Err() == nil {
+				m.log.Warn("delivery: pruning failed", "err", err)
+			}
+			pruned = now
+		}
 		if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
 			m.log.Warn("delivery: watchdog failed", "err", err)
 		}
@@ -263,6 +278,14 @@ func (m *Module) dispatcher(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// prune deletes terminal deliveries older than Retention. The matcher's
+// cursor never goes back, so a pruned key cannot be matched again.
+func (m *Module) prune(ctx context.Context, now int64) error {
+	_, err := m.store.db.ExecContext(ctx, `DELETE FROM deliveries WHERE status IN (?, ?) AND updated_at < ?`,
+		StatusDelivered, StatusFailed, now-m.opts.Retention.Milliseconds())
+	return err
 }
 
 // reader returns the authenticated agent, or a 401 for an anonymous one.
