@@ -44,6 +44,8 @@ const matchChunk = 512
 // a crash neither loses nor repeats a match). It reports whether it
 // reached the log's end.
 func (m *Module) matchOnce(ctx context.Context) (bool, error) {
+	m.matchMu.Lock()
+	defer m.matchMu.Unlock()
 	after, _, err := m.store.cursor(ctx)
 	if err != nil {
 		return false, err

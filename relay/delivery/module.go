@@ -94,6 +94,9 @@ type Module struct {
 
 	mu    sync.RWMutex
 	trigs map[string]*storedTrigger
+	// matchMu is held by each matcher pass and by a trigger's creation,
+	// so a new trigger starts exactly at the matcher's cursor.
+	matchMu sync.Mutex
 
 	matchWake, dispatchWake chan struct{}
 
@@ -319,7 +322,12 @@ func (m *Module) postTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	end, err := m.logEnd(c.Request().Context())
+	// The trigger starts where the matcher stands: every event after its
+	// cursor, which includes every event stored from now on, is matched
+	// with the new trigger among the others.
+	m.matchMu.Lock()
+	defer m.matchMu.Unlock()
+	end, _, err := m.store.cursor(c.Request().Context())
 	if err != nil {
 		return err
 	}
