@@ -32,19 +32,20 @@ func modules(fed federation.Options) (relayModules, error) {
 	if err != nil {
 		return relayModules{}, err
 	}
+	// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
+	// addresses over plain http (a receiver on the relay's own network).
+	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"})
 	return relayModules{federation: f, all: []relay.Module{
+		push, // before a2a, which delivers task updates through it
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		ws.NewModule(ws.Options{}),
 		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
 		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
-		a2a.NewModule(a2a.Options{}),
+		a2a.NewModule(a2a.Options{Push: push}),
 		f,
 		dms.NewModule(),
-		// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
-		// addresses over plain http (a receiver on the relay's own network).
-		delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"}),
 	}}, nil
 }
 

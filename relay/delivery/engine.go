@@ -170,6 +170,8 @@ type claimed struct {
 	lease                                   int64
 	escalated                               bool
 	attempts                                int
+	body                                    []byte // an A2A notification's body; nil for an event
+	token                                   string
 }
 
 // watchdog escalates every dispatched or locked delivery past its
@@ -186,7 +188,7 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 // an escalated one stays escalated; each gets a new lease and a deadline
 // (an escalated one is not due again before it).
 func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
-	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, owner_lease, status, attempts
+	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, owner_lease, status, attempts, body, token
 		FROM deliveries WHERE status IN (?, ?) AND next_at <= ? ORDER BY next_at LIMIT ?`, StatusPending, StatusEscalated, now, n)
 	if err != nil {
 		return nil, err
@@ -195,7 +197,7 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 	for rows.Next() {
 		var c claimed
 		var st string
-		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.lease, &st, &c.attempts); err != nil {
+		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -303,12 +305,15 @@ func SignedMessage(ts string, body []byte) []byte {
 
 // send POSTs the delivery to its webhook; nil on a 2xx answer.
 func (m *Module) send(ctx context.Context, c claimed) error {
-	st, err := m.core.Log().Get(ctx, c.eventID)
-	if err != nil {
-		return fmt.Errorf("read event: %w", err)
+	body := c.body
+	if body == nil {
+		st, err := m.core.Log().Get(ctx, c.eventID)
+		if err != nil {
+			return fmt.Errorf("read event: %w", err)
+		}
+		body, _ = json.Marshal(Payload{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
+			OwnerLease: c.lease, Attempt: c.attempts + 1, Event: st.Body})
 	}
-	body, _ := json.Marshal(Payload{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
-		OwnerLease: c.lease, Attempt: c.attempts + 1, Event: st.Body})
 	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
 	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
 	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
@@ -323,6 +328,9 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 	req.Header.Set(HeaderSignature, hex.EncodeToString(sig))
 	req.Header.Set(HeaderRelay, protocol.AgentIDOf(m.key))
 	req.Header.Set(HeaderDelivery, c.id)
+	if c.token != "" {
+		req.Header.Set(HeaderA2AToken, c.token)
+	}
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return err

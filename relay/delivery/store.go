@@ -34,7 +34,11 @@ CREATE TABLE IF NOT EXISTS deliveries(
   target TEXT NOT NULL, throttle_key TEXT NOT NULL, depth INTEGER NOT NULL,
   status TEXT NOT NULL, owner_lease INTEGER NOT NULL, attempts INTEGER NOT NULL,
   next_at INTEGER NOT NULL, deadline INTEGER NOT NULL, last_error TEXT NOT NULL,
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  body BLOB, token TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS push_configs(
+  task_id TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL, token TEXT NOT NULL,
+  created_at INTEGER NOT NULL, PRIMARY KEY (task_id, id));
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_at);
 CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries(owner, created_at);
 CREATE INDEX IF NOT EXISTS deliveries_throttle ON deliveries(trigger_id, throttle_key, created_at);
