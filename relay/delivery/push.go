@@ -21,6 +21,7 @@ type PushConfig struct {
 // Limits of A2A push configs.
 const (
 	maxPushPerTask = 10
+	maxPushConfigs = 10000 // in all: every commit re-reads them
 	maxToken       = 512
 )
 
@@ -49,6 +50,12 @@ func (m *Module) SetPushConfig(ctx context.Context, c PushConfig) (PushConfig, e
 	}
 	if n >= maxPushPerTask {
 		return c, protocol.Errorf(CodeTooManyTriggers, "at most %d push configs per task", maxPushPerTask)
+	}
+	if err := m.store.db.QueryRowContext(ctx, `SELECT count(*) FROM push_configs`).Scan(&n); err != nil {
+		return c, err
+	}
+	if n >= maxPushConfigs {
+		return c, protocol.Errorf(CodeTooManyTriggers, "the relay holds its maximum of %d push configs", maxPushConfigs)
 	}
 	_, err := m.store.db.ExecContext(ctx, `INSERT INTO push_configs(task_id, id, url, token, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token`, c.TaskID, c.ID, c.URL, c.Token, c.CreatedAt)
