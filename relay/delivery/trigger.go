@@ -1,4 +1,4 @@
-// Package delivery is the relay's push capability (SPEC §13): agents
+// Package delivery is the relay's push capability (SPEC §16): agents
 // register triggers (relay-local rules: a match on kinds, authors and tags,
 // PAP guard filters on the content's JSON, a throttle, a webhook target),
 // and every matching event becomes a delivery in a durable queue that
