@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"github.com/anp2net/relay/protocol/sigverify"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/delivery"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
@@ -275,10 +277,22 @@ func TestThrottleAndCascade(t *testing.T) {
 			tags = append(tags, []string{"triggered_by", inv})
 		}
 		e := b[1].Sign(protocol.KindPost, vt-50+int64(depth), fmt.Sprintf("depth %d", depth), tags...)
-		r.PostAll(t, []*protocol.Event{e}, 1)
 		if depth == 3 {
+			// Published directly, it is refused (and a dry-run says so)...
+			if ans := r.Post(t, e); ans.Status != 400 || ans.Code(t) != delivery.CodeCascadeTooDeep {
+				t.Fatalf("depth 3 publish: %d %s", ans.Status, ans.Body)
+			}
+			if ans := r.Do(t, "POST", "/events/dry-run", "application/json", protocol.AppendJSON(nil, e)); !strings.Contains(string(ans.Body), delivery.CodeCascadeTooDeep) {
+				t.Fatalf("depth 3 dry-run: %s", ans.Body)
+			}
+			// ...and stored as a peer's or an import's would be (no gate),
+			// it provokes nothing.
+			if _, err := r.Store.Append(context.Background(), eventlog.Record{Event: e, ReceivedAt: vt}); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
+		r.PostAll(t, []*protocol.Event{e}, 1)
 		relaytest.Eventually(t, "delivered", func() bool { return len(deliveries(t, r, b[0], "delivered")) == depth+1 })
 		inv = deliveries(t, r, b[0], "delivered")[0].ID // newest first
 	}

@@ -145,6 +145,30 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 // provokes no delivery (seed 002: "Depth ≥ 3 → reject").
 const MaxCascadeDepth = 3
 
+// cascadeGate refuses, at publish, an event whose triggered_by chain
+// would reach MaxCascadeDepth (seed 002: "the dispatcher MUST reject
+// events where the triggered_by chain exceeds 3 levels"). Events from
+// peers and imports pass no gate; the matcher then queues nothing for
+// them.
+func (m *Module) cascadeGate(ctx context.Context, e *protocol.Event, _ time.Time) error {
+	inv := e.TagValue("triggered_by")
+	if inv == "" {
+		return nil
+	}
+	var d int
+	err := m.store.db.QueryRowContext(ctx, `SELECT depth FROM deliveries WHERE id = ?`, inv).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d+1 >= MaxCascadeDepth {
+		return protocol.Errorf(CodeCascadeTooDeep, "triggered_by %s is an invocation at depth %d; an event at depth %d or more is refused", clip(inv), d, MaxCascadeDepth)
+	}
+	return nil
+}
+
 // depth is ev's cascade depth: 0 without a triggered_by tag, else one more
 // than the depth of the event that caused the named invocation (an
 // invocation this relay does not know counts as depth 0).

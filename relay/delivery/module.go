@@ -162,6 +162,8 @@ func (m *Module) Mount(core *relay.Server) error {
 	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
 	core.OnCommit(func([]eventlog.Committed) { signal(m.matchWake) })
 	core.AddMetrics(m.writeMetrics)
+	core.OnPublish(m.cascadeGate)
+	core.OnDryRun(func(e *protocol.Event, _ int64) error { return m.cascadeGate(context.Background(), e, time.Time{}) })
 	core.Route(http.MethodPost, "/triggers", m.postTrigger)
 	core.Route(http.MethodGet, "/triggers", m.getTriggers)
 	core.Route(http.MethodDelete, "/triggers/:id", m.deleteTrigger)

@@ -25,6 +25,9 @@ const (
 	CodeTooManyTriggers = "too_many_triggers" // 429
 	CodeTriggerNotFound = "trigger_not_found" // 404
 	CodeTargetRefused   = "webhook_target_refused"
+	// CodeCascadeTooDeep: a publish whose triggered_by chain reaches
+	// MaxCascadeDepth (400).
+	CodeCascadeTooDeep = "cascade_too_deep"
 )
 
 // Limits on one trigger.
