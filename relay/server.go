@@ -9,8 +9,10 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -98,6 +100,8 @@ type Server struct {
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
 	agentInfo []func(row map[string]any, agentID string, now int64)
+	// metricHooks append module figures to GET /metrics (AddMetrics).
+	metricHooks []func(w io.Writer)
 	// gates are further publish rules from modules (OnPublish).
 	gates []PublishGate
 	// index holds every stored event's (created_at, id), revoked ones
@@ -344,6 +348,22 @@ func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 // charging the address and verifying its signature; nil without a header,
 // or a 401 for a bad one.
 func (s *Server) Authenticate(c echo.Context) (*protocol.Event, error) { return s.authEvent(c) }
+
+// AuthenticateEvent checks raw, a D4 event JSON sent in-band (a WebSocket
+// AUTH frame) rather than in a header, exactly as if it were the
+// Authorization header of r (the upgrade request: its method, URL and
+// empty body), charging r's address as Authenticate does. It returns the
+// verified event, or a 401 (or 429) error.
+func (s *Server) AuthenticateEvent(r *http.Request, raw []byte) (*protocol.Event, error) {
+	r2 := r.Clone(r.Context())
+	r2.Body = http.NoBody
+	r2.Header.Set(echo.HeaderAuthorization, "ANP2 "+base64.StdEncoding.EncodeToString(raw))
+	return s.authEvent(s.echo.NewContext(r2, nil))
+}
+
+// AddMetrics adds a hook that appends a module's figures, in the
+// Prometheus text format, to GET /metrics. Call it from Mount.
+func (s *Server) AddMetrics(hook func(w io.Writer)) { s.metricHooks = append(s.metricHooks, hook) }
 
 // CountRejected counts a rejection under its code in /metrics.
 func (s *Server) CountRejected(err error) { s.metrics.rejected(protocol.CodeOf(err)) }

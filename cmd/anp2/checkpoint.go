@@ -18,7 +18,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-// checkpointCmd prints the kind 12 content (SPEC §14.1) of a log at a
+// checkpointCmd prints the kind 12 content (SPEC §17.1) of a log at a
 // time, for the high-trust agents to cosign (`anp2 cosign --kind 12`) and
 // publish (`anp2 publish --kind 12 --cosign ...`).
 type checkpointCmd struct {

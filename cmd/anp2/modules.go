@@ -1,18 +1,23 @@
 package main
 
 import (
+	"os"
+
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
+	"github.com/anp2net/relay/relay/mcp"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/tiers"
+	"github.com/anp2net/relay/relay/ws"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -42,11 +47,18 @@ func modules(fed federation.Options, gov governance.Options) (relayModules, erro
 	tierOpts := tiers.DefaultOptions()
 	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
 	tier := tiers.NewModule(tierOpts)
+	// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
+	// addresses over plain http (a receiver on the relay's own network).
+	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"})
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
+		push, // before a2a, which delivers task updates through it
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
-		a2a.NewModule(a2a.Options{}),
+		ws.NewModule(ws.Options{}),
+		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
+		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
+		a2a.NewModule(a2a.Options{Push: push}),
 		fund,
 		tier,
 		f,

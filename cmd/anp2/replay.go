@@ -51,7 +51,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
-	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §14.5) and compare it with the relay's /state?branch=")
+	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §17.5) and compare it with the relay's /state?branch=")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-// replayBranch rebuilds the state of c.branch's events (SPEC §14.5): the
+// replayBranch rebuilds the state of c.branch's events (SPEC §17.5): the
 // branches fold of the full replay (among named) gives the branches at
 // c.at, the lines of the members are copied to a temporary file, and that
 // file is replayed (verified again) with fresh folds.

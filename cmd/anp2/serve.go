@@ -67,7 +67,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
-	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §14.5)")
+	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §17.5)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

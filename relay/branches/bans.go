@@ -67,7 +67,7 @@ func (f *Fold) BannedBy(agent string, now int64) string {
 // Excluded returns the agents under a valid ban in force at now (nil when
 // none): state.Excluder, so their votes, flags and weights stop counting
 // in trust, moderation, tasks and credit. The high-trust sets of this
-// fold (§14.0) are computed without it.
+// fold (§17.0) are computed without it.
 func (f *Fold) Excluded(now int64) map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

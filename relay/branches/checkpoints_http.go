@@ -87,7 +87,7 @@ type checkpointRow struct {
 	Local *Snapshot `json:"local,omitempty"`
 }
 
-// getCheckpoints is GET /checkpoints (SPEC §14.1): valid ones first, then
+// getCheckpoints is GET /checkpoints (SPEC §17.1): valid ones first, then
 // the others, each group newest first by (created_at, id), each with its
 // verification against this relay's log.
 func (m *Module) getCheckpoints(c echo.Context) error {

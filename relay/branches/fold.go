@@ -1,4 +1,4 @@
-// Package branches is the emergency-fork capability (seed §11, SPEC §14):
+// Package branches is the emergency-fork capability (seed §11, SPEC §17):
 // checkpoints (kind 12), rollback proposals (kind 13), the branches a
 // rollback creates, and bans (kind 14). Its pure part, Fold, derives all of
 // it from the set of stored events and an evaluation time (D6); its
@@ -16,7 +16,7 @@ import (
 	"github.com/anp2net/relay/trust"
 )
 
-// Rules of SPEC §14 (seed §11).
+// Rules of SPEC §17 (seed §11).
 const (
 	// TopPercent and TopFloor define the high-trust set at a time T: the
 	// agents of rank 1..max(TopFloor, ceil(TopPercent% of ranked agents))

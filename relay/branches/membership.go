@@ -8,7 +8,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 )
 
-// Members returns the branches of v that e belongs to (SPEC §14.3). Only
+// Members returns the branches of v that e belongs to (SPEC §17.3). Only
 // branch tags naming a branch of v count (an event whose tags name none
 // is untagged):
 //   - a pre-rollback branch holds every event created before its

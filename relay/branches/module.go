@@ -85,7 +85,7 @@ func (m *Module) Mount(core *relay.Server) error {
 // CodeAgentBanned refuses a publish by an agent under a valid ban (403).
 const CodeAgentBanned = "agent_banned"
 
-// refuseBanned is the publish gate refusing a banned agent (SPEC §14.4).
+// refuseBanned is the publish gate refusing a banned agent (SPEC §17.4).
 func (m *Module) refuseBanned(_ context.Context, e *protocol.Event, now time.Time) error {
 	if ban := m.fold.BannedBy(e.AgentID, now.Unix()); ban != "" {
 		return protocol.Errorf(CodeAgentBanned, "agent %s is banned by kind 14 event %s: its new events are refused (its past events stay in the log)", e.AgentID, ban)

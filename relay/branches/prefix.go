@@ -11,7 +11,7 @@ import (
 )
 
 // Snapshot is the content of a checkpoint at as_of as one relay derives
-// it (SPEC §14.1): the state.v1 digest, evaluated at as_of, of the
+// it (SPEC §17.1): the state.v1 digest, evaluated at as_of, of the
 // events created at or before as_of, and their number. A revocation
 // created after as_of does not apply to it.
 type Snapshot struct {

@@ -405,7 +405,7 @@ func stateOf(evs []*protocol.Event, at int64) string {
 }
 
 // expectMembers lists main's and the pre-rollback branch's events by the
-// rules of SPEC §14.3.
+// rules of SPEC §17.3.
 func expectMembers(evs []*protocol.Event, asOf, activatedAt int64, pre string) map[string][]*protocol.Event {
 	out := map[string][]*protocol.Event{}
 	add := func(b string, e *protocol.Event) { out[b] = append(out[b], e) }

@@ -12,7 +12,7 @@ import (
 
 var _ relay.Branches = (*Module)(nil)
 
-// Select implements relay.Branches for GET /events?branch= (SPEC §14.5).
+// Select implements relay.Branches for GET /events?branch= (SPEC §17.5).
 func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, string), []string, error) {
 	if len(ids) == 0 {
 		ids = []string{m.preferred()}
@@ -54,7 +54,7 @@ func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, s
 }
 
 // State implements relay.Branches for GET /state?branch=: the state.v1
-// digest at at of the events of branch (SPEC §14.5), rebuilt from the log
+// digest at at of the events of branch (SPEC §17.5), rebuilt from the log
 // with fresh folds; an unknown branch is a 404 unknown_branch.
 func (m *Module) State(ctx context.Context, branch string, at int64) (state.Digest, error) {
 	if !ValidBranchID(branch) {

@@ -346,6 +346,9 @@ func dsn(path string, readOnly bool) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// Path returns the log's file path (modules keep side files next to it).
+func (s *Store) Path() string { return s.path }
+
 // SetHook replaces the commit hook (nil removes it). Commits after SetHook
 // returns call the new hook; a commit in flight may still call the old one.
 func (s *Store) SetHook(hook func([]Committed)) {
