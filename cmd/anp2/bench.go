@@ -20,7 +20,6 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/protocol/sigverify"
 	"github.com/anp2net/relay/relay/eventlog"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // benchCmd measures a relay: single-event publish throughput and latency
@@ -279,7 +278,7 @@ func (c *benchCmd) timeAll(conc int, do func(i int) error) []time.Duration {
 
 // fillLog signs c.fill kind-1 events from c.agents agents over 50 topics,
 // spread over the last six days, and appends them in large group commits.
-func (c *benchCmd) fillLog(ctx context.Context, st *sqlite.Store) error {
+func (c *benchCmd) fillLog(ctx context.Context, st eventlog.Log) error {
 	keys := make([]ed25519.PrivateKey, c.agents)
 	for i := range keys {
 		seed := make([]byte, 32)

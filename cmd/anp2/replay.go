@@ -22,7 +22,6 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/offline"
-	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 )
 
@@ -53,7 +52,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file, an export file, a relay URL, or - for stdin)")
+		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file or postgres:// URL, an export file, a relay URL, or - for stdin)")
 	}
 	c.source = fs.Arg(0)
 	return nil
@@ -149,7 +148,7 @@ func (c *replayCmd) openSource(ctx context.Context, through int64) (string, func
 		fill = func(w io.Writer) error { return c.download(ctx, w, through) }
 	case c.source == "-":
 		fill = func(w io.Writer) error { _, err := io.Copy(w, os.Stdin); return err }
-	case isSQLite(c.source):
+	case isSQLite(c.source) || isPostgres(c.source):
 		fill = func(w io.Writer) error { return c.dumpStore(ctx, w) }
 	default:
 		return c.source, func() {}, nil
@@ -211,7 +210,7 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 
 // dumpStore writes a database's log as JSON lines.
 func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
-	st, err := sqlite.Open(c.source, nil)
+	st, err := openLog(ctx, c.source, nil)
 	if err != nil {
 		return err
 	}

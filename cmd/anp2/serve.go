@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/federation"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // serveCmd runs the relay. Tests drive it through ParseFlags, Start, Addr
@@ -28,7 +28,7 @@ type serveCmd struct {
 	mirrorEvery                  time.Duration
 	now                          func() time.Time
 
-	store *sqlite.Store
+	store eventlog.Log
 	ln    net.Listener
 	srv   *relay.Server
 	fed   *federation.Module // the federation module (mirroring)
@@ -41,7 +41,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(c.errw)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&c.db, "db", "./anp2.db", "SQLite database file")
+	fs.StringVar(&c.db, "db", "./anp2.db", "the event log: a SQLite file (a path or sqlite:PATH), or a PostgreSQL URL postgres://user:pass@host/db")
 	fs.StringVar(&c.publicURL, "public-base-url", "", "public base URL for absolute links (default http://<addr>)")
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
@@ -52,7 +52,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
-	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
+	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key; with PostgreSQL ./anp2.relay-key: give every process over one database the same file)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	return parse(fs, args)
 }
@@ -60,7 +60,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 // Start opens the log and begins listening; Run waits for ctx to end.
 func (c *serveCmd) Start() error {
 	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
-	st, err := sqlite.OpenWithRepair(c.db, nil, func(work string) {
+	st, err := openLog(context.Background(), c.db, func(work string) {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
 	if err != nil {
@@ -100,7 +100,7 @@ func (c *serveCmd) Start() error {
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
 	if c.relayKey == "" {
-		c.relayKey = c.db + ".relay-key"
+		c.relayKey = relayKeyDefault(c.db)
 	}
 	if cfg.RelayKey, err = loadOrCreateKey(c.relayKey); err != nil {
 		ln.Close()
@@ -116,7 +116,7 @@ func (c *serveCmd) Start() error {
 	}
 	c.srv = srv
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
-	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
+	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", dbLabel(c.db), "public_base_url", cfg.PublicBaseURL)
 	return nil
 }
 

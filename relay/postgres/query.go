@@ -398,3 +398,47 @@ func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, sinc
 	}
 	return rs.Err()
 }
+
+// ExportStored is Export with every stored field (Raw nil when the event
+// arrived as its body), for copying a log into another backend.
+func (s *Store) ExportStored(ctx context.Context, after int64, start func(through int64) error, fn func(st *Stored) error) error {
+	var through int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&through); err != nil {
+		return fmt.Errorf("export bound: %w", err)
+	}
+	if err := start(through); err != nil {
+		return err
+	}
+	const page = 5000
+	for after < through {
+		rs, err := s.pool.Query(ctx, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`, after, through, page)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		n := 0
+		for rs.Next() {
+			st := &Stored{}
+			var rawType *string
+			if err := rs.Scan(&st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt); err != nil {
+				rs.Close()
+				return err
+			}
+			if rawType != nil {
+				st.RawType = *rawType
+			}
+			if err := fn(st); err != nil {
+				rs.Close()
+				return err
+			}
+			after, n = st.Seq, n+1
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return nil
+}

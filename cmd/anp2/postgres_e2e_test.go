@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/postgres/pgtest"
+	"github.com/anp2net/relay/relay/state"
+)
+
+// TestMigrateToPostgresAndBack imports the network sample into SQLite
+// under a relay, migrates the log to PostgreSQL and back into a new SQLite
+// file, and requires the replay of each copy to match the state the
+// relays serve: the SQLite relay's and one serving from PostgreSQL.
+func TestMigrateToPostgresAndBack(t *testing.T) {
+	pg := pgtest.DB(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "sample.db")
+	runCLI(t, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl")
+	// One identity and public URL for both relays: the PostgreSQL one
+	// finds its announcement in the migrated log and adds none.
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test"}
+	p := startProc(t, db, id...)
+	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
+	out := runCLI(t, "migrate", "--from", db, "--to", pg)
+	if !strings.Contains(out, "migrated 197 events") {
+		t.Fatalf("migrate to postgres: %s", out)
+	}
+	q := startProc(t, pg, id...)
+	for _, c := range []struct{ relay, src string }{{q.base, db}, {p.base, pg}, {q.base, pg}} {
+		if out := runCLI(t, "replay", at, "--compare", c.relay, c.src); !strings.Contains(out, "match: ") || !strings.Contains(out, "folded 197") {
+			t.Fatalf("replay %s against %s: %s", c.src, c.relay, out)
+		}
+	}
+	back := filepath.Join(dir, "back.db")
+	if out := runCLI(t, "migrate", "--from", pg, "--to", back); !strings.Contains(out, "migrated 197 events") {
+		t.Fatalf("migrate back: %s", out)
+	}
+	if out := runCLI(t, "replay", at, "--compare", p.base, back); !strings.Contains(out, "match: ") {
+		t.Fatalf("replay of the copy back: %s", out)
+	}
+	// Into a log that is not empty: refused, nothing copied.
+	if out, err := runCLIErr("migrate", "--from", db, "--to", back); err == nil || !strings.Contains(out, "already holds 197 events") {
+		t.Fatalf("migrate into a full log: %v %s", err, out)
+	}
+}
+
+func runCLIErr(args ...string) (string, error) {
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestTwoRelayProcessesOnePostgres runs two relay processes over one
+// database with publishers on both and a subscriber on each: both
+// subscribers receive every event exactly once, and both relays serve the
+// same /state digest at the same seq.
+func TestTwoRelayProcessesOnePostgres(t *testing.T) {
+	pg := pgtest.DB(t)
+	dir := t.TempDir()
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test", "--rate-agent", "0", "--rate-ip", "0"}
+	relays := []*relayProc{startProc(t, pg, id...), startProc(t, pg, id...)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type seen struct {
+		mu  sync.Mutex
+		ids map[string]int
+	}
+	subs := make([]*seen, len(relays))
+	for i, r := range relays {
+		subs[i] = &seen{ids: map[string]int{}}
+		ready := make(chan struct{})
+		go subscribe(ctx, t, r.base, ready, func(id string) {
+			subs[i].mu.Lock()
+			subs[i].ids[id]++
+			subs[i].mu.Unlock()
+		})
+		<-ready
+	}
+	const perRelay = 60
+	var published sync.Map
+	var wg sync.WaitGroup
+	for i, r := range relays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := client.New(r.base)
+			seed := make([]byte, 32)
+			seed[0] = byte(100 + i)
+			k := ed25519.NewKeyFromSeed(seed)
+			for j := range perRelay {
+				e := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: 1, Content: fmt.Sprint(i, "-", j), Tags: [][]string{{"t", "two"}}}
+				e.Sign(k)
+				res, err := cl.Publish(ctx, e, false)
+				if err != nil || !res.Accepted {
+					t.Errorf("publish on relay %d: %v %+v", i, err, res)
+					return
+				}
+				published.Store(e.ID, true)
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		done := true
+		for _, s := range subs {
+			s.mu.Lock()
+			n := 0
+			published.Range(func(k, _ any) bool {
+				if s.ids[k.(string)] > 0 {
+					n++
+				}
+				return true
+			})
+			done = done && n == 2*perRelay
+			s.mu.Unlock()
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the subscribers did not receive every event")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, s := range subs {
+		s.mu.Lock()
+		for id, n := range s.ids {
+			if n != 1 {
+				t.Errorf("subscriber %d received %s %d times", i, id, n)
+			}
+		}
+		s.mu.Unlock()
+	}
+	at := time.Now().Unix()
+	var ds [2]state.Digest
+	for i, r := range relays {
+		d, err := fetchState(ctx, r.base, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds[i] = d
+	}
+	if ds[0].Seq != ds[1].Seq || ds[0].Digest != ds[1].Digest || ds[0].Seq < 2*perRelay {
+		t.Fatalf("relays disagree: seq %d digest %s vs seq %d digest %s (first differing view %q)",
+			ds[0].Seq, ds[0].Digest, ds[1].Seq, ds[1].Digest, state.FirstDifference(ds[0], ds[1]))
+	}
+}
+
+var idRe = regexp.MustCompile(`"id":"([0-9a-f]{64})"`)
+
+// subscribe reads base's GET /stream?t=two, closing ready once the stream
+// is live, and gives got the id of every event frame.
+func subscribe(ctx context.Context, t *testing.T, base string, ready chan struct{}, got func(id string)) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/stream?t=two", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		close(ready)
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	live := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !live && strings.HasPrefix(line, ": live") {
+			live = true
+			close(ready)
+		}
+		if m := idRe.FindStringSubmatch(line); strings.HasPrefix(line, "data:") && m != nil {
+			got(m[1])
+		}
+	}
+	if !live {
+		close(ready)
+	}
+}
