@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/postgres"
 	"github.com/anp2net/relay/relay/sqlite"
@@ -61,4 +62,14 @@ func relayKeyDefault(db string) string {
 		return "anp2.relay-key"
 	}
 	return sqlitePath(db) + ".relay-key"
+}
+
+// agentRates is where the per-agent rate limit keeps its state: in the
+// database when several relay processes may share it (PostgreSQL), so the
+// limit is global; nil (each process's memory) for SQLite.
+func agentRates(st eventlog.Log) relay.SharedRates {
+	if pg, ok := st.(*postgres.Store); ok {
+		return pg.Rates("agent")
+	}
+	return nil
 }

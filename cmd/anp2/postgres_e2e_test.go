@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -188,5 +189,31 @@ func subscribe(ctx context.Context, t *testing.T, base string, ready chan struct
 	}
 	if !live {
 		close(ready)
+	}
+}
+
+// TestAgentRateLimitIsGlobal runs two relay processes over one database
+// with a limit of 3 events per agent per minute: an agent publishing on
+// both gets 3 events in, not 3 on each.
+func TestAgentRateLimitIsGlobal(t *testing.T) {
+	pg := pgtest.DB(t)
+	dir := t.TempDir()
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test", "--rate-agent", "3"}
+	relays := []*relayProc{startProc(t, pg, id...), startProc(t, pg, id...)}
+	seed := make([]byte, 32)
+	seed[0] = 77
+	k := ed25519.NewKeyFromSeed(seed)
+	for i := range 4 {
+		r := relays[i%2]
+		e := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: 1, Content: fmt.Sprint("limited ", i), Tags: [][]string{}}
+		e.Sign(k)
+		res, err := client.New(r.base).Publish(context.Background(), e, false)
+		if i < 3 && (err != nil || !res.Accepted) {
+			t.Fatalf("event %d on relay %d refused: %v", i, i%2, err)
+		}
+		var ce *client.Error
+		if i == 3 && (!errors.As(err, &ce) || ce.Status != http.StatusTooManyRequests || ce.Code != "rate_limited") {
+			t.Fatalf("the fourth event in a minute, on the other relay: %v %+v, want 429 rate_limited", err, res)
+		}
 	}
 }

@@ -70,6 +70,7 @@ func (c *serveCmd) Start() error {
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
+	cfg.AgentRates = agentRates(st)
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
 	}

@@ -56,6 +56,13 @@ CREATE TABLE meta (
 	key   text PRIMARY KEY,
 	value text NOT NULL
 );`,
+	// 2: the rate limits every process shares (see Rates): one GCRA
+	// theoretical arrival time per key, in unix nanoseconds.
+	2: `
+CREATE TABLE rate_tat (
+	key text   PRIMARY KEY,
+	tat bigint NOT NULL
+);`,
 }
 
 // migrateLock is the advisory lock key under which a starting process
