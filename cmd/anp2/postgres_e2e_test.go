@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,4 +218,89 @@ func TestAgentRateLimitIsGlobal(t *testing.T) {
 			t.Fatalf("the fourth event in a minute, on the other relay: %v %+v, want 429 rate_limited", err, res)
 		}
 	}
+}
+
+// TestKill9OneOfTwoRelaysLosesNothing publishes on two relay processes
+// over one database, kills one with SIGKILL under load, and requires every
+// event either answered 200 to be served by the survivor, which keeps
+// accepting meanwhile.
+func TestKill9OneOfTwoRelaysLosesNothing(t *testing.T) {
+	pg := pgtest.DB(t)
+	dir := t.TempDir()
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test", "--rate-agent", "0", "--rate-ip", "0"}
+	relays := []*relayProc{startProc(t, pg, id...), startProc(t, pg, id...)}
+	var mu sync.Mutex
+	var acked []string
+	var inflight atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := client.New(relays[w%2].base)
+			seed := make([]byte, 32)
+			seed[0], seed[1] = byte(w), 9
+			k := ed25519.NewKeyFromSeed(seed)
+			for i := 0; ctx.Err() == nil; i++ {
+				e := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: 1, Content: fmt.Sprint(w, "-", i), Tags: [][]string{{"t", "crash"}}}
+				e.Sign(k)
+				inflight.Add(1)
+				res, err := cl.Publish(ctx, e, false)
+				inflight.Add(-1)
+				if err == nil && res.Accepted {
+					mu.Lock()
+					acked = append(acked, e.ID)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n > 300 && inflight.Load() > 0 || time.Since(start) > 20*time.Second {
+			break
+		}
+	}
+	if err := relays[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	relays[0].cmd.Wait()
+	mu.Lock()
+	atKill := len(acked)
+	mu.Unlock()
+	// The survivor keeps accepting.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n > atKill+50 || time.Since(start) > 20*time.Second {
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	ids := append([]string(nil), acked...)
+	mu.Unlock()
+	if len(ids) < atKill+50 {
+		t.Fatalf("the survivor accepted %d events after the kill", len(ids)-atKill)
+	}
+	missing := 0
+	for _, id := range ids {
+		resp, err := http.Get(relays[1].base + "/events/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged events lost after kill -9 of one relay", missing, len(ids))
+	}
+	t.Logf("all %d acknowledged events served by the survivor (%d before the kill)", len(ids), atKill)
 }
