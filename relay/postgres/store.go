@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,8 +113,10 @@ func Open(ctx context.Context, url string, hook func([]Committed)) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", err)
 	}
-	if cfg.MaxConns < 8 {
-		cfg.MaxConns = 8
+	// The writer and the listener hold one connection each; the rest
+	// serve reads. pool_max_conns in url overrides.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -487,7 +490,7 @@ func (s *Store) deliver(own []Committed) {
 			}
 			s.log.Error("postgres log: reading other processes' commits", "err", err)
 			select {
-			case <-s.ctx.Done():
+			case <-s.closed:
 				return
 			case <-time.After(delay):
 			}
