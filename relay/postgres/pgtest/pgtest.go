@@ -77,9 +77,13 @@ type missingError string
 
 func (m missingError) Error() string { return string(m) }
 
-// BinDir returns the directory holding initdb and postgres, or "".
+// BinDir returns the directory holding initdb and postgres, or "" (also
+// when PG_BIN names a directory without them).
 func BinDir() string {
 	if d := os.Getenv("PG_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return ""
+		}
 		return d
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
