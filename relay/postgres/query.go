@@ -203,6 +203,28 @@ func (p *params) add(v any) string {
 	return "$" + strconv.Itoa(len(*p))
 }
 
+// in returns the condition that col is one of vals. One value is an
+// equality: PostgreSQL (before 17) reads an index in order for it, so a
+// newest-first page stops after its limit, where "= ANY" sorts every match
+// (a topic of 20,000 events: 3 ms instead of 340 ms).
+func (p *params) in(col string, vals any) string {
+	switch v := vals.(type) {
+	case []string:
+		if len(v) == 1 {
+			return col + " = " + p.add(v[0])
+		}
+	case [][]byte:
+		if len(v) == 1 {
+			return col + " = " + p.add(v[0])
+		}
+	case []int64:
+		if len(v) == 1 {
+			return col + " = " + p.add(v[0])
+		}
+	}
+	return col + " = ANY(" + p.add(vals) + ")"
+}
+
 // buildQuery turns f into SQL, with the SQLite log's semantics: the
 // first tag name (sorted) drives through the tags primary key, other tag
 // names are EXISTS probes; AsOf keeps created_at ≤ as_of, for overwrite
@@ -224,20 +246,20 @@ func buildQuery(f Filter, refs bool) (string, []any) {
 		if !refs || len(f.IDs) > 0 || len(f.Authors) > 0 || f.AsOf != nil {
 			from += " JOIN events e ON e.seq = t.seq"
 		}
-		where = append(where, "t.name = "+p.add(names[0]), "t.value = ANY("+p.add(f.Tags[names[0]])+")")
+		where = append(where, "t.name = "+p.add(names[0]), p.in("t.value", f.Tags[names[0]]))
 		for _, n := range names[1:] {
-			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = "+p.add(n)+" AND t2.value = ANY("+
-				p.add(f.Tags[n])+") AND t2.created_at = t.created_at AND t2.id = t.id)")
+			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = "+p.add(n)+" AND "+
+				p.in("t2.value", f.Tags[n])+" AND t2.created_at = t.created_at AND t2.id = t.id)")
 		}
 	}
 	if len(f.IDs) > 0 {
-		where = append(where, "e.id = ANY("+p.add(decodeAll(f.IDs))+")")
+		where = append(where, p.in("e.id", decodeAll(f.IDs)))
 	}
 	if len(f.Authors) > 0 {
-		where = append(where, "e.agent_id = ANY("+p.add(decodeAll(f.Authors))+")")
+		where = append(where, p.in("e.agent_id", decodeAll(f.Authors)))
 	}
 	if len(f.Kinds) > 0 {
-		where = append(where, x+".kind = ANY("+p.add(f.Kinds)+")")
+		where = append(where, p.in(x+".kind", f.Kinds))
 	}
 	for _, bound := range []struct {
 		op string
