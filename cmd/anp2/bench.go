@@ -74,7 +74,7 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
-	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
+	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file); with --backends: the SQLite log to reuse or fill")
 	return parse(fs, args)
 }
 

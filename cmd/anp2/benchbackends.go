@@ -38,12 +38,18 @@ func (c *benchCmd) benchBackends(ctx context.Context) error {
 	defer drop()
 	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s; PostgreSQL on the same machine\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
 	db := filepath.Join(dir, "bench.db")
+	if c.corpus != "" {
+		db = c.corpus // kept: a later run skips the fill
+	}
 	st, err := sqlite.Open(db, nil)
 	if err != nil {
 		return err
 	}
-	c.fill = c.backends
-	err = c.fillLog(ctx, st)
+	have, err := st.Stats(ctx)
+	if err == nil && have.Events < int64(c.backends) {
+		c.fill = c.backends - int(have.Events)
+		err = c.fillLog(ctx, st)
+	}
 	st.Close()
 	if err != nil {
 		return err
