@@ -10,6 +10,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/labstack/echo/v4"
 )
 
@@ -27,7 +28,12 @@ const (
 	CodeUnavailable     = "unavailable"
 	CodeUnauthorized    = "unauthorized"
 	CodeNotMirrored     = "kind_11_not_mirrored"
+	CodeStorageFull     = "storage_full"
 )
+
+// storageFullRetry is the Retry-After (seconds) of a 507 storage_full:
+// space comes back when an operator acts, not in a second.
+const storageFullRetry = 60
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
@@ -40,6 +46,7 @@ var statusOf = map[string]int{
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
+	CodeStorageFull:     http.StatusInsufficientStorage,
 	CodeForbidden:       http.StatusForbidden,
 }
 
@@ -97,6 +104,8 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 			}
 		case errors.As(err, &pe):
 			writeCoded(c, pe)
+		case errors.Is(err, sqlite.ErrFull):
+			storageFull(log, m, err, c)
 		case errors.As(err, &he):
 			writeCoded(c, httpErrorCode(he))
 		case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
@@ -108,6 +117,20 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 			_ = c.JSON(http.StatusInternalServerError, map[string]string{"detail": "internal error", "code": "internal"})
 		}
 	}
+}
+
+// storageFull answers a write refused for want of disk space: 507
+// storage_full with Retry-After, counted among rejections. It is logged
+// once per episode (an episode ends at the next successful commit), not
+// once per request; reads go on being served meanwhile.
+func storageFull(log *slog.Logger, m *metrics, err error, c echo.Context) {
+	m.rejected(CodeStorageFull)
+	var fe *sqlite.FullError
+	if errors.As(err, &fe) && fe.First {
+		log.Error("storage full: refusing writes with 507 until a commit succeeds again", "err", err)
+	}
+	c.Response().Header().Set("Retry-After", strconv.Itoa(storageFullRetry))
+	writeCoded(c, protocol.Errorf(CodeStorageFull, "the relay's storage is full; nothing was stored, try again later"))
 }
 
 func writeCoded(c echo.Context, pe *protocol.Error) {

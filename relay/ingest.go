@@ -120,6 +120,11 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 	if err := s.chargeAgent(e, now); err != nil {
 		return nil, nil, err
 	}
+	for _, gate := range s.gates {
+		if err := gate(ctx, e, now); err != nil {
+			return nil, nil, err
+		}
+	}
 	if e.Kind == protocol.KindHealth {
 		// Kind 11 beats are verified and rate-limited but never stored (D11):
 		// they only feed the modules that asked for them (liveness).
@@ -241,6 +246,11 @@ func (s *Server) dryRun(c echo.Context) error {
 		return err
 	}
 	errs = append(errs, logErrs...)
+	for _, check := range s.dryChecks {
+		if err := check(e, now.Unix()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
 	}

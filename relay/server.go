@@ -96,11 +96,16 @@ type Server struct {
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
 	agentInfo []func(row map[string]any, agentID string, now int64)
+	// gates are further publish rules from modules (OnPublish).
+	gates []PublishGate
 	// index holds every stored event's (created_at, id), revoked ones
 	// included (set reconciliation, duplicate checks).
 	index *reconcile.Index
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
+	// dryChecks report, without side effects, what gates would refuse in
+	// a dry run (OnDryRun).
+	dryChecks []func(e *protocol.Event, now int64) error
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -240,6 +245,24 @@ func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt
 		s.ephemeral = map[int64][]func(*protocol.Event, int64){}
 	}
 	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
+}
+
+// A PublishGate is a module's rule on the direct publish path: it returns
+// an error to refuse e (an *httpx.RetryError for a 429 with Retry-After).
+type PublishGate func(ctx context.Context, e *protocol.Event, now time.Time) error
+
+// OnPublish adds a gate that every direct publish (POST /events, Ingest)
+// passes after the agent is charged and before the event is stored.
+// Mirrored events and imports never pass gates. It must be called before
+// the relay serves (from Mount).
+func (s *Server) OnPublish(gate PublishGate) { s.gates = append(s.gates, gate) }
+
+// OnDryRun adds a check that POST /events/dry-run runs after the log
+// rules: a non-nil error is listed among the violations. Unlike a gate it
+// must have no side effect (charge nothing). It must be called before the
+// relay serves (from Mount).
+func (s *Server) OnDryRun(check func(e *protocol.Event, now int64) error) {
+	s.dryChecks = append(s.dryChecks, check)
 }
 
 // AddAgentInfo adds a hook that adds a module's fields to each agent row

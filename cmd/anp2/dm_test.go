@@ -14,6 +14,7 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/relaytest"
 )
 
@@ -116,7 +117,7 @@ func TestDMCLI(t *testing.T) {
 // processModules returns the modules an anp2 serve process runs.
 func processModules(t *testing.T) []relay.Module {
 	t.Helper()
-	m, err := modules(federation.DefaultOptions())
+	m, err := modules(federation.DefaultOptions(), governance.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func (c *importCmd) Run(ctx context.Context) error {
 	}
 	st, err := openLog(ctx, c.db, nil)
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	defer st.Close()
 	start := time.Now()

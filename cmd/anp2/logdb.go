@@ -73,3 +73,21 @@ func agentRates(st eventlog.Log) relay.SharedRates {
 	}
 	return nil
 }
+
+// readStored calls fn with every event of the log db names, in seq order,
+// with every stored field: a SQLite file is read without its writer lock
+// (the log of a running relay can be read), a PostgreSQL log through a
+// connection of its own.
+func readStored(ctx context.Context, db string, fn func(st *eventlog.Stored) error) error {
+	if !isPostgres(db) {
+		return sqlite.ReadLog(ctx, sqlitePath(db), func(r sqlite.Row) error {
+			return fn(&eventlog.Stored{Seq: r.Seq, Body: r.Body, Raw: r.Raw, RawType: r.RawType, ReceivedAt: r.ReceivedAt})
+		})
+	}
+	st, err := postgres.Open(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.ExportStored(ctx, 0, func(int64) error { return nil }, fn)
+}

@@ -20,12 +20,6 @@ type migrateCmd struct {
 	from, to string
 }
 
-// storedExporter is a log that can export every stored field (raw bytes,
-// receipt time), not only bodies: both backends can.
-type storedExporter interface {
-	ExportStored(ctx context.Context, after int64, start func(through int64) error, fn func(st *eventlog.Stored) error) error
-}
-
 func (c *migrateCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.StringVar(&c.from, "from", "", "the log to copy: a SQLite file (or sqlite:PATH) or a postgres:// URL")
@@ -46,15 +40,6 @@ func (c *migrateCmd) ParseFlags(args []string) error {
 const migrateBatch = 5000
 
 func (c *migrateCmd) Run(ctx context.Context) error {
-	src, err := openLog(ctx, c.from, nil)
-	if err != nil {
-		return fmt.Errorf("open --from: %w", err)
-	}
-	defer src.Close()
-	exp, ok := src.(storedExporter)
-	if !ok {
-		return fmt.Errorf("--from %s cannot export its stored events", dbLabel(c.from))
-	}
 	dst, err := openLog(ctx, c.to, nil)
 	if err != nil {
 		return fmt.Errorf("open --to: %w", err)
@@ -66,7 +51,7 @@ func (c *migrateCmd) Run(ctx context.Context) error {
 		return fmt.Errorf("--to %s already holds %d events: migrate copies into an empty log", dbLabel(c.to), st.Events)
 	}
 	start := time.Now()
-	n, err := c.copy(ctx, exp, dst)
+	n, err := c.copy(ctx, dst)
 	c.progress.done()
 	if err != nil {
 		return err
@@ -76,13 +61,15 @@ func (c *migrateCmd) Run(ctx context.Context) error {
 	return nil
 }
 
-// copy bulk-loads every event of src into dst, in log order, and checks
-// that each lands at its own seq.
-func (c *migrateCmd) copy(ctx context.Context, src storedExporter, dst eventlog.Log) (int64, error) {
+// copy bulk-loads every event of c.from into dst, in log order, and
+// checks that each lands at its own seq. A SQLite source is read without
+// its writer lock: a relay may be serving from it meanwhile (what it
+// appends after the read passes the end is not copied).
+func (c *migrateCmd) copy(ctx context.Context, dst eventlog.Log) (int64, error) {
 	if err := dst.BeginBulk(ctx); err != nil {
 		return 0, err
 	}
-	var total, done int64
+	var done int64
 	start := time.Now()
 	batch := make([]eventlog.Record, 0, migrateBatch)
 	var seqs []int64
@@ -101,10 +88,10 @@ func (c *migrateCmd) copy(ctx context.Context, src storedExporter, dst eventlog.
 		}
 		done += int64(len(batch))
 		batch, seqs = batch[:0], seqs[:0]
-		c.progress.update("migrate: %d/%d events (%.0f/s)", done, total, float64(done)/time.Since(start).Seconds())
+		c.progress.update("migrate: %d events (%.0f/s)", done, float64(done)/time.Since(start).Seconds())
 		return nil
 	}
-	err := src.ExportStored(ctx, 0, func(through int64) error { total = through; return nil }, func(st *eventlog.Stored) error {
+	err := readStored(ctx, c.from, func(st *eventlog.Stored) error {
 		e, err := protocol.DecodeJSON(st.Body)
 		if err != nil {
 			return fmt.Errorf("decode the event at seq %d: %w", st.Seq, err)

@@ -6,9 +6,12 @@ import (
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/tiers"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -16,29 +19,44 @@ import (
 type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
+	funding    *funding.Module
+	tiers      *tiers.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
 // place a new capability is registered (see relay.Module). Each call
 // returns fresh modules, so the auditor's replay folds into its own. fed
-// configures federation; it fails only on a malformed peer key.
-func modules(fed federation.Options) (relayModules, error) {
+// configures federation, gov the governance keys; it fails only on a
+// malformed peer key or governance key.
+func modules(fed federation.Options, gov governance.Options) (relayModules, error) {
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, all: []relay.Module{
+	g, err := governance.NewModule(gov)
+	if err != nil {
+		return relayModules{}, err
+	}
+	fund := funding.NewModule(funding.Options{})
+	tierOpts := tiers.DefaultOptions()
+	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
+	tier := tiers.NewModule(tierOpts)
+	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		directory.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),
+		fund,
+		tier,
 		f,
 		dms.NewModule(),
+		g,
 	}}, nil
 }
 
-// folds returns the registered modules' folds, for a replay.
-func folds() []state.NamedFold {
-	m, _ := modules(federation.DefaultOptions())
-	return relay.Folds(m.all)
+// folds returns the registered modules' folds, for a replay under the
+// governance keys gov.
+func folds(gov governance.Options) ([]state.NamedFold, error) {
+	m, err := modules(federation.DefaultOptions(), gov)
+	return relay.Folds(m.all), err
 }
