@@ -55,6 +55,12 @@ func TestMigrateToPostgresAndBack(t *testing.T) {
 	if out := runCLI(t, "replay", at, "--compare", p.base, back); !strings.Contains(out, "match: ") {
 		t.Fatalf("replay of the copy back: %s", out)
 	}
+	// A mirror catches a PostgreSQL log up from the SQLite relay.
+	mirrored := pgtest.DB(t)
+	runCLI(t, "mirror", "--db", mirrored, "--relay-key", filepath.Join(dir, "mirror.key"), "--peer", p.base)
+	if out := runCLI(t, "replay", at, "--compare", p.base, mirrored); !strings.Contains(out, "match: ") {
+		t.Fatalf("replay of the PostgreSQL mirror: %s", out)
+	}
 	// Into a log that is not empty: refused, nothing copied.
 	if out, err := runCLIErr("migrate", "--from", db, "--to", back); err == nil || !strings.Contains(out, "already holds 197 events") {
 		t.Fatalf("migrate into a full log: %v %s", err, out)
