@@ -14,6 +14,17 @@ type Limiter struct {
 	mu     sync.Mutex
 	tat    map[string]time.Time // theoretical arrival time per key
 	swept  time.Time
+	shared SharedRates
+}
+
+// SharedRates keeps a limiter's GCRA state where every relay process over
+// one log sees it (relay/postgres), so a limit holds across processes.
+// Take is Limiter's rule on the shared state: with take, it charges
+// interval to key when the new theoretical arrival time stays within
+// window of now; it reports whether it fits and, if not, how long to
+// wait. An error makes the limiter fall back to its own state.
+type SharedRates interface {
+	Take(key string, now time.Time, interval, window time.Duration, take bool) (bool, time.Duration, error)
 }
 
 // NewLimiter returns a limiter of n units per window per key (n ≤ 0: no
@@ -40,6 +51,11 @@ func (l *Limiter) take(key string, now time.Time, units int, take bool) (bool, t
 		return true, 0
 	}
 	interval := l.window / time.Duration(l.n) * time.Duration(units)
+	if l.shared != nil {
+		if ok, wait, err := l.shared.Take(key, now, interval, l.window, take); err == nil {
+			return ok, wait
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)

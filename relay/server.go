@@ -42,6 +42,9 @@ type Config struct {
 	RatePerAgent int
 	RatePerIP    int
 	RateWindow   time.Duration
+	// AgentRates, when set, keeps the per-agent limit's state where every
+	// relay process over the same log sees it (a global limit).
+	AgentRates SharedRates
 	// RatePerAuth caps the D4 Authorization headers one address may have
 	// checked per RateWindow (0 disables): each costs a signature check.
 	RatePerAuth int
@@ -131,6 +134,7 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		byAuth:  NewLimiter(cfg.RatePerAuth, cfg.RateWindow),
 		started: cfg.Now(),
 	}
+	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
 		Folds: Folds(cfg.Modules)}

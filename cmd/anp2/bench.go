@@ -20,7 +20,6 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/protocol/sigverify"
 	"github.com/anp2net/relay/relay/eventlog"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // benchCmd measures a relay: single-event publish throughput and latency
@@ -51,6 +50,9 @@ type benchCmd struct {
 	// the POST /events/batch size of the batch run (0: no batch run).
 	inProcess bool
 	batch     int
+	// backends and pg: see benchBackends.
+	backends int
+	pg       string
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -70,13 +72,18 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
-	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
+	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
+	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
+	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file); with --backends: the SQLite log to reuse or fill")
 	return parse(fs, args)
 }
 
 func (c *benchCmd) Run(ctx context.Context) error {
 	if c.replay > 0 {
 		return c.benchReplay(ctx)
+	}
+	if c.backends > 0 {
+		return c.benchBackends(ctx)
 	}
 	if c.viewsFill > 0 {
 		if c.corpus == "" {
@@ -279,7 +286,7 @@ func (c *benchCmd) timeAll(conc int, do func(i int) error) []time.Duration {
 
 // fillLog signs c.fill kind-1 events from c.agents agents over 50 topics,
 // spread over the last six days, and appends them in large group commits.
-func (c *benchCmd) fillLog(ctx context.Context, st *sqlite.Store) error {
+func (c *benchCmd) fillLog(ctx context.Context, st eventlog.Log) error {
 	keys := make([]ed25519.PrivateKey, c.agents)
 	for i := range keys {
 		seed := make([]byte, 32)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/postgres/pgtest"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/state/statetest"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // m.Run, then stop the PostgreSQL test server if one ran
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/offline"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 type importCmd struct {
@@ -25,7 +24,7 @@ type importCmd struct {
 
 func (c *importCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.StringVar(&c.db, "db", "./anp2.db", "SQLite database file to load into")
+	fs.StringVar(&c.db, "db", "./anp2.db", "the log to load into: a SQLite file or a postgres:// URL")
 	fs.BoolVar(&c.verbose, "v", false, "print every rejected line")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -47,7 +46,7 @@ func (c *importCmd) Run(ctx context.Context) error {
 		defer f.Close()
 		in = f
 	}
-	st, err := sqlite.Open(c.db, nil)
+	st, err := openLog(ctx, c.db, nil)
 	if err != nil {
 		return damaged(c.db, err)
 	}

@@ -29,6 +29,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"bench":      func(o, e io.Writer) command { return &benchCmd{out: o, progress: newProgress(e)} },
 	"replay":     func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
 	"mirror":     func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
+	"migrate":    func(o, e io.Writer) command { return &migrateCmd{out: o, progress: newProgress(e)} },
 	"cosign":     func(o, e io.Writer) command { return &cosignCmd{out: o} },
 	"pqkey":      func(o, e io.Writer) command { return &pqKeygenCmd{out: o} },
 	"checkpoint": func(o, e io.Writer) command { return &checkpointCmd{out: o} },
@@ -38,13 +39,15 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 
 const usage = `anp2 — ANP2 relay and tools
 
-  anp2 serve    start the relay (SQLite log at --db, default ./anp2.db)
+  anp2 serve    start the relay (SQLite log at --db, default ./anp2.db, or
+                PostgreSQL with --db postgres://…)
   anp2 keygen   create an Ed25519 key file and print its agent_id
   anp2 publish  build, mine, sign and post an event
   anp2 get      query events and print them as JSON lines
   anp2 import   load JSON-lines events (an export, a dataset) into a log
   anp2 replay   verify a log (file, database or relay URL), rebuild every
                 derived view and compare its state digest with a relay's
+  anp2 migrate  copy a log between SQLite and PostgreSQL: --from DB --to DB
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 cosign   endorse an event's content: print a cosign tag to attach
                 with 'anp2 publish --cosign FILE' (--pq-key adds a pq_sig)

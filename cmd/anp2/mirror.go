@@ -11,7 +11,6 @@ import (
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/governance"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // mirrorCmd reconciles a local log with peer relays once: it fetches what
@@ -25,7 +24,7 @@ type mirrorCmd struct {
 
 func (c *mirrorCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("mirror", flag.ContinueOnError)
-	fs.StringVar(&c.db, "db", "./anp2.db", "local SQLite database")
+	fs.StringVar(&c.db, "db", "./anp2.db", "the local log: a SQLite file or a postgres:// URL")
 	fs.StringVar(&c.key, "relay-key", "", "the local relay's key file (default <db>.relay-key)")
 	fs.Var(&c.peers, "peer", "peer relay URL (repeatable)")
 	if err := parse(fs, args); err != nil {
@@ -38,14 +37,14 @@ func (c *mirrorCmd) ParseFlags(args []string) error {
 }
 
 func (c *mirrorCmd) Run(ctx context.Context) error {
-	st, err := sqlite.Open(c.db, nil)
+	st, err := openLog(ctx, c.db, nil)
 	if err != nil {
 		return damaged(c.db, err)
 	}
 	defer st.Close()
 	cfg := relay.DefaultConfig()
 	if c.key == "" {
-		c.key = c.db + ".relay-key"
+		c.key = relayKeyDefault(c.db)
 	}
 	if cfg.RelayKey, err = loadOrCreateKey(c.key); err != nil {
 		return err

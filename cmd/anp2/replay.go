@@ -21,8 +21,8 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/offline"
-	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/state"
 )
 
@@ -57,7 +57,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file, an export file, a relay URL, or - for stdin)")
+		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file or postgres:// URL, an export file, a relay URL, or - for stdin)")
 	}
 	c.source = fs.Arg(0)
 	return nil
@@ -173,7 +173,7 @@ func (c *replayCmd) openSource(ctx context.Context, through int64) (string, func
 		fill = func(w io.Writer) error { return c.download(ctx, w, through) }
 	case c.source == "-":
 		fill = func(w io.Writer) error { _, err := io.Copy(w, os.Stdin); return err }
-	case isSQLite(c.source):
+	case isSQLite(c.source) || isPostgres(c.source):
 		fill = func(w io.Writer) error { return c.dumpStore(ctx, w) }
 	default:
 		return c.source, func() {}, nil
@@ -237,7 +237,7 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 // writer lock, so the log of a running relay can be audited.
 func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	err := sqlite.ReadLog(ctx, c.source, func(r sqlite.Row) error {
+	err := readStored(ctx, c.source, func(r *eventlog.Stored) error {
 		if r.Seq%4096 == 0 {
 			c.progress.update("read database: seq %d", r.Seq)
 		}

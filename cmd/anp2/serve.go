@@ -13,9 +13,9 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
-	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // serveCmd runs the relay. Tests drive it through ParseFlags, Start, Addr
@@ -35,7 +35,7 @@ type serveCmd struct {
 	gov                          govFlags
 	now                          func() time.Time
 
-	store *sqlite.Store
+	store eventlog.Log
 	ln    net.Listener
 	srv   *relay.Server
 	fed   *federation.Module // the federation module (mirroring)
@@ -48,7 +48,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(c.errw)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&c.db, "db", "./anp2.db", "SQLite database file")
+	fs.StringVar(&c.db, "db", "./anp2.db", "the event log: a SQLite file (a path or sqlite:PATH), or a PostgreSQL URL postgres://user:pass@host/db")
 	fs.StringVar(&c.publicURL, "public-base-url", "", "public base URL for absolute links (default http://<addr>)")
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
@@ -59,7 +59,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
-	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
+	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key; with PostgreSQL ./anp2.relay-key: give every process over one database the same file)")
 	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
 	fs.StringVar(&c.infraCosts, "operator-infra-costs-usd", "0.00", "the operator's declared infrastructure cost per report period, in USD")
 	fs.StringVar(&c.operatorFunding, "operator-funding", "", "the relay operator agent's kind 16 content (JSON with addresses), published signed by the relay key when it changes")
@@ -80,7 +80,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 // Start opens the log and begins listening; Run waits for ctx to end.
 func (c *serveCmd) Start() error {
 	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
-	st, err := sqlite.OpenWithRepair(c.db, nil, func(work string) {
+	st, err := openLog(context.Background(), c.db, func(work string) {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
 	if err != nil {
@@ -90,6 +90,7 @@ func (c *serveCmd) Start() error {
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
+	cfg.AgentRates = agentRates(st)
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
 	}
@@ -144,7 +145,7 @@ func (c *serveCmd) Start() error {
 	}
 	mods.tiers.Configure(c.newAgentTiers, whitelist)
 	if c.relayKey == "" {
-		c.relayKey = c.db + ".relay-key"
+		c.relayKey = relayKeyDefault(c.db)
 	}
 	if cfg.RelayKey, err = loadOrCreateKey(c.relayKey); err != nil {
 		ln.Close()
@@ -160,8 +161,10 @@ func (c *serveCmd) Start() error {
 	}
 	c.srv = srv
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
-	st.Announce("addr=" + ln.Addr().String())
-	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
+	if a, ok := st.(interface{ Announce(...string) error }); ok { // SQLite's writer lock names its holder
+		a.Announce("addr=" + ln.Addr().String())
+	}
+	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", dbLabel(c.db), "public_base_url", cfg.PublicBaseURL)
 	return nil
 }
 
