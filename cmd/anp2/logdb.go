@@ -91,3 +91,16 @@ func readStored(ctx context.Context, db string, fn func(st *eventlog.Stored) err
 	defer st.Close()
 	return st.ExportStored(ctx, 0, func(int64) error { return nil }, fn)
 }
+
+// deliveryQueue is the delivery queue's file for a relay on db with relay
+// key file key: "" (beside a SQLite log, <db>.delivery) or, for a
+// PostgreSQL log, which has no file, <relay key file>.delivery.
+func deliveryQueue(db, key string) string {
+	if !isPostgres(db) {
+		return ""
+	}
+	if key == "" {
+		key = relayKeyDefault(db)
+	}
+	return key + ".delivery"
+}

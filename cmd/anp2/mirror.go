@@ -50,7 +50,7 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 		return err
 	}
 	// A one-shot mirror serves nothing: governance without keys suffices.
-	mods, err := modules(federation.DefaultOptions(), governance.Options{})
+	mods, err := modules(federation.DefaultOptions(), governance.Options{}, deliveryQueue(c.db, c.key))
 	if err != nil {
 		return err
 	}

@@ -33,8 +33,9 @@ type relayModules struct {
 // place a new capability is registered (see relay.Module). Each call
 // returns fresh modules, so the auditor's replay folds into its own. fed
 // configures federation, gov the governance keys; it fails only on a
-// malformed peer key or governance key.
-func modules(fed federation.Options, gov governance.Options) (relayModules, error) {
+// malformed peer key or governance key. queue, when given and not "", is
+// the delivery queue's file (ANP2_DELIVERY_DB wins; default beside the log).
+func modules(fed federation.Options, gov governance.Options, queue ...string) (relayModules, error) {
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
@@ -49,7 +50,13 @@ func modules(fed federation.Options, gov governance.Options) (relayModules, erro
 	tier := tiers.NewModule(tierOpts)
 	// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
 	// addresses over plain http (a receiver on the relay's own network).
-	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"})
+	// ANP2_DELIVERY_DB: the delivery queue's SQLite file (default <db>.delivery,
+	// or, beside a PostgreSQL log, <relay key file>.delivery: see serve).
+	path := os.Getenv("ANP2_DELIVERY_DB")
+	if path == "" && len(queue) > 0 {
+		path = queue[0]
+	}
+	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule(),

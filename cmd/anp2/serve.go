@@ -120,7 +120,7 @@ func (c *serveCmd) Start() error {
 		st.Close()
 		return err
 	}
-	mods, err := modules(fed, gov)
+	mods, err := modules(fed, gov, deliveryQueue(c.db, c.relayKey))
 	if err != nil {
 		ln.Close()
 		st.Close()
