@@ -251,6 +251,18 @@ func TestReplayAgreesWithRelay(t *testing.T) {
 	sample := "../../testdata/vectors/anp2-network-sample.jsonl"
 	runCLI(t, "import", "--db", db, sample)
 	p := startProc(t, db)
+	// The relay announces itself (kind 10) once it serves, beside the
+	// requests below: wait for it, so the database and /state hold the
+	// same events.
+	waitFor(t, "the relay's announcement", func() bool {
+		resp, err := http.Get(p.base + "/events?kinds=10")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 200 && len(b) > 10
+	})
 	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
 	// The raw sample: the 247 id mismatches are listed.
 	if out := runCLI(t, "replay", at, sample); !strings.Contains(out, "folded 196") || !strings.Contains(out, "invalid id_mismatch") {
@@ -387,4 +399,16 @@ func atoi(t *testing.T, b []byte) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// waitFor polls cond every 20 ms for up to 20 s and fails t if it never
+// holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("%s: not reached", what)
 }
