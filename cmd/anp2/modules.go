@@ -4,6 +4,7 @@ import (
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/state"
@@ -28,6 +29,7 @@ func modules(fed federation.Options) (relayModules, error) {
 	}
 	return relayModules{federation: f, all: []relay.Module{
 		directory.NewModule(),
+		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		a2a.NewModule(a2a.Options{}),

@@ -1,0 +1,271 @@
+package discovery
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// The neighbour embedding (§12.3), published as a schema by GET /neighbors:
+// EmbeddingSchema names it. A post's text is its content, or for JSON
+// content the string fields claim, text, content, about, title and summary;
+// it is lowercased and split on every rune that is not a letter or digit.
+// Tokens of 2 to 40 bytes that are not stop words give the features
+// "w|<token>" for each token, "b|<token> <next token>" for each bigram, and
+// "t|<topic>" for each t tag; each feature is hashed (FNV-1a 32) into
+// EmbeddingDims buckets (at most MaxPostFeatures distinct per post). An
+// agent's profile vector is, over its ProfilePosts most recent posts
+// (kinds 1, 2, 5, by created_at then id), the summed count c of each
+// bucket weighted 1 + ln(c), L2-normalised. No IDF: a vector depends on
+// its own agent's events only, so publishing updates one vector.
+const (
+	EmbeddingSchema = "anp2.embedding.hashed-bow.v1"
+	EmbeddingDims   = 1 << 20
+	ProfilePosts    = 50
+	MaxPostFeatures = 256
+)
+
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am") {
+		stopWords[w] = true
+	}
+}
+
+type feature struct {
+	dim uint32
+	w   float32
+}
+
+type postRec struct {
+	at     int64
+	id     string
+	feats  []feature // counts in w
+	topics []string
+}
+
+type agentVec struct {
+	posts []postRec // newest first by (created_at, id)
+	vec   []feature // the profile vector, by dim
+}
+
+// embeddings holds each agent's posts' features, its profile vector and an
+// inverted index dim → agent → weight for the neighbour query.
+type embeddings struct {
+	agents   map[string]*agentVec
+	postings map[uint32]map[string]float32
+}
+
+func newEmbeddings() embeddings {
+	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]map[string]float32{}}
+}
+
+func (m *embeddings) apply(e *protocol.Event, add bool) {
+	a := m.agents[e.AgentID]
+	if a == nil {
+		if !add {
+			return
+		}
+		a = &agentVec{}
+		m.agents[e.AgentID] = a
+	}
+	i := sort.Search(len(a.posts), func(i int) bool {
+		p := a.posts[i]
+		return p.at < e.CreatedAt || p.at == e.CreatedAt && p.id <= e.ID
+	})
+	exists := i < len(a.posts) && a.posts[i].id == e.ID
+	switch {
+	case add && !exists:
+		a.posts = slices.Insert(a.posts, i, postRec{at: e.CreatedAt, id: e.ID, feats: features(e), topics: topicsOf(e)})
+	case !add && exists:
+		a.posts = slices.Delete(a.posts, i, i+1)
+	default:
+		return
+	}
+	if i >= ProfilePosts {
+		return // outside the profile window: the vector is unchanged
+	}
+	m.setVector(e.AgentID, a, profileVector(a.posts))
+	if len(a.posts) == 0 {
+		delete(m.agents, e.AgentID)
+	}
+}
+
+func (m *embeddings) setVector(agent string, a *agentVec, vec []feature) {
+	for _, f := range a.vec {
+		if p := m.postings[f.dim]; p != nil {
+			delete(p, agent)
+			if len(p) == 0 {
+				delete(m.postings, f.dim)
+			}
+		}
+	}
+	a.vec = vec
+	for _, f := range vec {
+		if m.postings[f.dim] == nil {
+			m.postings[f.dim] = map[string]float32{}
+		}
+		m.postings[f.dim][agent] = f.w
+	}
+}
+
+// profileVector is the L2-normalised 1 + ln(count) vector of the newest
+// ProfilePosts posts.
+func profileVector(posts []postRec) []feature {
+	counts := map[uint32]float64{}
+	for _, p := range posts[:min(len(posts), ProfilePosts)] {
+		for _, f := range p.feats {
+			counts[f.dim] += float64(f.w)
+		}
+	}
+	vec := make([]feature, 0, len(counts))
+	for d := range counts {
+		vec = append(vec, feature{dim: d})
+	}
+	sort.Slice(vec, func(i, j int) bool { return vec[i].dim < vec[j].dim })
+	norm := 0.0
+	for _, f := range vec {
+		w := 1 + math.Log(counts[f.dim])
+		norm += w * w
+	}
+	norm = math.Sqrt(norm)
+	for i := range vec {
+		vec[i].w = float32((1 + math.Log(counts[vec[i].dim])) / norm)
+	}
+	return vec
+}
+
+// features returns the hashed feature counts of one post (see
+// EmbeddingSchema), by bucket.
+func features(e *protocol.Event) []feature {
+	counts := map[uint32]float32{}
+	add := func(s string) {
+		if len(counts) >= MaxPostFeatures {
+			return
+		}
+		h := fnv.New32a()
+		h.Write([]byte(s))
+		counts[h.Sum32()%EmbeddingDims]++
+	}
+	toks := Tokens(postText(e))
+	for i, t := range toks {
+		add("w|" + t)
+		if i+1 < len(toks) {
+			add("b|" + t + " " + toks[i+1])
+		}
+	}
+	for _, t := range topicsOf(e) {
+		add("t|" + strings.ToLower(t))
+	}
+	out := make([]feature, 0, len(counts))
+	for d, c := range counts {
+		out = append(out, feature{d, c})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].dim < out[j].dim })
+	return out
+}
+
+// Tokens splits text into the embedding's tokens.
+func Tokens(text string) []string {
+	var out []string
+	for _, t := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if len(t) >= 2 && len(t) <= 40 && !stopWords[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func postText(e *protocol.Event) string {
+	var obj map[string]any
+	if json.Unmarshal([]byte(e.Content), &obj) != nil {
+		return e.Content
+	}
+	var parts []string
+	for _, k := range []string{"claim", "text", "content", "about", "title", "summary"} {
+		if s, ok := obj[k].(string); ok {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Neighbor is one row of GET /neighbors.
+type Neighbor struct {
+	AgentID      string   `json:"agent_id"`
+	Sim          float64  `json:"sim"`
+	SampleTopics []string `json:"sample_topics"`
+}
+
+// Neighbors returns the k agents whose profile vectors have the highest
+// cosine similarity with agent's (sim > 0, rounded to 4 decimals; ties by
+// agent_id), each with its three most used topics among its profile
+// posts. Agents whose discoverability is not public are left out.
+func (f *Fold) Neighbors(agent string, k int) []Neighbor {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	me := f.emb.agents[agent]
+	if me == nil {
+		return []Neighbor{}
+	}
+	dot := map[string]float64{}
+	for _, q := range me.vec {
+		for other, w := range f.emb.postings[q.dim] {
+			dot[other] += float64(q.w) * float64(w)
+		}
+	}
+	delete(dot, agent)
+	out := make([]Neighbor, 0, len(dot))
+	for other, s := range dot {
+		if s > 0 && f.discoverability(other) == Public {
+			out = append(out, Neighbor{AgentID: other, Sim: round4(min(s, 1))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Sim > out[j].Sim || out[i].Sim == out[j].Sim && out[i].AgentID < out[j].AgentID
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	for i := range out {
+		out[i].SampleTopics = sampleTopics(f.emb.agents[out[i].AgentID].posts, 3)
+	}
+	return out
+}
+
+func sampleTopics(posts []postRec, n int) []string {
+	count := map[string]int{}
+	for _, p := range posts[:min(len(posts), ProfilePosts)] {
+		for _, t := range p.topics {
+			count[t]++
+		}
+	}
+	out := make([]string, 0, len(count))
+	for t := range count {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return count[out[i]] > count[out[j]] || count[out[i]] == count[out[j]] && out[i] < out[j]
+	})
+	return out[:min(len(out), n)]
+}
+
+// SampleTopics returns agent's three most used topics among its profile
+// posts.
+func (f *Fold) SampleTopics(agent string) []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if a := f.emb.agents[agent]; a != nil {
+		return sampleTopics(a.posts, 3)
+	}
+	return []string{}
+}

@@ -1,0 +1,39 @@
+package discovery_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/discovery"
+	"github.com/anp2net/relay/relay/relaytest"
+)
+
+func start(t *testing.T) (*relaytest.Relay, *discovery.Module) {
+	t.Helper()
+	m := discovery.NewModule()
+	return relaytest.Start(t, []relay.Module{m}), m
+}
+
+// get answers GET path (with extra header pairs) decoded into out, and
+// fails unless it is a 200.
+func get(t *testing.T, r *relaytest.Relay, path string, out any, hdr ...string) relaytest.Answer {
+	t.Helper()
+	ans := r.Do(t, "GET", path, "", nil, hdr...)
+	if ans.Status != 200 {
+		t.Fatalf("GET %s: %d %s", path, ans.Status, ans.Body)
+	}
+	if err := json.Unmarshal(ans.Body, out); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return ans
+}
+
+// refuse requires GET path to answer status with code.
+func refuse(t *testing.T, r *relaytest.Relay, path string, status int, code string) {
+	t.Helper()
+	ans := r.Do(t, "GET", path, "", nil)
+	if ans.Status != status || ans.Code(t) != code {
+		t.Fatalf("GET %s: %d %s, want %d %s", path, ans.Status, ans.Body, status, code)
+	}
+}
