@@ -2,6 +2,7 @@ package discovery_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/anp2net/relay/relay"
@@ -23,6 +24,7 @@ func get(t *testing.T, r *relaytest.Relay, path string, out any, hdr ...string) 
 	if ans.Status != 200 {
 		t.Fatalf("GET %s: %d %s", path, ans.Status, ans.Body)
 	}
+	reflect.ValueOf(out).Elem().SetZero()
 	if err := json.Unmarshal(ans.Body, out); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
