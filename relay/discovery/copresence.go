@@ -19,8 +19,9 @@ const (
 	TopicSpan = 86400
 )
 
-// ContextWeights weigh each shared context in the co-presence score.
-var ContextWeights = map[string]float64{CtxThread: 1, CtxCitation: 0.8, CtxTopic: 0.5, CtxCapability: 0.3}
+// ContextWeights weigh each shared context in the co-presence score, in
+// tenths (summed as integers, so a score never depends on summation order).
+var ContextWeights = map[string]int{CtxThread: 10, CtxCitation: 8, CtxTopic: 5, CtxCapability: 3}
 
 // ctxIndex holds when each agent appeared in each context (sorted times).
 type ctxIndex struct {
@@ -163,52 +164,70 @@ type Met struct {
 func (f *Fold) Copresence(agent string, now, window int64, limit int) []Met {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	lo := now - window
-	met := map[string][]Context{}
+	// First the scores alone, then the contexts of the rows kept.
+	score := map[string]int{}
+	f.eachShared(agent, now-window, now, func(other string, c Context) { score[other] += ContextWeights[c.Type] })
+	out := make([]Met, 0, min(len(score), limit+1))
+	better := func(a, b Met) bool { return a.Score > b.Score || a.Score == b.Score && a.AgentID < b.AgentID }
+	for other, tenths := range score {
+		s := float64(tenths) / 10
+		if f.discoverability(other) != Public {
+			continue
+		}
+		m := Met{AgentID: other, Score: round4(s / (1 + s))}
+		if len(out) == limit && !better(m, out[limit-1]) {
+			continue
+		}
+		i := sort.Search(len(out), func(i int) bool { return better(m, out[i]) })
+		out = slices.Insert(out, i, m)
+		if len(out) > limit {
+			out = out[:limit]
+		}
+	}
+	row := make(map[string]int, len(out))
+	for i, m := range out {
+		row[m.AgentID] = i
+	}
+	f.eachShared(agent, now-window, now, func(other string, c Context) {
+		if i, ok := row[other]; ok {
+			out[i].Contexts = append(out[i].Contexts, c)
+		}
+	})
+	for _, m := range out {
+		sort.Slice(m.Contexts, func(i, j int) bool {
+			a, b := m.Contexts[i], m.Contexts[j]
+			return a.Type < b.Type || a.Type == b.Type && a.Ref < b.Ref
+		})
+	}
+	return out
+}
+
+// eachShared calls fn for every (other agent, context) pair agent shares
+// within [lo, hi] (capabilities whatever the time).
+func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	shared := func(idx ctxIndex, typ string, near func(a, b []int64) bool) {
 		for ref, mine := range idx.byAgent[agent] {
-			if !anyIn(mine, lo, now) {
+			if !anyIn(mine, lo, hi) {
 				continue
 			}
 			for other, theirs := range idx.byRef[ref] {
 				if other != agent && near(mine, theirs) {
-					met[other] = append(met[other], Context{typ, ref})
+					fn(other, Context{typ, ref})
 				}
 			}
 		}
 	}
-	inWindow := func(_, b []int64) bool { return anyIn(b, lo, now) }
+	inWindow := func(_, b []int64) bool { return anyIn(b, lo, hi) }
 	shared(f.ctx.thread, CtxThread, inWindow)
 	shared(f.ctx.cite, CtxCitation, inWindow)
-	shared(f.ctx.topic, CtxTopic, func(a, b []int64) bool { return closeIn(a, b, lo, now, TopicSpan) })
+	shared(f.ctx.topic, CtxTopic, func(a, b []int64) bool { return closeIn(a, b, lo, hi, TopicSpan) })
 	for _, n := range f.ctx.capsOf[agent] {
 		for other := range f.ctx.capMembers[n] {
 			if other != agent {
-				met[other] = append(met[other], Context{CtxCapability, n})
+				fn(other, Context{CtxCapability, n})
 			}
 		}
 	}
-	out := make([]Met, 0, len(met))
-	for other, ctxs := range met {
-		if f.discoverability(other) != Public {
-			continue
-		}
-		s := 0.0
-		for _, c := range ctxs {
-			s += ContextWeights[c.Type]
-		}
-		sort.Slice(ctxs, func(i, j int) bool {
-			return ctxs[i].Type < ctxs[j].Type || ctxs[i].Type == ctxs[j].Type && ctxs[i].Ref < ctxs[j].Ref
-		})
-		out = append(out, Met{AgentID: other, Contexts: ctxs, Score: round4(s / (1 + s))})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Score > out[j].Score || out[i].Score == out[j].Score && out[i].AgentID < out[j].AgentID
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
 }
 
 // anyIn reports whether sorted times holds a value in [lo, hi].

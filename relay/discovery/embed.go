@@ -52,19 +52,39 @@ type postRec struct {
 }
 
 type agentVec struct {
+	idx   int32
 	posts []postRec // newest first by (created_at, id)
 	vec   []feature // the profile vector, by dim
 }
 
+// posting is one agent's weight in one bucket, valid while ver is the
+// agent's current vector version (older entries are skipped, then dropped
+// when a list is compacted).
+type posting struct {
+	who int32
+	ver uint32
+	w   uint16
+}
+
 // embeddings holds each agent's posts' features, its profile vector and an
-// inverted index dim → agent → weight for the neighbour query.
+// inverted index bucket → postings for the neighbour query. Weights in the
+// index are fixed-point (w × 65535), so a dot product is an exact integer
+// sum whatever order the postings are in.
 type embeddings struct {
 	agents   map[string]*agentVec
-	postings map[uint32]map[string]float32
+	names    []string // idx → agent_id
+	vers     []uint32 // idx → current vector version
+	postings map[uint32]*bucket
+}
+
+// bucket is one dimension's postings and how many of them are superseded.
+type bucket struct {
+	list  []posting
+	stale int
 }
 
 func newEmbeddings() embeddings {
-	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]map[string]float32{}}
+	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]*bucket{}}
 }
 
 func (m *embeddings) apply(e *protocol.Event, add bool) {
@@ -73,7 +93,9 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		if !add {
 			return
 		}
-		a = &agentVec{}
+		a = &agentVec{idx: int32(len(m.names))}
+		m.names = append(m.names, e.AgentID)
+		m.vers = append(m.vers, 0)
 		m.agents[e.AgentID] = a
 	}
 	i := sort.Search(len(a.posts), func(i int) bool {
@@ -92,29 +114,47 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 	if i >= ProfilePosts {
 		return // outside the profile window: the vector is unchanged
 	}
-	m.setVector(e.AgentID, a, profileVector(a.posts))
-	if len(a.posts) == 0 {
-		delete(m.agents, e.AgentID)
-	}
+	m.setVector(a, profileVector(a.posts))
 }
 
-func (m *embeddings) setVector(agent string, a *agentVec, vec []feature) {
+// setVector replaces a's vector: its old postings become stale and are
+// dropped from a bucket once they are half of it.
+func (m *embeddings) setVector(a *agentVec, vec []feature) {
 	for _, f := range a.vec {
-		if p := m.postings[f.dim]; p != nil {
-			delete(p, agent)
-			if len(p) == 0 {
-				delete(m.postings, f.dim)
-			}
+		b := m.postings[f.dim]
+		if b.stale++; b.stale*2 >= len(b.list) {
+			m.compact(f.dim, b, a.idx)
 		}
 	}
 	a.vec = vec
+	m.vers[a.idx]++
 	for _, f := range vec {
-		if m.postings[f.dim] == nil {
-			m.postings[f.dim] = map[string]float32{}
+		b := m.postings[f.dim]
+		if b == nil {
+			b = &bucket{}
+			m.postings[f.dim] = b
 		}
-		m.postings[f.dim][agent] = f.w
+		b.list = append(b.list, posting{who: a.idx, ver: m.vers[a.idx], w: quantize(f.w)})
 	}
 }
+
+// compact drops the stale entries of one bucket (and those of skip, whose
+// version is about to change).
+func (m *embeddings) compact(dim uint32, b *bucket, skip int32) {
+	list := b.list[:0]
+	for _, p := range b.list {
+		if p.who != skip && p.ver == m.vers[p.who] {
+			list = append(list, p)
+		}
+	}
+	if len(list) == 0 {
+		delete(m.postings, dim)
+		return
+	}
+	b.list, b.stale = slices.Clip(list), 0
+}
+
+func quantize(w float32) uint16 { return uint16(math.Round(float64(min(max(w, 0), 1)) * 65535)) }
 
 // profileVector is the L2-normalised 1 + ln(count) vector of the newest
 // ProfilePosts posts.
@@ -217,29 +257,45 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	if me == nil {
 		return []Neighbor{}
 	}
-	dot := map[string]float64{}
+	dot := make([]uint64, len(f.emb.names))
+	var touched []int32
 	for _, q := range me.vec {
-		for other, w := range f.emb.postings[q.dim] {
-			dot[other] += float64(q.w) * float64(w)
+		qw := uint64(quantize(q.w))
+		b := f.emb.postings[q.dim]
+		if b == nil {
+			continue
+		}
+		for _, p := range b.list {
+			if p.ver != f.emb.vers[p.who] {
+				continue
+			}
+			if dot[p.who] == 0 {
+				touched = append(touched, p.who)
+			}
+			dot[p.who] += qw * uint64(p.w)
 		}
 	}
-	delete(dot, agent)
-	out := make([]Neighbor, 0, len(dot))
-	for other, s := range dot {
-		if s > 0 && f.discoverability(other) == Public {
-			out = append(out, Neighbor{AgentID: other, Sim: round4(min(s, 1))})
+	top := make([]Neighbor, 0, k+1)
+	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
+	for _, who := range touched {
+		other := f.emb.names[who]
+		if who == me.idx || dot[who] == 0 || f.discoverability(other) != Public {
+			continue
+		}
+		n := Neighbor{AgentID: other, Sim: round4(min(float64(dot[who])/(65535.0*65535.0), 1))}
+		if len(top) == k && !better(n, top[k-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return better(n, top[i]) })
+		top = slices.Insert(top, i, n)
+		if len(top) > k {
+			top = top[:k]
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Sim > out[j].Sim || out[i].Sim == out[j].Sim && out[i].AgentID < out[j].AgentID
-	})
-	if len(out) > k {
-		out = out[:k]
+	for i := range top {
+		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
 	}
-	for i := range out {
-		out[i].SampleTopics = sampleTopics(f.emb.agents[out[i].AgentID].posts, 3)
-	}
-	return out
+	return top
 }
 
 func sampleTopics(posts []postRec, n int) []string {

@@ -32,6 +32,7 @@ type Fold struct {
 	ctx      contexts
 	emb      embeddings
 	profiles map[string][]*protocol.Event // every kind 0 revision, for Remove
+	disc     map[string]string            // the latest profile's discoverability, when not public
 	caps     map[string][]*protocol.Event // every kind 4 revision
 }
 
@@ -40,7 +41,7 @@ func New() *Fold {
 	return &Fold{
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
 		ctx: newContexts(), emb: newEmbeddings(),
-		profiles: map[string][]*protocol.Event{}, caps: map[string][]*protocol.Event{},
+		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
 	}
 }
 
@@ -71,6 +72,11 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile:
 		f.profiles[e.AgentID] = revise(f.profiles[e.AgentID], e, add)
+		if d := parseDiscoverability(latest(f.profiles[e.AgentID])); d != Public {
+			f.disc[e.AgentID] = d
+		} else {
+			delete(f.disc, e.AgentID)
+		}
 	case protocol.KindCapability:
 		old := capNames(latest(f.caps[e.AgentID]))
 		f.caps[e.AgentID] = revise(f.caps[e.AgentID], e, add)
@@ -124,17 +130,25 @@ func (f *Fold) Discoverability(agent string) string {
 }
 
 func (f *Fold) discoverability(agent string) string {
-	p := latest(f.profiles[agent])
+	if d, ok := f.disc[agent]; ok {
+		return d
+	}
+	return Public
+}
+
+// parseDiscoverability reads a profile's discoverability (public when p is
+// nil or says anything else).
+func parseDiscoverability(p *protocol.Event) string {
 	if p == nil {
 		return Public
 	}
 	var body struct {
-		Discoverability string `json:"discoverability"`
+		Discoverability any `json:"discoverability"`
 	}
 	json.Unmarshal([]byte(p.Content), &body)
 	switch body.Discoverability {
 	case TopicOnly, InviteOnly:
-		return body.Discoverability
+		return body.Discoverability.(string)
 	}
 	return Public
 }
