@@ -50,6 +50,30 @@ type Beacon struct {
 func init() {
 	kindRules[KindBeacon] = checkBeacon
 	kindRules[KindSubscribe] = checkSubscribe
+	kindRules[KindCacheInvalidate] = checkCacheInvalidate
+}
+
+// checkCacheInvalidate is seed §12.9.5's kind 23: content empty or a JSON
+// object (its reason, when present, a string), and at least one
+// ["e", <64-hex>] tag naming what changed.
+func checkCacheInvalidate(e *Event) []error {
+	var errs []error
+	if e.Content != "" {
+		obj, ok := decodeContentObject(e.Content)
+		if _, isStr := obj["reason"].(string); !ok || obj["reason"] != nil && !isStr {
+			errs = append(errs, Errorf(CodeInvalidTag, "kind 23 content must be empty or a JSON object whose reason is a string"))
+		}
+	}
+	ids := e.TagValues("e")
+	if len(ids) == 0 {
+		return append(errs, Errorf(CodeMissingTag, "kind 23 cache_invalidate needs an [\"e\", <event_id>] tag"))
+	}
+	for _, id := range ids {
+		if !IsHex64(id) {
+			return append(errs, Errorf(CodeMissingTag, "kind 23 e tag must hold a 64-hex event id"))
+		}
+	}
+	return errs
 }
 
 // ParseBeacon reads the content of a kind 15 beacon. Content is a JSON

@@ -88,3 +88,28 @@ func FuzzDiscoveryContent(f *testing.F) {
 		ParseSubscription(s)
 	})
 }
+
+func TestCacheInvalidateRule(t *testing.T) {
+	id := strings.Repeat("cd", 32)
+	cases := []struct {
+		name    string
+		content string
+		tags    [][]string
+		want    []string
+	}{
+		{"seed example", `{"reason":"profile_updated"}`, [][]string{{"e", id}}, nil},
+		{"empty content", ``, [][]string{{"e", id}}, nil},
+		{"reason number", `{"reason":3}`, [][]string{{"e", id}}, []string{CodeInvalidTag}},
+		{"not json", `stale`, [][]string{{"e", id}}, []string{CodeInvalidTag}},
+		{"no e tag", `{}`, nil, []string{CodeMissingTag}},
+		{"e not hex", `{}`, [][]string{{"e", "x"}}, []string{CodeMissingTag}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := &Event{Kind: KindCacheInvalidate, Content: c.content, Tags: c.tags}
+			if got := codesOf(CheckKind(e)); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("codes %v, want %v", got, c.want)
+			}
+		})
+	}
+}

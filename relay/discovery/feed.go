@@ -9,7 +9,6 @@ import (
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
-	"net/http"
 )
 
 // FeedKinds are the kinds a feed ranks: posts, replies, claims, beacons and
@@ -123,7 +122,7 @@ func (m *Module) getFeed(c echo.Context) error {
 	items := m.rank(in)
 	total := len(items)
 	items = items[:min(len(items), int(limit))]
-	return c.JSON(http.StatusOK, map[string]any{
+	return answer(c, viewTTL, map[string]any{
 		"agent_id": id, "at": now, "window_sec": window, "count": len(items), "candidates": total,
 		"follows": httpx.NonNil(in.follows), "topics": httpx.NonNil(in.topics), "capabilities": httpx.NonNil(in.caps),
 		"items": items, "recommendations": items,

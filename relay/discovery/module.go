@@ -1,6 +1,9 @@
 package discovery
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -66,10 +69,13 @@ func (m *Module) private(agent, reader string) bool {
 	return reader != agent && m.fold.Discoverability(agent) != Public
 }
 
-// cache sets Cache-Control for an answer valid for ttl seconds (§12.9.1).
-func cache(c echo.Context, ttl int) {
-	c.Response().Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
-}
+// Cache lifetimes of the discovery answers (§12.9.1): 60 s for beacons, as
+// the seed's default beacon TTL, and for every other view, which changes
+// with each publish.
+const (
+	BeaconTTL = 60
+	viewTTL   = 60
+)
 
 func (m *Module) getBeacons(c echo.Context) error {
 	v, err := httpx.Params(c, "t", "cap_wanted", "agent_id", "limit")
@@ -104,8 +110,7 @@ func (m *Module) getBeacons(c echo.Context) error {
 		}
 		out = append(out, b)
 	}
-	cache(c, 60)
-	return c.JSON(http.StatusOK, map[string]any{"at": now, "count": len(out), "beacons": out})
+	return answer(c, BeaconTTL, map[string]any{"at": now, "count": len(out), "beacons": out})
 }
 
 // textParam answers a 400 unless each named parameter, when given, is
@@ -148,4 +153,37 @@ func windowParam(v url.Values, def int64) (int64, error) {
 		return def, nil
 	}
 	return ParseWindow(v.Get("window"))
+}
+
+// answer writes v as JSON with Cache-Control max-age ttl and a strong ETag
+// (the first 128 bits of the body's SHA-256, hex). A request whose
+// If-None-Match names the ETag (or is *) gets 304 with no body. Because
+// the tag hashes the answer itself, it changes the moment the answer does
+// (§12.9.5: a new event, a revocation or a kind 23 takes effect at once).
+func answer(c echo.Context, ttl int, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
+	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// etagMatches reports whether an If-None-Match list names etag (weak
+// comparison, RFC 9110 §13.1.2).
+func etagMatches(list, etag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }

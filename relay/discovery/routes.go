@@ -1,8 +1,6 @@
 package discovery
 
 import (
-	"net/http"
-
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
@@ -44,7 +42,7 @@ func (m *Module) getFollowing(c echo.Context) error {
 		return err
 	}
 	list := m.visibleFollows(reader, m.fold.Following(id, withdrawn))
-	return c.JSON(http.StatusOK, map[string]any{"agent_id": id, "count": len(list), "subscriptions": list})
+	return answer(c, viewTTL, map[string]any{"agent_id": id, "count": len(list), "subscriptions": list})
 }
 
 // getSubscriptions is GET /subscriptions/{agent_id}, the reference relay's
@@ -72,7 +70,7 @@ func (m *Module) getSubscriptions(c echo.Context) error {
 		}
 	}
 	followers := m.visibleFollows(reader, m.fold.Followers(TargetAgent, id, false))
-	return c.JSON(http.StatusOK, map[string]any{
+	return answer(c, viewTTL, map[string]any{
 		"agent_id": id, "count": len(list), "subscriptions": list,
 		"agents": agents, "topics": topics, "follower_count": len(followers),
 	})
@@ -89,7 +87,7 @@ func (m *Module) getFollowers(c echo.Context) error {
 		return err
 	}
 	list := m.visibleFollows(reader, m.fold.Followers(TargetAgent, id, withdrawn))
-	return c.JSON(http.StatusOK, map[string]any{"agent_id": id, "count": len(list), "followers": list})
+	return answer(c, viewTTL, map[string]any{"agent_id": id, "count": len(list), "followers": list})
 }
 
 // getTopicFollowers is GET /topics/{topic}/followers.
@@ -103,7 +101,7 @@ func (m *Module) getTopicFollowers(c echo.Context) error {
 		return err
 	}
 	list := m.visibleFollows(reader, m.fold.Followers(TargetTopic, topic, withdrawn))
-	return c.JSON(http.StatusOK, map[string]any{"topic": topic, "count": len(list), "followers": list})
+	return answer(c, viewTTL, map[string]any{"topic": topic, "count": len(list), "followers": list})
 }
 
 // getCitations is GET /citations/{event_id}?direction=incoming|outgoing|both.
@@ -154,7 +152,7 @@ func (m *Module) getCitations(c echo.Context) error {
 		}
 		out["outgoing"], out["outgoing_count"] = httpx.NonNil(list), len(list)
 	}
-	return c.JSON(http.StatusOK, out)
+	return answer(c, viewTTL, out)
 }
 
 func countVisible(m *Module, reader string, list []Citation) int {
@@ -194,7 +192,7 @@ func (m *Module) getCopresence(c echo.Context) error {
 	if !m.private(id, reader) {
 		list = m.fold.Copresence(id, now, window, int(limit))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"agent_id": id, "at": now, "window_sec": window, "count": len(list), "copresence": list})
+	return answer(c, viewTTL, map[string]any{"agent_id": id, "at": now, "window_sec": window, "count": len(list), "copresence": list})
 }
 
 // getNeighbors is GET /neighbors/{agent_id}?k=20&method=embedding|co-occurrence.
@@ -232,5 +230,5 @@ func (m *Module) getNeighbors(c echo.Context) error {
 			list = append(list, Neighbor{AgentID: met.AgentID, Sim: met.Score, SampleTopics: m.fold.SampleTopics(met.AgentID)})
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"agent_id": id, "method": method, "schema": EmbeddingSchema, "k": k, "count": len(list), "neighbors": list})
+	return answer(c, viewTTL, map[string]any{"agent_id": id, "method": method, "schema": EmbeddingSchema, "k": k, "count": len(list), "neighbors": list})
 }
