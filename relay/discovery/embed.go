@@ -81,6 +81,7 @@ type embeddings struct {
 type bucket struct {
 	list  []posting
 	stale int
+	live  int // agents whose current vector uses the bucket
 }
 
 func newEmbeddings() embeddings {
@@ -115,6 +116,9 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		return // outside the profile window: the vector is unchanged
 	}
 	m.setVector(a, profileVector(a.posts))
+	if len(a.posts) == 0 {
+		delete(m.agents, e.AgentID) // its slot stays, with no live postings
+	}
 }
 
 // setVector replaces a's vector: its old postings become stale and are
@@ -122,6 +126,7 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 func (m *embeddings) setVector(a *agentVec, vec []feature) {
 	for _, f := range a.vec {
 		b := m.postings[f.dim]
+		b.live--
 		if b.stale++; b.stale*2 >= len(b.list) {
 			m.compact(f.dim, b, a.idx)
 		}
@@ -135,6 +140,7 @@ func (m *embeddings) setVector(a *agentVec, vec []feature) {
 			m.postings[f.dim] = b
 		}
 		b.list = append(b.list, posting{who: a.idx, ver: m.vers[a.idx], w: quantize(f.w)})
+		b.live++
 	}
 }
 
@@ -246,10 +252,24 @@ type Neighbor struct {
 	SampleTopics []string `json:"sample_topics"`
 }
 
+// Candidate selection of the neighbour query (SPEC §10.5).
+const (
+	// rareBucketShare: a bucket used by more than 1/rareBucketShare of the
+	// agents (and more than minRareBucket) does not bring candidates.
+	rareBucketShare = 100
+	minRareBucket   = 64
+	// rescored is how many candidates per requested neighbour are scored
+	// exactly.
+	rescored = 10
+)
+
 // Neighbors returns the k agents whose profile vectors have the highest
 // cosine similarity with agent's (sim > 0, rounded to 4 decimals; ties by
 // agent_id), each with its three most used topics among its profile
-// posts. Agents whose discoverability is not public are left out.
+// posts. Candidates are the agents sharing a rare bucket with agent (used
+// by at most max(64, agents/100) agents), ranked by their dot product over
+// rare buckets; the best 10·k are scored exactly over every bucket. Agents
+// whose discoverability is not public are left out.
 func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -257,33 +277,50 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	if me == nil {
 		return []Neighbor{}
 	}
-	dot := make([]uint64, len(f.emb.names))
+	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
+	partial := make([]uint64, len(f.emb.names))
 	var touched []int32
 	for _, q := range me.vec {
-		qw := uint64(quantize(q.w))
 		b := f.emb.postings[q.dim]
-		if b == nil {
+		if b == nil || b.live > limit {
 			continue
 		}
+		qw := uint64(quantize(q.w))
 		for _, p := range b.list {
-			if p.ver != f.emb.vers[p.who] {
+			if p.ver != f.emb.vers[p.who] || p.who == me.idx {
 				continue
 			}
-			if dot[p.who] == 0 {
+			if partial[p.who] == 0 {
 				touched = append(touched, p.who)
 			}
-			dot[p.who] += qw * uint64(p.w)
+			partial[p.who] += qw * uint64(p.w)
 		}
 	}
-	top := make([]Neighbor, 0, k+1)
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
-	for _, who := range touched {
-		other := f.emb.names[who]
-		if who == me.idx || dot[who] == 0 || f.discoverability(other) != Public {
-			continue
-		}
-		n := Neighbor{AgentID: other, Sim: round4(min(float64(dot[who])/(65535.0*65535.0), 1))}
-		if len(top) == k && !better(n, top[k-1]) {
+	cands := topK(touched, rescored*k, func(who int32) Neighbor {
+		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who])}
+	}, better, func(n Neighbor) bool { return f.discoverability(n.AgentID) == Public })
+	scored := make([]int32, len(cands))
+	for i, c := range cands {
+		scored[i] = f.emb.agents[c.AgentID].idx
+	}
+	top := topK(scored, k, func(who int32) Neighbor {
+		dot := dotQuantized(me.vec, f.emb.agents[f.emb.names[who]].vec)
+		return Neighbor{AgentID: f.emb.names[who], Sim: round4(min(float64(dot)/(65535.0*65535.0), 1))}
+	}, better, func(n Neighbor) bool { return n.Sim > 0 })
+	for i := range top {
+		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
+	}
+	return top
+}
+
+// topK returns the k best of the rows made from who that keep holds for,
+// best first.
+func topK(who []int32, k int, row func(int32) Neighbor, better func(a, b Neighbor) bool, keep func(Neighbor) bool) []Neighbor {
+	top := make([]Neighbor, 0, k+1)
+	for _, w := range who {
+		n := row(w)
+		if len(top) == k && !better(n, top[k-1]) || !keep(n) {
 			continue
 		}
 		i := sort.Search(len(top), func(i int) bool { return better(n, top[i]) })
@@ -292,10 +329,25 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 			top = top[:k]
 		}
 	}
-	for i := range top {
-		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
-	}
 	return top
+}
+
+// dotQuantized is the fixed-point dot product of two vectors sorted by
+// bucket.
+func dotQuantized(a, b []feature) uint64 {
+	var sum uint64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i].dim < b[j].dim:
+			i++
+		case a[i].dim > b[j].dim:
+			j++
+		default:
+			sum += uint64(quantize(a[i].w)) * uint64(quantize(b[j].w))
+			i, j = i+1, j+1
+		}
+	}
+	return sum
 }
 
 func sampleTopics(posts []postRec, n int) []string {
