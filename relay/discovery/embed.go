@@ -22,8 +22,9 @@ import (
 // EmbeddingDims buckets (at most MaxPostFeatures distinct per post). An
 // agent's profile vector is, over its ProfilePosts most recent posts
 // (kinds 1, 2, 5, by created_at then id), the summed count c of each
-// bucket weighted 1 + ln(c), L2-normalised. No IDF: a vector depends on
-// its own agent's events only, so publishing updates one vector.
+// bucket weighted round((1 + ln c) × 1024), L2-normalised (the norm kept as
+// an integer sum of squares). No IDF: a vector depends on its own agent's
+// events only, so publishing updates the buckets of one vector.
 const (
 	EmbeddingSchema = "anp2.embedding.hashed-bow.v1"
 	EmbeddingDims   = 1 << 20
@@ -52,40 +53,33 @@ type postRec struct {
 }
 
 type agentVec struct {
-	idx   int32
-	posts []postRec // newest first by (created_at, id)
-	vec   []feature // the profile vector, by dim
+	idx    int32
+	posts  []postRec         // newest first by (created_at, id)
+	counts map[uint32]uint32 // bucket counts over the newest ProfilePosts posts
+	normSq uint64            // Σ weight² over counts
 }
 
-// posting is one agent's weight in one bucket, valid while ver is the
-// agent's current vector version (older entries are skipped, then dropped
-// when a list is compacted).
-type posting struct {
-	who int32
-	ver uint32
-	w   uint16
-}
-
-// embeddings holds each agent's posts' features, its profile vector and an
-// inverted index bucket → postings for the neighbour query. Weights in the
-// index are fixed-point (w × 65535), so a dot product is an exact integer
-// sum whatever order the postings are in.
+// embeddings holds each agent's posts' features, its profile counts and an
+// inverted index bucket → agent → weight for the neighbour query. Weights
+// are integers, weight(c) = round((1 + ln c) × 1024), and the L2 norm is
+// kept as an integer sum of squares, so a post changes only the buckets it
+// (and the post leaving the window) touches, and a dot product is exact in
+// any order.
 type embeddings struct {
 	agents   map[string]*agentVec
 	names    []string // idx → agent_id
-	vers     []uint32 // idx → current vector version
-	postings map[uint32]*bucket
-}
-
-// bucket is one dimension's postings and how many of them are superseded.
-type bucket struct {
-	list  []posting
-	stale int
-	live  int // agents whose current vector uses the bucket
+	postings map[uint32]map[int32]uint32
 }
 
 func newEmbeddings() embeddings {
-	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]*bucket{}}
+	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]map[int32]uint32{}}
+}
+
+func weight(c uint32) uint64 {
+	if c == 0 {
+		return 0
+	}
+	return uint64(math.Round((1 + math.Log(float64(c))) * 1024))
 }
 
 func (m *embeddings) apply(e *protocol.Event, add bool) {
@@ -94,9 +88,8 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		if !add {
 			return
 		}
-		a = &agentVec{idx: int32(len(m.names))}
+		a = &agentVec{idx: int32(len(m.names)), counts: map[uint32]uint32{}}
 		m.names = append(m.names, e.AgentID)
-		m.vers = append(m.vers, 0)
 		m.agents[e.AgentID] = a
 	}
 	i := sort.Search(len(a.posts), func(i int) bool {
@@ -107,85 +100,51 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 	switch {
 	case add && !exists:
 		a.posts = slices.Insert(a.posts, i, postRec{at: e.CreatedAt, id: e.ID, feats: features(e), topics: topicsOf(e)})
+		if i < ProfilePosts {
+			m.count(a, a.posts[i].feats, 1)
+			if len(a.posts) > ProfilePosts {
+				m.count(a, a.posts[ProfilePosts].feats, -1) // pushed out of the window
+			}
+		}
 	case !add && exists:
+		gone := a.posts[i]
 		a.posts = slices.Delete(a.posts, i, i+1)
-	default:
-		return
-	}
-	if i >= ProfilePosts {
-		return // outside the profile window: the vector is unchanged
-	}
-	m.setVector(a, profileVector(a.posts))
-	if len(a.posts) == 0 {
-		delete(m.agents, e.AgentID) // its slot stays, with no live postings
+		if i < ProfilePosts {
+			m.count(a, gone.feats, -1)
+			if len(a.posts) >= ProfilePosts {
+				m.count(a, a.posts[ProfilePosts-1].feats, 1) // back into the window
+			}
+		}
+		if len(a.posts) == 0 {
+			delete(m.agents, e.AgentID) // its slot stays, with no postings
+		}
 	}
 }
 
-// setVector replaces a's vector: its old postings become stale and are
-// dropped from a bucket once they are half of it.
-func (m *embeddings) setVector(a *agentVec, vec []feature) {
-	for _, f := range a.vec {
+// count adds (sign 1) or subtracts (-1) one post's features from a's
+// counts, updating the norm and the index for each bucket it changes.
+func (m *embeddings) count(a *agentVec, feats []feature, sign int) {
+	for _, f := range feats {
+		old := a.counts[f.dim]
+		now := uint32(int64(old) + int64(sign)*int64(f.w))
+		wo, wn := weight(old), weight(now)
+		a.normSq = a.normSq - wo*wo + wn*wn
 		b := m.postings[f.dim]
-		b.live--
-		if b.stale++; b.stale*2 >= len(b.list) {
-			m.compact(f.dim, b, a.idx)
+		if now == 0 {
+			delete(a.counts, f.dim)
+			delete(b, a.idx)
+			if len(b) == 0 {
+				delete(m.postings, f.dim)
+			}
+			continue
 		}
-	}
-	a.vec = vec
-	m.vers[a.idx]++
-	for _, f := range vec {
-		b := m.postings[f.dim]
+		a.counts[f.dim] = now
 		if b == nil {
-			b = &bucket{}
+			b = map[int32]uint32{}
 			m.postings[f.dim] = b
 		}
-		b.list = append(b.list, posting{who: a.idx, ver: m.vers[a.idx], w: quantize(f.w)})
-		b.live++
+		b[a.idx] = uint32(wn)
 	}
-}
-
-// compact drops the stale entries of one bucket (and those of skip, whose
-// version is about to change).
-func (m *embeddings) compact(dim uint32, b *bucket, skip int32) {
-	list := b.list[:0]
-	for _, p := range b.list {
-		if p.who != skip && p.ver == m.vers[p.who] {
-			list = append(list, p)
-		}
-	}
-	if len(list) == 0 {
-		delete(m.postings, dim)
-		return
-	}
-	b.list, b.stale = slices.Clip(list), 0
-}
-
-func quantize(w float32) uint16 { return uint16(math.Round(float64(min(max(w, 0), 1)) * 65535)) }
-
-// profileVector is the L2-normalised 1 + ln(count) vector of the newest
-// ProfilePosts posts.
-func profileVector(posts []postRec) []feature {
-	counts := map[uint32]float64{}
-	for _, p := range posts[:min(len(posts), ProfilePosts)] {
-		for _, f := range p.feats {
-			counts[f.dim] += float64(f.w)
-		}
-	}
-	vec := make([]feature, 0, len(counts))
-	for d := range counts {
-		vec = append(vec, feature{dim: d})
-	}
-	sort.Slice(vec, func(i, j int) bool { return vec[i].dim < vec[j].dim })
-	norm := 0.0
-	for _, f := range vec {
-		w := 1 + math.Log(counts[f.dim])
-		norm += w * w
-	}
-	norm = math.Sqrt(norm)
-	for i := range vec {
-		vec[i].w = float32((1 + math.Log(counts[vec[i].dim])) / norm)
-	}
-	return vec
 }
 
 // features returns the hashed feature counts of one post (see
@@ -260,7 +219,7 @@ const (
 	minRareBucket   = 64
 	// rescored is how many candidates per requested neighbour are scored
 	// exactly.
-	rescored = 10
+	rescored = 4
 )
 
 // Neighbors returns the k agents whose profile vectors have the highest
@@ -268,50 +227,59 @@ const (
 // agent_id), each with its three most used topics among its profile
 // posts. Candidates are the agents sharing a rare bucket with agent (used
 // by at most max(64, agents/100) agents), ranked by their dot product over
-// rare buckets; the best 10·k are scored exactly over every bucket. Agents
+// rare buckets; the best 4·k are scored exactly over every bucket. Agents
 // whose discoverability is not public are left out.
 func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	me := f.emb.agents[agent]
-	if me == nil {
+	if me == nil || me.normSq == 0 {
 		return []Neighbor{}
 	}
 	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
-	partial := make([]uint64, len(f.emb.names))
-	var touched []int32
-	for _, q := range me.vec {
-		b := f.emb.postings[q.dim]
-		if b == nil || b.live > limit {
+	partial := map[int32]uint64{}
+	for dim, c := range me.counts {
+		b := f.emb.postings[dim]
+		if len(b) > limit {
 			continue
 		}
-		qw := uint64(quantize(q.w))
-		for _, p := range b.list {
-			if p.ver != f.emb.vers[p.who] || p.who == me.idx {
-				continue
+		w := weight(c)
+		for who, ow := range b {
+			if who != me.idx {
+				partial[who] += w * uint64(ow)
 			}
-			if partial[p.who] == 0 {
-				touched = append(touched, p.who)
-			}
-			partial[p.who] += qw * uint64(p.w)
 		}
 	}
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
-	cands := topK(touched, rescored*k, func(who int32) Neighbor {
-		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who])}
+	cands := topK(keysOf(partial), rescored*k, func(who int32) Neighbor {
+		// ranked by the partial cosine (the agent's own norm is common to all)
+		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.agents[f.emb.names[who]].normSq))}
 	}, better, func(n Neighbor) bool { return f.discoverability(n.AgentID) == Public })
 	scored := make([]int32, len(cands))
 	for i, c := range cands {
 		scored[i] = f.emb.agents[c.AgentID].idx
 	}
 	top := topK(scored, k, func(who int32) Neighbor {
-		dot := dotQuantized(me.vec, f.emb.agents[f.emb.names[who]].vec)
-		return Neighbor{AgentID: f.emb.names[who], Sim: round4(min(float64(dot)/(65535.0*65535.0), 1))}
+		other := f.emb.agents[f.emb.names[who]]
+		var dot uint64
+		for dim, c := range me.counts {
+			dot += weight(c) * uint64(f.emb.postings[dim][who])
+		}
+		sim := float64(dot) / math.Sqrt(float64(me.normSq)) / math.Sqrt(float64(other.normSq))
+		return Neighbor{AgentID: f.emb.names[who], Sim: round4(min(sim, 1))}
 	}, better, func(n Neighbor) bool { return n.Sim > 0 })
 	for i := range top {
 		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
 	}
 	return top
+}
+
+func keysOf(m map[int32]uint64) []int32 {
+	out := make([]int32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // topK returns the k best of the rows made from who that keep holds for,
@@ -330,24 +298,6 @@ func topK(who []int32, k int, row func(int32) Neighbor, better func(a, b Neighbo
 		}
 	}
 	return top
-}
-
-// dotQuantized is the fixed-point dot product of two vectors sorted by
-// bucket.
-func dotQuantized(a, b []feature) uint64 {
-	var sum uint64
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i].dim < b[j].dim:
-			i++
-		case a[i].dim > b[j].dim:
-			j++
-		default:
-			sum += uint64(quantize(a[i].w)) * uint64(quantize(b[j].w))
-			i, j = i+1, j+1
-		}
-	}
-	return sum
 }
 
 func sampleTopics(posts []postRec, n int) []string {
