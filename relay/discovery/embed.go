@@ -76,11 +76,19 @@ func newEmbeddings() embeddings {
 }
 
 func weight(c uint32) uint64 {
-	if c == 0 {
-		return 0
+	if c < uint32(len(weights)) {
+		return weights[c]
 	}
 	return uint64(math.Round((1 + math.Log(float64(c))) * 1024))
 }
+
+// weights caches weight(c) for small counts.
+var weights = func() (t [4096]uint64) {
+	for c := 1; c < len(t); c++ {
+		t[c] = uint64(math.Round((1 + math.Log(float64(c))) * 1024))
+	}
+	return t
+}()
 
 func (m *embeddings) apply(e *protocol.Event, add bool) {
 	a := m.agents[e.AgentID]
@@ -237,23 +245,35 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		return []Neighbor{}
 	}
 	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
-	partial := map[int32]uint64{}
+	type dimWeight struct {
+		dim uint32
+		w   uint64
+	}
+	mine := make([]dimWeight, 0, len(me.counts))
+	partial := make([]uint64, len(f.emb.names))
+	var touched []int32
 	for dim, c := range me.counts {
+		w := weight(c)
+		mine = append(mine, dimWeight{dim, w})
 		b := f.emb.postings[dim]
 		if len(b) > limit {
 			continue
 		}
-		w := weight(c)
 		for who, ow := range b {
-			if who != me.idx {
-				partial[who] += w * uint64(ow)
+			if who == me.idx {
+				continue
 			}
+			if partial[who] == 0 {
+				touched = append(touched, who)
+			}
+			partial[who] += w * uint64(ow)
 		}
 	}
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
-	cands := topK(keysOf(partial), rescored*k, func(who int32) Neighbor {
+	cands := topK(touched, rescored*k, func(who int32) Neighbor {
 		// ranked by the partial cosine (the agent's own norm is common to all)
-		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.agents[f.emb.names[who]].normSq))}
+		name := f.emb.names[who]
+		return Neighbor{AgentID: name, Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.agents[name].normSq))}
 	}, better, func(n Neighbor) bool { return f.discoverability(n.AgentID) == Public })
 	scored := make([]int32, len(cands))
 	for i, c := range cands {
@@ -262,8 +282,8 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	top := topK(scored, k, func(who int32) Neighbor {
 		other := f.emb.agents[f.emb.names[who]]
 		var dot uint64
-		for dim, c := range me.counts {
-			dot += weight(c) * uint64(f.emb.postings[dim][who])
+		for _, m := range mine {
+			dot += m.w * weight(other.counts[m.dim])
 		}
 		sim := float64(dot) / math.Sqrt(float64(me.normSq)) / math.Sqrt(float64(other.normSq))
 		return Neighbor{AgentID: f.emb.names[who], Sim: round4(min(sim, 1))}
@@ -272,14 +292,6 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
 	}
 	return top
-}
-
-func keysOf(m map[int32]uint64) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // topK returns the k best of the rows made from who that keep holds for,
