@@ -134,3 +134,17 @@ func TestViewsIndependentOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// replayed folds evs through a state with revocations known first, as a
+// replay does.
+func replayed(evs []*protocol.Event) *discovery.Fold {
+	f := discovery.New()
+	s := state.New(state.Options{Folds: []state.NamedFold{{Name: "discovery", Fold: f}}})
+	for _, e := range evs {
+		s.Preload(e)
+	}
+	for i, e := range evs {
+		s.Add(int64(i+1), e, nil)
+	}
+	return f
+}
