@@ -50,7 +50,16 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/neighbors/:agent_id", m.getNeighbors)
 	core.Route(http.MethodGet, "/feed/:agent_id", m.getFeed)
 	core.Route(http.MethodGet, "/recommendations/:agent_id", m.getFeed)
+	core.AddAgentInfo(m.agentInfo)
 	return nil
+}
+
+// agentInfo adds the agent's discoverability and follow counts to the
+// directory's rows (GET /agents, /agents/{id}).
+func (m *Module) agentInfo(row map[string]any, id string, _ int64) {
+	row["discoverability"] = m.fold.Discoverability(id)
+	row["following_count"] = len(m.fold.Following(id, false))
+	row["follower_count"] = len(m.fold.Followers(TargetAgent, id, false))
 }
 
 // sees reports whether reader may see an event by author: the core's

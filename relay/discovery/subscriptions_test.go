@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/tasks/taskstest"
@@ -77,4 +79,30 @@ func TestSubscriptions(t *testing.T) {
 	refuse(t, r, "/agents/xyz/followers", 400, "invalid_parameter")
 	refuse(t, r, "/agents/"+bob.ID+"/followers?include_withdrawn=maybe", 400, "invalid_parameter")
 	refuse(t, r, "/subscriptions/"+bob.ID+"?limit=3", 400, "unknown_parameter")
+}
+
+// TestDirectoryRows: the directory's agent rows carry discoverability and
+// follow counts.
+func TestDirectoryRows(t *testing.T) {
+	r := relaytest.Start(t, []relay.Module{discovery.NewModule(), directory.NewModule()})
+	a := taskstest.Pool(2)
+	now := int64(relaytest.VectorTime)
+	r.PostAll(t, []*protocol.Event{
+		a[0].Sign(protocol.KindProfile, now-9, map[string]any{"name": "a", "discoverability": "topic_only"}),
+		a[0].Sign(protocol.KindSubscribe, now-8, "", []string{"p", a[1].ID}, []string{"t", "x"}),
+		a[1].Sign(protocol.KindPost, now-7, "hello"),
+	}, 1)
+	var row struct {
+		Discoverability string `json:"discoverability"`
+		Following       int    `json:"following_count"`
+		Followers       int    `json:"follower_count"`
+	}
+	get(t, r, "/agents/"+a[0].ID, &row)
+	if row.Discoverability != "topic_only" || row.Following != 2 || row.Followers != 0 {
+		t.Fatalf("follower's row: %+v", row)
+	}
+	get(t, r, "/agents/"+a[1].ID, &row)
+	if row.Discoverability != "public" || row.Following != 0 || row.Followers != 1 {
+		t.Fatalf("followed agent's row: %+v", row)
+	}
 }
