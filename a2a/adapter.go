@@ -59,12 +59,18 @@ type Options struct {
 	Name, Organization, Version string
 	// DocumentationURL is the card's documentationUrl (omitted when empty).
 	DocumentationURL string
+	// Push, when set, serves tasks/pushNotificationConfig/* and delivers
+	// task updates through it (the card then says pushNotifications:
+	// true); nil answers those methods -32003.
+	Push Pusher
 }
 
 // Adapter serves the A2A surface. It is safe for concurrent use.
 type Adapter struct {
 	opts  Options
 	store *store
+	// pushSignal wakes the push notifier (a commit, a new config).
+	pushSignal chan struct{}
 	// closed ends open streams (Close).
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -100,7 +106,7 @@ func New(opts Options) *Adapter {
 	opts.Organization = cmpOr(opts.Organization, "ANP2 network")
 	opts.Version = cmpOr(opts.Version, "0.1.3")
 	opts.PublicBaseURL = strings.TrimRight(opts.PublicBaseURL, "/")
-	return &Adapter{opts: opts, store: newStore(opts.MaxTasks), closed: make(chan struct{})}
+	return &Adapter{opts: opts, store: newStore(opts.MaxTasks), closed: make(chan struct{}), pushSignal: make(chan struct{}, 1)}
 }
 
 // Close ends every open stream without a final frame (clients resubscribe

@@ -78,9 +78,9 @@ func (a *Adapter) card(base string) AgentCard {
 		Version:              a.opts.Version,
 		DocumentationURL:     a.opts.DocumentationURL,
 		Capabilities: Capabilities{
-			Streaming:              true, // TestStream* (message/stream, tasks/resubscribe)
-			PushNotifications:      false,
-			StateTransitionHistory: true, // TestNativeHistory
+			Streaming:              true,               // TestStream* (message/stream, tasks/resubscribe)
+			PushNotifications:      a.opts.Push != nil, // TestPushNotifications; interop TestA2AGoSDKPush
+			StateTransitionHistory: true,               // TestNativeHistory
 		},
 		DefaultInputModes:  []string{modeText},
 		DefaultOutputModes: []string{modeText, modeJSON},

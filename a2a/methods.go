@@ -22,7 +22,7 @@ func streaming(method string) bool {
 }
 
 // dispatch runs a non-streaming method.
-func (a *Adapter) dispatch(_ context.Context, req request, base string) (any, *Error) {
+func (a *Adapter) dispatch(ctx context.Context, req request, base string) (any, *Error) {
 	switch req.Method {
 	case "message/send":
 		return a.messageSend(req.Params, base)
@@ -34,6 +34,9 @@ func (a *Adapter) dispatch(_ context.Context, req request, base string) (any, *E
 		return a.tasksCancel(req.Params)
 	case "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
 		"tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete":
+		if a.opts.Push != nil {
+			return a.pushMethod(ctx, req.Method, req.Params)
+		}
 		return nil, rpcError(CodePushNotSupported, "this relay dials no webhooks (capabilities.pushNotifications is false); "+
 			"follow a task over SSE with message/stream or tasks/resubscribe instead")
 	case "agent/getCard":
@@ -72,8 +75,9 @@ func parseSend(raw json.RawMessage) (sendParams, modes, *Error) {
 		cfg = &sendConfig{}
 	}
 	if len(cfg.PushNotificationConfig) > 0 && string(cfg.PushNotificationConfig) != "null" {
-		return p, modes{}, rpcError(CodePushNotSupported, "this relay dials no webhooks; omit configuration.pushNotificationConfig "+
-			"and follow the task with message/stream or tasks/resubscribe")
+		return p, modes{}, rpcError(CodePushNotSupported, "omit configuration.pushNotificationConfig: the tasks message/send creates "+
+			"are complete when it answers; follow a task with tasks/pushNotificationConfig/set (when the card says pushNotifications), "+
+			"message/stream or tasks/resubscribe")
 	}
 	if cfg.HistoryLength != nil && *cfg.HistoryLength < 0 {
 		return p, modes{}, invalidParams("configuration.historyLength must not be negative")

@@ -2,8 +2,10 @@ package a2a
 
 import (
 	"context"
+	"time"
 
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // Module is the A2A adapter as a relay capability module (relay.Module):
@@ -42,14 +44,36 @@ func (m *Module) Mount(core *relay.Server) error {
 	opts.Tasks = core.NativeTasks()
 	m.adapter = New(opts)
 	m.adapter.Mount(core.Route)
+	if opts.Push != nil {
+		core.OnCommit(func([]eventlog.Committed) { m.adapter.pushWake() })
+	}
 	return nil
 }
 
 // Run closes the adapter's open streams when ctx ends, so that the
-// server's shutdown need not wait for them.
+// server's shutdown need not wait for them. With a Pusher it also queues
+// task updates for their push configs: after each commit, after a new
+// config, and every 5 s (a deadline passing changes a status without an
+// event).
 func (m *Module) Run(ctx context.Context) {
-	<-ctx.Done()
-	m.adapter.Close()
+	defer m.adapter.Close()
+	if m.adapter.opts.Push == nil {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		if err := m.adapter.notifyAll(ctx); err != nil && ctx.Err() == nil {
+			m.adapter.opts.Logger.Warn("a2a: queueing push notifications failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.adapter.pushSignal:
+		case <-t.C:
+		}
+	}
 }
 
 // Adapter returns the mounted adapter (nil before Mount).

@@ -74,6 +74,43 @@ func (c *Client) Publish(ctx context.Context, e *protocol.Event, cbor bool) (*Pu
 	return &res, nil
 }
 
+// BatchResult is the answer of POST /events/batch: counts, and one result
+// per event in order (relay.BatchResult's fields).
+type BatchResult struct {
+	Accepted  int `json:"accepted"`
+	Duplicate int `json:"duplicate"`
+	Rejected  int `json:"rejected"`
+	Results   []struct {
+		Index     int    `json:"index"`
+		ID        string `json:"id"`
+		Status    int    `json:"status"`
+		Accepted  bool   `json:"accepted"`
+		Duplicate bool   `json:"duplicate"`
+		Stored    bool   `json:"stored"`
+		Code      string `json:"code"`
+		Detail    any    `json:"detail"`
+	} `json:"results"`
+}
+
+// PublishBatch posts evs (at most 1000) to POST /events/batch as a JSON
+// array; each event is judged alone and the good ones are committed
+// together before the answer.
+func (c *Client) PublishBatch(ctx context.Context, evs []*protocol.Event) (*BatchResult, error) {
+	body := []byte{'['}
+	for i, e := range evs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = protocol.AppendJSON(body, e)
+	}
+	body = append(body, ']')
+	var res BatchResult
+	if err := c.do(ctx, http.MethodPost, "/events/batch", "application/json", body, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // PostRaw posts body with content type ct to path and decodes a 200 answer
 // into out.
 func (c *Client) PostRaw(ctx context.Context, path, ct string, body []byte, out any) error {

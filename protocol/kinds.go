@@ -18,6 +18,8 @@ const (
 	KindRollback      = 13
 	KindBan           = 14
 	KindFunding       = 16
+	KindDonation      = 17
+	KindCapacity      = 22
 	KindTaskRequest   = 50
 	KindTaskAccept    = 51
 	KindTaskResult    = 52

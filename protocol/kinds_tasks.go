@@ -29,6 +29,7 @@ const (
 	CodeInvalidReward      = "invalid_reward"
 	CodeInvalidTag         = "invalid_tag"
 	CodePriceAboveMax      = "price_exceeds_max_cost"
+	CodePriceCurrency      = "price_currency_mismatch"
 )
 
 // Roles of the e tags of kinds 51–55 (§18.7).
@@ -69,7 +70,9 @@ var (
 	// mandatoryRoles lists the e-tag roles each kind must carry (§18.7).
 	mandatoryRoles = map[int64][]string{
 		KindTaskAccept: {RoleRoot, RoleAccept},
-		KindTaskResult: {RoleRoot, RoleResult, RoleAccept},
+		// The live network's translator omits the accept tag on kind 52; the
+		// fold attributes such a result to the winning accept (§5.3).
+		KindTaskResult: {RoleRoot, RoleResult},
 		KindTaskVerify: {RoleRoot, RoleVerify, RoleResult},
 		KindPayment:    {RoleRoot, RolePayment},
 		KindTaskCancel: {RoleRoot, RoleCancel},
@@ -103,6 +106,10 @@ type TaskReward struct {
 // TaskRequest is the parsed content of a kind 50 task.request.
 type TaskRequest struct {
 	Capability string
+	// CapAlias is true when the capability came from the live network's
+	// "cap" member (no "capability"); such a request needs no t or
+	// cap_wanted tag naming it.
+	CapAlias   bool
 	Deadline   int64  // constraints.deadline_unix
 	MaxCostUSD string // constraints.max_cost_usd as published
 	// HighStakes is true when constraints.high_stakes is true or a
@@ -132,6 +139,9 @@ type TaskAccept struct {
 type TaskResult struct {
 	TaskID       string
 	OutputFormat string
+	// AcceptID is the value of the ["e", _, "accept"] tag; "" when the
+	// result has none (the fold then attributes it to the winning accept).
+	AcceptID string
 }
 
 // TaskVerify is the parsed content of a kind 53 task.verify.
@@ -178,11 +188,14 @@ func TaskRoot(e *Event) string {
 // ParseTaskRequest parses and checks a kind 50 (§18.3). It returns every
 // violation: invalid_task_content, invalid_reward, missing_tag.
 //
-// Required: capability (non-empty string), input (any JSON value),
+// Required: capability (non-empty string; the live network's "cap" is read
+// when "capability" is absent), input (any JSON value),
 // constraints.max_cost_usd (non-negative decimal string or JSON number),
 // constraints.deadline_unix (JSON integer 0..2^53-1), reward.currency
 // (non-empty string), reward.amount, reward.payment_method (enum), and the
-// tags ["t", <capability>] and ["cap_wanted", <capability>]. Optional but
+// tags ["t", <capability>] and ["cap_wanted", <capability>] (not with the
+// "cap" alias, whose publishers tag ["t", "task.request"]; other t tags are
+// always allowed). Optional but
 // typed when present: accept_languages (array of strings), min_provider_trust
 // (number), high_stakes (boolean), reward.escrow_method (enum; the §18.11
 // credit reward has none). With payment_method anp2_credit the amount must be
@@ -196,7 +209,11 @@ func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 		return nil, errs
 	}
 	r := &TaskRequest{}
-	if s, ok := jsonString(obj["capability"]); !ok || strings.TrimSpace(s) == "" {
+	capRaw := obj["capability"]
+	if _, present := obj["capability"]; !present && obj["cap"] != nil {
+		capRaw, r.CapAlias = obj["cap"], true
+	}
+	if s, ok := jsonString(capRaw); !ok || strings.TrimSpace(s) == "" {
 		errs.add(CodeInvalidTaskContent, "capability must be a non-empty string")
 	} else {
 		r.Capability = s
@@ -206,7 +223,7 @@ func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 	}
 	parseConstraints(obj["constraints"], r, &errs)
 	parseReward(obj["reward"], r, &errs)
-	if r.Capability != "" {
+	if r.Capability != "" && !r.CapAlias {
 		for _, name := range []string{"t", "cap_wanted"} {
 			if !hasTagValue(e, name, r.Capability) {
 				errs.add(CodeMissingTag, "kind 50 needs a [%q, %q] tag", name, r.Capability)
@@ -344,8 +361,9 @@ func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 	return a, nil
 }
 
-// ParseTaskResult parses and checks a kind 52 (§18.5): tags root, result and
-// accept, a p tag, and an object content; output is free-form (verifiers
+// ParseTaskResult parses and checks a kind 52 (§18.5): tags root and result
+// (accept when present: the live network omits it), a p tag, and an object
+// content; output is free-form (verifiers
 // judge it), output_format and runtime_ms are typed when present.
 func ParseTaskResult(e *Event) (*TaskResult, []error) {
 	var errs errList
@@ -355,6 +373,11 @@ func ParseTaskResult(e *Event) (*TaskResult, []error) {
 		return nil, errs
 	}
 	r := &TaskResult{TaskID: root}
+	for _, t := range e.Tags {
+		if len(t) >= 3 && t[0] == "e" && t[2] == RoleAccept && r.AcceptID == "" {
+			r.AcceptID = t[1]
+		}
+	}
 	checkContentTaskID(obj, root, &errs)
 	if v, present := obj["output_format"]; present {
 		if s, ok := jsonString(v); ok {
@@ -483,13 +506,10 @@ func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
 	return c, nil
 }
 
-// CheckAcceptPrice checks §18.4 for an accept whose request is known:
-// price_quote.amount ≤ constraints.max_cost_usd when the quote's currency is
-// USD (compared exactly, as decimals). Quotes in any other currency are not
-// compared: the relay has no reference exchange rate (§18.12 q4). It returns
-// the first kind-rule violation of either event, an invalid_task_content
-// *Error when accept's root is not request.ID, and a price_exceeds_max_cost
-// *Error when the quote is over; nil otherwise.
+// CheckAcceptPrice checks §18.4 for an accept whose request is known (see
+// AcceptPriceViolation). It returns the first kind-rule violation of either
+// event, an invalid_task_content *Error when accept's root is not
+// request.ID, and AcceptPriceViolation's answer otherwise.
 func CheckAcceptPrice(accept, request *Event) error {
 	a, errs := ParseTaskAccept(accept)
 	if len(errs) > 0 {
@@ -502,8 +522,19 @@ func CheckAcceptPrice(accept, request *Event) error {
 	if a.TaskID != request.ID {
 		return Errorf(CodeInvalidTaskContent, "accept does not reference this request (root %s)", a.TaskID)
 	}
+	return AcceptPriceViolation(a, r)
+}
+
+// AcceptPriceViolation is the §18.4 price rule, used at publish and by the
+// task fold: the quote must be in the currency of the request's bound
+// (constraints.max_cost_usd, so USD, case-insensitive) — with no reference
+// exchange rate (§18.12 q4) a quote in another currency is undefined and
+// rejected, price_currency_mismatch — and price_quote.amount ≤ max_cost_usd,
+// compared exactly as decimals, else price_exceeds_max_cost. It returns nil
+// when the quote satisfies both.
+func AcceptPriceViolation(a *TaskAccept, r *TaskRequest) error {
 	if !strings.EqualFold(a.PriceQuote.Currency, "USD") {
-		return nil
+		return Errorf(CodePriceCurrency, "price_quote.currency %q is not the currency of the request's max_cost_usd (USD)", a.PriceQuote.Currency)
 	}
 	quote, ok1 := new(big.Rat).SetString(a.PriceQuote.Amount)
 	limit, ok2 := new(big.Rat).SetString(r.MaxCostUSD)

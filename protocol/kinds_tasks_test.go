@@ -76,6 +76,7 @@ func runKindCases(t *testing.T, kind int64, cases []kindCase) {
 }
 
 func TestTaskRequestRule(t *testing.T) {
+	liveRequest := patch(patch(request50, "capability", nil), "cap", "transform.text.demo")
 	mocked := patch(patch(patch(request50, "reward.payment_method", "mocked"), "reward.currency", "USD"), "reward.amount", "0.05")
 	c := CodeInvalidTaskContent
 	r := CodeInvalidReward
@@ -114,6 +115,13 @@ func TestTaskRequestRule(t *testing.T) {
 		{"credit amount zero", patchRaw(request50, "reward.amount", "0"), requestTags, nil},
 		{"mocked amount negative", patch(mocked, "reward.amount", "-0.05"), requestTags, []string{r}},
 		{"mocked amount missing", patch(mocked, "reward.amount", nil), requestTags, []string{r}},
+		{"cap alias, live network tags", liveRequest, [][]string{{"t", "task.request"}}, nil},
+		{"cap alias without tags", liveRequest, nil, nil},
+		{"cap alias, numeric max cost", patchRaw(liveRequest, "constraints.max_cost_usd", "0.5"), [][]string{{"t", "task.request"}}, nil},
+		{"cap alias blank", patch(liveRequest, "cap", ""), nil, []string{c}},
+		{"cap alias not a string", patch(liveRequest, "cap", 7), nil, []string{c}},
+		{"capability wins over cap, and needs its tags", patch(request50, "cap", "other"), [][]string{{"t", "task.request"}}, []string{CodeMissingTag, CodeMissingTag}},
+		{"extra t tag beside the canonical ones", request50, append([][]string{{"t", "task.request"}}, requestTags...), nil},
 		{"no t tag", request50, [][]string{{"cap_wanted", "transform.text.demo"}}, []string{CodeMissingTag}},
 		{"cap_wanted for another capability", request50, [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "x"}}, []string{CodeMissingTag}},
 		{"every violation at once", patch(patch(request50, "input", nil), "reward.payment_method", "x"), nil,
@@ -155,7 +163,8 @@ func TestTaskResultRule(t *testing.T) {
 	runKindCases(t, KindTaskResult, []kindCase{
 		{"valid", good, tags, nil},
 		{"empty output allowed", patch(good, "output", ""), tags, nil},
-		{"no accept role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}},
+		{"no accept role (the live network's translator, D15)", good, lifecycleTags("root", "result"), nil},
+		{"no result role", good, lifecycleTags("root", "accept"), []string{CodeMissingTag}},
 		{"runtime negative", patchRaw(good, "runtime_ms", "-1"), tags, []string{CodeInvalidTaskContent}},
 		{"format not string", patchRaw(good, "output_format", "1"), tags, []string{CodeInvalidTaskContent}},
 	})
@@ -242,7 +251,8 @@ func TestCheckAcceptPrice(t *testing.T) {
 		{"equal", accept("USD", "0.1", req.ID), ""},
 		{"above", accept("USD", "0.11", req.ID), CodePriceAboveMax},
 		{"above, lower-case currency", accept("usd", "1", req.ID), CodePriceAboveMax},
-		{"other currency not compared", accept("credit", "1000", req.ID), ""},
+		{"other currency: undefined, rejected (§18.4)", accept("credit", "1000", req.ID), CodePriceCurrency},
+		{"other currency even when cheap", accept("EUR", "0.01", req.ID), CodePriceCurrency},
 		{"another task", accept("USD", "0.01", otherID), CodeInvalidTaskContent},
 		{"malformed accept", signed(KindTaskAccept, "{}", []string{"e", req.ID, "root"}), CodeMissingTag},
 	}

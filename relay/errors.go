@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/labstack/echo/v4"
 )
 
@@ -26,7 +28,12 @@ const (
 	CodeUnavailable     = "unavailable"
 	CodeUnauthorized    = "unauthorized"
 	CodeNotMirrored     = "kind_11_not_mirrored"
+	CodeStorageFull     = "storage_full"
 )
+
+// storageFullRetry is the Retry-After (seconds) of a 507 storage_full:
+// space comes back when an operator acts, not in a second.
+const storageFullRetry = 60
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
@@ -39,6 +46,24 @@ var statusOf = map[string]int{
 	CodeUnavailable:     http.StatusServiceUnavailable,
 	CodeUnauthorized:    http.StatusUnauthorized,
 	CodeHidden:          http.StatusForbidden,
+	CodeStorageFull:     http.StatusInsufficientStorage,
+	CodeForbidden:       http.StatusForbidden,
+}
+
+// statusMu guards statusOf against modules registering codes while other
+// relays (in tests) answer.
+var statusMu sync.RWMutex
+
+// CodeForbidden is a generic 403: an authenticated reader asked for what
+// is not theirs.
+const CodeForbidden = "forbidden"
+
+// RegisterStatus maps a module's stable error code to an HTTP status (a
+// code not registered is a 400). Modules call it from Mount.
+func RegisterStatus(code string, status int) {
+	statusMu.Lock()
+	statusOf[code] = status
+	statusMu.Unlock()
 }
 
 // retryError is a 429/503 that tells the client when to come back.
@@ -79,6 +104,8 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 			}
 		case errors.As(err, &pe):
 			writeCoded(c, pe)
+		case errors.Is(err, sqlite.ErrFull):
+			storageFull(log, m, err, c)
 		case errors.As(err, &he):
 			writeCoded(c, httpErrorCode(he))
 		case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
@@ -92,8 +119,24 @@ func errorHandler(log *slog.Logger, m *metrics) echo.HTTPErrorHandler {
 	}
 }
 
+// storageFull answers a write refused for want of disk space: 507
+// storage_full with Retry-After, counted among rejections. It is logged
+// once per episode (an episode ends at the next successful commit), not
+// once per request; reads go on being served meanwhile.
+func storageFull(log *slog.Logger, m *metrics, err error, c echo.Context) {
+	m.rejected(CodeStorageFull)
+	var fe *sqlite.FullError
+	if errors.As(err, &fe) && fe.First {
+		log.Error("storage full: refusing writes with 507 until a commit succeeds again", "err", err)
+	}
+	c.Response().Header().Set("Retry-After", strconv.Itoa(storageFullRetry))
+	writeCoded(c, protocol.Errorf(CodeStorageFull, "the relay's storage is full; nothing was stored, try again later"))
+}
+
 func writeCoded(c echo.Context, pe *protocol.Error) {
+	statusMu.RLock()
 	status, ok := statusOf[pe.Code]
+	statusMu.RUnlock()
 	if !ok {
 		status = http.StatusBadRequest
 	}

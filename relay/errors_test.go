@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/labstack/echo/v4"
 )
 
@@ -40,5 +41,31 @@ func TestErrorHandlerClientGone(t *testing.T) {
 		if rec.Code != c.status || strings.Contains(logs.String(), "internal error") != c.logged {
 			t.Errorf("%s: status %d (want %d), log %q", c.name, rec.Code, c.status, logs.String())
 		}
+	}
+}
+
+// TestErrorHandlerStorageFull: a write refused for want of space is a 507
+// storage_full with Retry-After, counted in /metrics under its code, and
+// logged only for the first refusal of an episode.
+func TestErrorHandlerStorageFull(t *testing.T) {
+	var logs bytes.Buffer
+	m := newMetrics()
+	h := errorHandler(slog.New(slog.NewTextHandler(&logs, nil)), m)
+	e := echo.New()
+	for i, first := range []bool{true, false, false} {
+		err := fmt.Errorf("append: %w", &sqlite.FullError{Err: errors.New("database or disk is full (13)"), First: first})
+		rec := httptest.NewRecorder()
+		h(err, e.NewContext(httptest.NewRequest("POST", "/events", nil), rec))
+		if rec.Code != 507 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"storage_full"`) {
+			t.Fatalf("refusal %d: %d, Retry-After %q, %s", i, rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+		t.Fatalf("logged %d times in one episode, want once:\n%s", n, logs.String())
+	}
+	var out bytes.Buffer
+	m.write(&out, 0, 0, 0)
+	if !strings.Contains(out.String(), `anp2_events_rejected_total{code="storage_full"} 3`) {
+		t.Fatalf("metrics:\n%s", out.String())
 	}
 }

@@ -317,5 +317,8 @@ func (s *Server) getMetrics(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4")
 	c.Response().WriteHeader(http.StatusOK)
 	s.metrics.write(c.Response(), st.Events, st.Bytes, 0)
+	for _, h := range s.metricHooks {
+		h(c.Response())
+	}
 	return nil
 }

@@ -33,6 +33,9 @@ const compressMinLength = 1024
 // through the compressor, so streamed events are not held back. Level 1
 // (fastest): on JSON it keeps most of the saving of the default level at a
 // fraction of the CPU, which matters when a mirror reads a whole export.
+// A protocol upgrade (GET /ws) is skipped: the gzip writer would hold
+// back its 101 answer.
 func compress() echo.MiddlewareFunc {
-	return middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: compressMinLength})
+	return middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: compressMinLength,
+		Skipper: func(c echo.Context) bool { return c.Request().Header.Get("Upgrade") != "" }})
 }

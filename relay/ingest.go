@@ -71,38 +71,59 @@ func (s *Server) reject(err error) error {
 
 // ingest applies every publish rule, in the documented order, and appends
 // e. It answers only after the event is committed. (Events from peers go
-// through checkMirrored instead.)
+// through CheckMirrored instead.)
 func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
 	now := s.cfg.Now()
+	rec, ans, err := s.prepare(ctx, e, raw, rawType, ip, now)
+	if rec == nil {
+		return ans, err
+	}
+	res, err := s.store.Append(ctx, *rec)
+	if err != nil {
+		return nil, err
+	}
+	return s.stored(e, res), nil
+}
+
+// prepare applies every publish rule to e, in the documented order,
+// charging the address and then the agent. It returns the record to
+// append, or an answer that needs no append (a stored duplicate, a kind 11
+// beat handed to its modules), or the first violation.
+func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, now time.Time) (*eventlog.Record, *PublishAnswer, error) {
 	if errs := s.cfg.Checker.Limits.Check(e, now.Unix()); len(errs) > 0 {
-		return nil, errs[0]
+		return nil, nil, errs[0]
 	}
 	if err := e.CheckID(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A stored event with the same id and signature is a duplicate: answer
 	// without verifying or charging it again.
-	if sig, found, err := s.store.Lookup(ctx, e.ID); err != nil {
-		return nil, err
-	} else if found && sig == e.Sig {
+	if dup, err := s.storedCopy(ctx, e); err != nil {
+		return nil, nil, err
+	} else if dup {
 		s.metrics.duplicates.Add(1)
-		return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
+		return nil, &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: true, Stored: true}, nil
 	}
 	// The address pays for the signature check before it is made, valid or
 	// not, so junk signatures cost their sender's allowance, not our CPU.
 	// The agent is charged only once the signature proves it sent the event
 	// (otherwise anyone could spend a victim's allowance).
 	if err := s.chargeIP(ip, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkAgainstLog(ctx, e); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.chargeAgent(e, now); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for _, gate := range s.gates {
+		if err := gate(ctx, e, now); err != nil {
+			return nil, nil, err
+		}
 	}
 	if e.Kind == protocol.KindHealth {
 		// Kind 11 beats are verified and rate-limited but never stored (D11):
@@ -110,18 +131,20 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		for _, h := range s.ephemeral[e.Kind] {
 			h(e, now.Unix())
 		}
-		return &PublishAnswer{ID: e.ID, Accepted: true}, nil
+		return nil, &PublishAnswer{ID: e.ID, Accepted: true}, nil
 	}
-	res, err := s.store.Append(ctx, eventlog.NewRecord(e, raw, rawType, now.Unix()))
-	if err != nil {
-		return nil, err
-	}
+	rec := eventlog.NewRecord(e, raw, rawType, now.Unix())
+	return &rec, nil, nil
+}
+
+// stored counts an appended event and answers its publisher.
+func (s *Server) stored(e *protocol.Event, res eventlog.Result) *PublishAnswer {
 	if res.Duplicate {
 		s.metrics.duplicates.Add(1)
 	} else {
 		s.metrics.accepted.Add(1)
 	}
-	return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}, nil
+	return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)
@@ -139,7 +162,8 @@ func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
 
 // logViolations returns every violation of the rules that need the log: a
 // revoke may only name the revoker's own events, and a kind 51 quote must
-// stay within its stored request's max_cost_usd (§18.4).
+// quote the currency of its stored request's max_cost_usd and stay within it
+// (§18.4, protocol.AcceptPriceViolation).
 func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
 	var out []error
 	if e.Kind == protocol.KindTaskAccept {
@@ -222,6 +246,11 @@ func (s *Server) dryRun(c echo.Context) error {
 		return err
 	}
 	errs = append(errs, logErrs...)
+	for _, check := range s.dryChecks {
+		if err := check(e, now.Unix()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
 	}
@@ -235,4 +264,19 @@ func (s *Server) dryRun(c echo.Context) error {
 	_, ans.Duplicate, _ = s.store.Lookup(ctx, e.ID)
 	ans.Valid = len(ans.Violations) == 0
 	return c.JSON(http.StatusOK, ans)
+}
+
+// storedCopy reports whether the log holds e with the same signature. The
+// in-memory reconciliation index, which every commit updates before its
+// publishers are answered, answers "new" for almost every publish without
+// touching SQLite (whose readers start cold after each commit); only an id
+// it holds is looked up, to compare signatures. An id committed but not yet
+// indexed reads as new: it is then verified and the log answers it as a
+// duplicate, so the answer is the same, only slower.
+func (s *Server) storedCopy(ctx context.Context, e *protocol.Event) (bool, error) {
+	if !s.index.Has(ItemOf(e)) {
+		return false, nil
+	}
+	sig, found, err := s.store.Lookup(ctx, e.ID)
+	return found && sig == e.Sig, err
 }

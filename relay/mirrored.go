@@ -51,8 +51,9 @@ func (s *Server) VerifyMirrored(evs []*protocol.Event) ([]eventlog.Record, int) 
 }
 
 // CheckMirrored verifies evs on every core as mirrored events (SPEC §6.2):
-// everything an event can be judged on by itself, without the freshness
-// window, rate limits or log-dependent rules; never kind 11. It fills
+// envelope, limits, id, signature and PoW (protocol.Checker.CheckStored),
+// without the freshness window, rate limits, log-dependent rules or kind
+// content rules (D15: the folds judge content); never kind 11. It fills
 // errs[i] for each bad event; entries already set, or with a nil event,
 // are left alone. When bodies is not nil, it also encodes each good
 // event's body into it, on the same cores.
@@ -76,7 +77,7 @@ func (s *Server) CheckMirrored(evs []*protocol.Event, errs []error, bodies [][]b
 	var wg sync.WaitGroup
 	// Workers take the next 64 events in author order until none are
 	// left (so none waits on another that got the slower keys); their
-	// signatures are verified together (CheckFirstBatch).
+	// signatures are verified together (CheckStoredBatch).
 	var next atomic.Int64
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
@@ -96,7 +97,7 @@ func (s *Server) CheckMirrored(evs []*protocol.Event, errs []error, bodies [][]b
 					}
 					bevs, berrs = append(bevs, evs[i]), append(berrs, errs[i])
 				}
-				checker.CheckFirstBatch(bevs, now, berrs)
+				checker.CheckStoredBatch(bevs, now, berrs)
 				for k, i := range group {
 					if errs[i] = berrs[k]; errs[i] == nil && evs[i] != nil && bodies != nil {
 						bodies[i] = protocol.AppendJSON(nil, evs[i])

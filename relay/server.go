@@ -9,8 +9,10 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -93,11 +95,18 @@ type Server struct {
 	// beats, D11), by kind; agentInfo add module data to agent rows.
 	ephemeral map[int64][]func(e *protocol.Event, receivedAt int64)
 	agentInfo []func(row map[string]any, agentID string, now int64)
+	// metricHooks append module figures to GET /metrics (AddMetrics).
+	metricHooks []func(w io.Writer)
+	// gates are further publish rules from modules (OnPublish).
+	gates []PublishGate
 	// index holds every stored event's (created_at, id), revoked ones
 	// included (set reconciliation, duplicate checks).
 	index *reconcile.Index
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
+	// dryChecks report, without side effects, what gates would refuse in
+	// a dry run (OnDryRun).
+	dryChecks []func(e *protocol.Event, now int64) error
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -174,6 +183,7 @@ func (s *Server) route(method, path string, h echo.HandlerFunc) {
 func (s *Server) routes() {
 	s.route(http.MethodPost, "/events", s.postEvent)
 	s.route(http.MethodPost, "/events/dry-run", s.dryRun)
+	s.route(http.MethodPost, "/events/batch", s.postBatch)
 	s.route(http.MethodGet, "/events", s.getEvents)
 	s.route(http.MethodGet, "/events/:id", s.getEvent)
 	s.route(http.MethodGet, "/events/:id/raw", s.getRaw)
@@ -235,6 +245,24 @@ func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt
 		s.ephemeral = map[int64][]func(*protocol.Event, int64){}
 	}
 	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
+}
+
+// A PublishGate is a module's rule on the direct publish path: it returns
+// an error to refuse e (an *httpx.RetryError for a 429 with Retry-After).
+type PublishGate func(ctx context.Context, e *protocol.Event, now time.Time) error
+
+// OnPublish adds a gate that every direct publish (POST /events, Ingest)
+// passes after the agent is charged and before the event is stored.
+// Mirrored events and imports never pass gates. It must be called before
+// the relay serves (from Mount).
+func (s *Server) OnPublish(gate PublishGate) { s.gates = append(s.gates, gate) }
+
+// OnDryRun adds a check that POST /events/dry-run runs after the log
+// rules: a non-nil error is listed among the violations. Unlike a gate it
+// must have no side effect (charge nothing). It must be called before the
+// relay serves (from Mount).
+func (s *Server) OnDryRun(check func(e *protocol.Event, now int64) error) {
+	s.dryChecks = append(s.dryChecks, check)
 }
 
 // AddAgentInfo adds a hook that adds a module's fields to each agent row
@@ -315,6 +343,22 @@ func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 // charging the address and verifying its signature; nil without a header,
 // or a 401 for a bad one.
 func (s *Server) Authenticate(c echo.Context) (*protocol.Event, error) { return s.authEvent(c) }
+
+// AuthenticateEvent checks raw, a D4 event JSON sent in-band (a WebSocket
+// AUTH frame) rather than in a header, exactly as if it were the
+// Authorization header of r (the upgrade request: its method, URL and
+// empty body), charging r's address as Authenticate does. It returns the
+// verified event, or a 401 (or 429) error.
+func (s *Server) AuthenticateEvent(r *http.Request, raw []byte) (*protocol.Event, error) {
+	r2 := r.Clone(r.Context())
+	r2.Body = http.NoBody
+	r2.Header.Set(echo.HeaderAuthorization, "ANP2 "+base64.StdEncoding.EncodeToString(raw))
+	return s.authEvent(s.echo.NewContext(r2, nil))
+}
+
+// AddMetrics adds a hook that appends a module's figures, in the
+// Prometheus text format, to GET /metrics. Call it from Mount.
+func (s *Server) AddMetrics(hook func(w io.Writer)) { s.metricHooks = append(s.metricHooks, hook) }
 
 // CountRejected counts a rejection under its code in /metrics.
 func (s *Server) CountRejected(err error) { s.metrics.rejected(protocol.CodeOf(err)) }

@@ -267,6 +267,10 @@ func (c *canon) result(r *ResultRef) {
 	}
 	first := true
 	c.b = append(c.b, '{')
+	if r.AcceptInferred {
+		c.key("accept_inferred", &first)
+		c.bool(true)
+	}
 	c.key("created_at", &first)
 	c.int(r.CreatedAt)
 	c.key("event_id", &first)

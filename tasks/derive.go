@@ -39,7 +39,9 @@ func computeDerivation(t *task) *derivation {
 	req := t.request
 	requester := t.req.agent
 	d := &derivation{highStakes: req.HighStakes}
-	accept := firstValid(t.list(protocol.KindTaskAccept), func(*rec) bool { return true })
+	// An accept whose quote breaks the §18.4 price rule never wins, whether
+	// it was mirrored or stored before its request (publish rejects it).
+	accept := firstValid(t.list(protocol.KindTaskAccept), func(r *rec) bool { return priceViolation(r, req) == "" })
 	cancel := firstValid(t.list(protocol.KindTaskCancel), func(r *rec) bool { return r.agent == requester })
 	if cancel != nil && (accept == nil || recLess(cancel, accept)) {
 		d.cancel = cancel
@@ -76,6 +78,15 @@ func computeDerivation(t *task) *derivation {
 		d.fixed = replay(d, nil)
 	}
 	return d
+}
+
+// priceViolation returns the code of the §18.4 price rule accept r breaks
+// against req (protocol.AcceptPriceViolation), or "".
+func priceViolation(r *rec, req *protocol.TaskRequest) string {
+	if err := protocol.AcceptPriceViolation(r.accept(), req); err != nil {
+		return protocol.CodeOf(err)
+	}
+	return ""
 }
 
 func firstValid(l []*rec, ok func(*rec) bool) *rec {

@@ -11,7 +11,8 @@
 // Events and roles. The task_id is the id of the kind 50. Kinds 51–55 belong
 // to the task named by their ["e", task_id, "root"] tag (protocol.TaskRoot);
 // events without a root are ignored. An event whose content fails its
-// protocol parser is recorded with reason invalid_content and never counts.
+// protocol parser (stored from a peer or an import, D15) is recorded with
+// reason "content_invalid: <code>" and never counts.
 // A kind 50 whose content fails protocol.ParseTaskRequest is not a task.
 // "Earliest" and "latest" are by (created_at, id) (protocol.Less).
 //
@@ -21,13 +22,17 @@
 // bid (after_cancel) and no later event counts. A kind 55 from anyone else
 // (not_requester) or after the first kind 51 (after_accept) is ignored.
 //
-// Accept (kind 51). The winning accept is the earliest kind 51; its author is
-// the provider. The others are losing bids.
+// Accept (kind 51). The winning accept is the earliest kind 51 that satisfies
+// the §18.4 price rule (protocol.AcceptPriceViolation); its author is the
+// provider. The others are losing bids; one that breaks the price rule has
+// the rule's code as its reason.
 //
 // Result (kind 52). The counting result is the earliest kind 52 authored by
 // the provider with created_at ≤ deadline_unix, whatever its order relative
 // to the accept (one-second clocks put an accept and its result in either
-// order). Results by others (not_provider), after the deadline
+// order). A result without an accept e tag (the live network's shape) is
+// judged the same way, so it is attributed to the winning accept when its
+// author is the provider. Results by others (not_provider), after the deadline
 // (after_deadline) or after the counting one (superseded) are ignored.
 //
 // Timeout. With no counting result, the task is timed_out at any now >

@@ -160,7 +160,7 @@ func TestD9Rules(t *testing.T) {
 			tt.Payment(reqr, t0+25, req, protocol.DispositionRelease, protocol.PaymentMocked), ReasonNoAccept},
 		{"second payment superseded", []*protocol.Event{acc, tt.Payment(reqr, t0+25, req, protocol.DispositionRefund, protocol.PaymentMocked)}, t0 + 30, StatusRefunded,
 			tt.Payment(reqr, t0+26, req, protocol.DispositionRelease, protocol.PaymentMocked), ReasonSuperseded},
-		{"invalid verdict ignored", []*protocol.Event{acc, res}, t0 + 30, StatusCompleted, tt.Broken(vs[1], t0+25, req), ReasonInvalid},
+		{"invalid verdict ignored", []*protocol.Event{acc, res}, t0 + 30, StatusCompleted, tt.Broken(vs[1], t0+25, req), ReasonInvalid + ": " + protocol.CodeInvalidTaskContent},
 		{"later bid loses", []*protocol.Event{acc}, t0 + 30, StatusAccepted, tt.Accept(bidr, t0+10, req), ""},
 	}
 	for _, tc := range cases {

@@ -17,6 +17,10 @@ type rec struct {
 	kind   int8
 	valid  bool // content passed the kind's protocol parser
 	parsed any  // *protocol.TaskRequest, *TaskAccept, ... when valid
+	// invalid is the code of the first kind-rule violation when !valid.
+	// Such events reach the fold from peers and imports (D15): stored,
+	// never counting.
+	invalid string
 }
 
 func newRec(ev *protocol.Event, id [32]byte) *rec {
@@ -39,6 +43,7 @@ func newRec(ev *protocol.Event, id [32]byte) *rec {
 	r.valid = len(errs) == 0
 	if !r.valid {
 		r.parsed = nil
+		r.invalid = protocol.CodeOf(errs[0])
 	}
 	return r
 }

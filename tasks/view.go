@@ -40,7 +40,7 @@ type Bid struct {
 	CreatedAt  int64                `json:"created_at"`
 	PriceQuote *protocol.PriceQuote `json:"price_quote,omitempty"`
 	EtaUnix    int64                `json:"eta_unix,omitempty"`
-	Reason     string               `json:"reason,omitempty"` // losing_bid or after_cancel
+	Reason     string               `json:"reason,omitempty"` // losing_bid, after_cancel or a price rule code
 }
 
 // ResultRef is the counting kind 52.
@@ -48,6 +48,10 @@ type ResultRef struct {
 	EventID      string `json:"event_id"`
 	CreatedAt    int64  `json:"created_at"`
 	OutputFormat string `json:"output_format,omitempty"`
+	// AcceptInferred is true when the result carries no accept e tag and is
+	// attributed to the winning accept because its author is the provider
+	// (the live network's shape, SPEC §5.3).
+	AcceptInferred bool `json:"accept_inferred,omitempty"`
 }
 
 // Verdict is a well-formed kind 53, counting or not.
@@ -110,9 +114,13 @@ type Transition struct {
 	Verdict string `json:"verdict,omitempty"`  // the consensus, on verified and disputed
 }
 
-// Reasons an event does not count.
+// Reasons an event does not count. An event whose content breaks its kind
+// rule (stored from a peer or an import, D15) has the reason ReasonInvalid
+// + ": " + the rule's code, e.g. "content_invalid: missing_tag"; an accept
+// that breaks the §18.4 price rule has the rule's code
+// (price_exceeds_max_cost, price_currency_mismatch).
 const (
-	ReasonInvalid       = "invalid_content"
+	ReasonInvalid       = "content_invalid"
 	ReasonLosingBid     = "losing_bid"
 	ReasonAfterCancel   = "after_cancel"
 	ReasonCancelled     = "task_cancelled"
@@ -206,7 +214,8 @@ func (f *Fold) view(t *task, now int64, w WeightFunc) TaskView {
 		v.Provider = f.names[d.accept.agent]
 	}
 	if d.result != nil {
-		v.Result = &ResultRef{EventID: hexID(d.result.id), CreatedAt: d.result.at, OutputFormat: d.result.result().OutputFormat}
+		rr := d.result.result()
+		v.Result = &ResultRef{EventID: hexID(d.result.id), CreatedAt: d.result.at, OutputFormat: rr.OutputFormat, AcceptInferred: rr.AcceptID == ""}
 	}
 	if p := d.payment; p != nil {
 		pp := p.payment()
@@ -291,7 +300,7 @@ func (f *Fold) verdictView(d *derivation, ru *run, r *rec, counts bool, reason s
 // the derivation's choices record by record.
 func (f *Fold) standing(t *task, d *derivation, ru *run, r *rec) (bool, string) {
 	if !r.valid {
-		return false, ReasonInvalid
+		return false, ReasonInvalid + ": " + r.invalid
 	}
 	requester := t.req.agent
 	switch int64(r.kind) {
@@ -301,6 +310,9 @@ func (f *Fold) standing(t *task, d *derivation, ru *run, r *rec) (bool, string) 
 			return true, ""
 		case d.cancel != nil:
 			return false, ReasonAfterCancel
+		}
+		if code := priceViolation(r, t.request); code != "" {
+			return false, code
 		}
 		return false, ReasonLosingBid
 	case protocol.KindTaskCancel:

@@ -4,7 +4,10 @@ go 1.26.8
 
 require github.com/anp2net/relay v0.0.0
 
-require filippo.io/edwards25519 v1.2.0 // indirect
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
+)
 
 require (
 	github.com/a2aproject/a2a-go v0.3.15

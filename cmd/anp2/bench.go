@@ -46,6 +46,11 @@ type benchCmd struct {
 	mirrorToo   bool
 	// catchUpInProcess runs the --catch-up mirror inside the bench.
 	catchUpInProcess bool
+	// inProcess runs the publish bench's relay inside the bench's own
+	// process (the default is an anp2 serve process of its own); batch is
+	// the POST /events/batch size of the batch run (0: no batch run).
+	inProcess bool
+	batch     int
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -63,6 +68,8 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.BoolVar(&c.mirrorToo, "catch-up", false, "with --views: then serve the loaded log from an anp2 serve process, mirror it into an empty one (an anp2 mirror process) and time that")
 	fs.BoolVar(&c.catchUpInProcess, "catch-up-in-process", false, "with --catch-up: run the loaded relay and the mirror inside the bench's process instead of an anp2 serve and an anp2 mirror process")
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
+	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
+	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file)")
 	return parse(fs, args)
 }
@@ -78,28 +85,41 @@ func (c *benchCmd) Run(ctx context.Context) error {
 		return c.benchViews(ctx)
 	}
 	base := c.relayURL
+	// relayCPU reads the relay process's CPU time (0 when it is not ours).
+	relayCPU := func() time.Duration { return 0 }
 	if base == "" {
 		dir, err := os.MkdirTemp("", "anp2-bench-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		srv := newServe(io.Discard, io.Discard)
-		if err := srv.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "bench.db"), "--rate-agent", "0", "--rate-ip", "0"}); err != nil {
-			return err
-		}
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if err := srv.Start(); err != nil {
-			return err
-		}
-		go srv.srv.Serve(sctx, srv.ln)
-		defer srv.Close()
-		base = "http://" + srv.Addr()
-		if c.fill > 0 {
-			if err := c.fillLog(ctx, srv.store); err != nil {
+		db := filepath.Join(dir, "bench.db")
+		if c.inProcess || c.fill > 0 {
+			srv := newServe(io.Discard, io.Discard)
+			if err := srv.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}); err != nil {
 				return err
 			}
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if err := srv.Start(); err != nil {
+				return err
+			}
+			go srv.srv.Serve(sctx, srv.ln)
+			defer srv.Close()
+			base = "http://" + srv.Addr()
+			if c.fill > 0 {
+				if err := c.fillLog(ctx, srv.store); err != nil {
+					return err
+				}
+			}
+		} else {
+			b, pid, stop, err := serveProcess(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			base, relayCPU = b, func() time.Duration { return procCPU(pid) }
+			fmt.Fprintf(c.out, "relay: its own anp2 serve process (pid %d); this process only generates load\n", pid)
 		}
 	} else if c.fill > 0 {
 		return fmt.Errorf("--fill needs the in-process relay (no --relay)")
@@ -114,18 +134,34 @@ func (c *benchCmd) Run(ctx context.Context) error {
 		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0xbe
 		keys[i] = ed25519.NewKeyFromSeed(seed)
 	}
+	// Every event is signed before any is sent: the clock of a run counts
+	// publishing only.
 	evs := c.makeEvents(keys, c.events, time.Now().Unix())
 	cl := benchClient(base, c.concurrency)
+	cpu0 := relayCPU()
 	lat, elapsed, errs := c.publishAll(ctx, cl, evs, c.concurrency, 0)
 	rate := float64(len(evs)-errs) / elapsed.Seconds()
-	fmt.Fprintf(c.out, "publish (%d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors\n",
-		c.concurrency, len(evs), elapsed.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), errs)
+	fmt.Fprintf(c.out, "publish (%d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors%s\n",
+		c.concurrency, len(evs), elapsed.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), errs,
+		cpuPerEvent(relayCPU()-cpu0, len(evs)-errs, one))
 	printLatency(c.out, "  publish latency", lat)
+	if c.batch > 0 {
+		bevs := c.makeEvents(keys, c.events, time.Now().Unix()+2)
+		cpu0 = relayCPU()
+		blat, belapsed, berrs := c.publishBatches(ctx, cl, bevs, c.batch, c.concurrency/4+1)
+		brate := float64(len(bevs)-berrs) / belapsed.Seconds()
+		fmt.Fprintf(c.out, "batch publish (POST /events/batch of %d, %d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors%s\n",
+			c.batch, c.concurrency/4+1, len(bevs), belapsed.Round(time.Millisecond), brate, 100*brate/all, runtime.GOMAXPROCS(0), berrs,
+			cpuPerEvent(relayCPU()-cpu0, len(bevs)-berrs, one))
+		printLatency(c.out, "  batch latency", blat)
+	}
 
 	n := int(rate / 2 * c.paceFor.Seconds())
+	cpu0 = relayCPU()
 	paced := c.makeEvents(keys, n, time.Now().Unix()+1)
 	lat, elapsed, errs = c.publishAll(ctx, cl, paced, c.concurrency, rate/2)
-	fmt.Fprintf(c.out, "publish paced at %.0f/s (half the measured rate): %d events in %s, %d errors\n", rate/2, n, elapsed.Round(time.Millisecond), errs)
+	fmt.Fprintf(c.out, "publish paced at %.0f/s (half the measured rate): %d events in %s, %d errors%s\n", rate/2, n, elapsed.Round(time.Millisecond), errs,
+		cpuPerEvent(relayCPU()-cpu0, n-errs, one))
 	printLatency(c.out, "  paced latency", lat)
 
 	for _, q := range []struct {
@@ -341,4 +377,51 @@ func printLatency(w io.Writer, name string, lat []time.Duration) {
 	p := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
 	fmt.Fprintf(w, "%s: p50 %s  p90 %s  p99 %s  max %s  (n=%d)\n", name,
 		p(0.50).Round(time.Microsecond), p(0.90).Round(time.Microsecond), p(0.99).Round(time.Microsecond), s[len(s)-1].Round(time.Microsecond), len(s))
+}
+
+// cpuPerEvent formats the relay process's CPU time per accepted event
+// beside what one crypto/ed25519 verification costs on this machine (the
+// reciprocal of the 1-core ceiling oneCore); "" when the relay is not a
+// process of ours.
+func cpuPerEvent(cpu time.Duration, n int, oneCore float64) string {
+	if cpu <= 0 || n <= 0 {
+		return ""
+	}
+	per := cpu / time.Duration(n)
+	verify := time.Duration(float64(time.Second) / oneCore)
+	return fmt.Sprintf("; relay CPU %s per accepted event (%.1f× one signature check, %s here)", per.Round(100*time.Nanosecond), float64(per)/float64(verify), verify.Round(100*time.Nanosecond))
+}
+
+// publishBatches posts evs in POST /events/batch bodies of size with conc
+// workers and returns each batch's latency, the wall time and how many
+// events were not accepted.
+func (c *benchCmd) publishBatches(ctx context.Context, cl *client.Client, evs []*protocol.Event, size, conc int) ([]time.Duration, time.Duration, int) {
+	n := (len(evs) + size - 1) / size
+	lat := make([]time.Duration, n)
+	var next, errs atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				batch := evs[i*size : min(len(evs), (i+1)*size)]
+				t0 := time.Now()
+				res, err := cl.PublishBatch(ctx, batch)
+				lat[i] = time.Since(t0)
+				if err != nil {
+					errs.Add(int64(len(batch)))
+					continue
+				}
+				errs.Add(int64(len(batch) - res.Accepted - res.Duplicate))
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start), int(errs.Load())
 }

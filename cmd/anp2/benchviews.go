@@ -141,21 +141,42 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 // catchUpFromProcess serves db from an anp2 serve process of this binary
 // and times a new mirror's catch-up from it.
 func (c *benchCmd) catchUpFromProcess(ctx context.Context, dir, db string) error {
-	exe, err := os.Executable()
+	t0 := time.Now()
+	base, pid, stop, err := serveProcess(ctx, db)
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0")
+	defer stop()
+	fmt.Fprintf(c.out, "the loaded log served by its own anp2 serve process (ready in %s)\n", time.Since(t0).Round(time.Millisecond))
+	return c.benchCatchUp(ctx, dir, base, func() time.Duration { return procCPU(pid) })
+}
+
+// serveProcess starts `anp2 serve` of this binary on db (loopback, rate
+// limits off, extra flags appended) as its own process and returns its
+// base URL, its pid (for procCPU) and a function that stops it.
+func serveProcess(ctx context.Context, db string, extra ...string) (string, int, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}, extra...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = childEnv("serve")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return "", 0, nil, err
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// stop asks for a graceful shutdown (so a CPU profile is written),
+	// and kills the process if it has not exited within 10 s.
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		t := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+		cmd.Wait()
+		t.Stop()
+	}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -170,18 +191,18 @@ func (c *benchCmd) catchUpFromProcess(ctx context.Context, dir, db string) error
 	}()
 	addr, ok := <-found
 	if !ok {
-		return fmt.Errorf("anp2 serve on the loaded log did not start")
+		stop()
+		return "", 0, nil, fmt.Errorf("anp2 serve on %s did not start", db)
 	}
-	fmt.Fprintf(c.out, "the loaded log served by its own anp2 serve process (ready in %s)\n", time.Since(t0).Round(time.Millisecond))
-	pid := cmd.Process.Pid
-	return c.benchCatchUp(ctx, dir, "http://"+addr, func() time.Duration { return procCPU(pid) })
+	return "http://" + addr, cmd.Process.Pid, stop, nil
 }
 
+// clock ticks of 1/100 s), or 0.
 // listeningRe finds the address in anp2 serve's "relay listening" log line.
 var listeningRe = regexp.MustCompile(`relay listening"? addr=(\S+)`)
 
 // procCPU returns the CPU time process pid has used (Linux /proc, in
-// clock ticks of 1/100 s), or 0.
+// clock ticks of 10 ms), 0 when it cannot be read.
 func procCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/governance"
 )
 
 // cosignCmd prints a cosign tag (SPEC §1.8) for content of a kind, for the
@@ -19,6 +20,7 @@ type cosignCmd struct {
 	kind        int64
 	content     string
 	contentFile string
+	pqKeyPath   string
 }
 
 func (c *cosignCmd) ParseFlags(args []string) error {
@@ -27,6 +29,7 @@ func (c *cosignCmd) ParseFlags(args []string) error {
 	fs.Int64Var(&c.kind, "kind", 0, "kind of the event the content is for (e.g. 12 checkpoint, 13 rollback, 14 ban)")
 	fs.StringVar(&c.content, "content", "", "the JSON content to endorse")
 	fs.StringVar(&c.contentFile, "content-file", "", "read the JSON content from this file instead")
+	fs.StringVar(&c.pqKeyPath, "pq-key", "", "also sign with this ML-DSA-65 key (anp2 pqkey): prints the cosign and pq_sig tags as a list")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -53,13 +56,26 @@ func (c *cosignCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(tag)
+	var out any = tag
+	if c.pqKeyPath != "" {
+		sk, err := loadPQKey(c.pqKeyPath)
+		if err != nil {
+			return err
+		}
+		pq, err := governance.PQSign(sk, protocol.AgentIDOf(key), c.kind, content)
+		if err != nil {
+			return err
+		}
+		out = [][]string{tag, pq}
+	}
+	b, _ := json.Marshal(out)
 	fmt.Fprintln(c.out, string(b))
 	return nil
 }
 
 // readCosigns reads cosign tags from files written by `anp2 cosign`: each
-// file holds one tag (a JSON array of strings) or a list of them.
+// file holds one tag (a JSON array of strings) or a list of them (cosign
+// and, with --pq-key, pq_sig tags).
 func readCosigns(paths []string) ([][]string, error) {
 	var tags [][]string
 	for _, p := range paths {
@@ -77,7 +93,7 @@ func readCosigns(paths []string) ([][]string, error) {
 			return nil, fmt.Errorf("%s: not a cosign tag or a list of them", p)
 		}
 		for _, t := range many {
-			if len(t) != 3 || t[0] != "cosign" {
+			if (len(t) != 3 || t[0] != "cosign") && (len(t) < 3 || t[0] != "pq_sig") {
 				return nil, fmt.Errorf("%s: %v is not a cosign tag", p, t)
 			}
 		}

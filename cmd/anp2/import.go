@@ -49,7 +49,7 @@ func (c *importCmd) Run(ctx context.Context) error {
 	}
 	st, err := sqlite.Open(c.db, nil)
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	defer st.Close()
 	start := time.Now()

@@ -30,6 +30,9 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"replay":  func(o, e io.Writer) command { return &replayCmd{out: o, progress: newProgress(e)} },
 	"mirror":  func(o, e io.Writer) command { return &mirrorCmd{out: o, progress: newProgress(e)} },
 	"cosign":  func(o, e io.Writer) command { return &cosignCmd{out: o} },
+	"pqkey":   func(o, e io.Writer) command { return &pqKeygenCmd{out: o} },
+	"dm":      func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
+	"repair":  func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -43,7 +46,12 @@ const usage = `anp2 — ANP2 relay and tools
                 derived view and compare its state digest with a relay's
   anp2 mirror   reconcile a local log with peer relays (fetch and push)
   anp2 cosign   endorse an event's content: print a cosign tag to attach
-                with 'anp2 publish --cosign FILE'
+                with 'anp2 publish --cosign FILE' (--pq-key adds a pq_sig)
+  anp2 pqkey    create an ML-DSA-65 key beside an agent key, for --pq-keys
+  anp2 dm       send and read private messages (kind 3), sealed and
+                opened on this side: 'anp2 dm send', 'anp2 dm read'
+  anp2 repair   salvage a damaged log into a fresh one, verifying every
+                event, and fetch what was unreadable from --peer relays
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -39,7 +40,7 @@ func (c *mirrorCmd) ParseFlags(args []string) error {
 func (c *mirrorCmd) Run(ctx context.Context) error {
 	st, err := sqlite.Open(c.db, nil)
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	defer st.Close()
 	cfg := relay.DefaultConfig()
@@ -49,7 +50,8 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	if cfg.RelayKey, err = loadOrCreateKey(c.key); err != nil {
 		return err
 	}
-	mods, err := modules(federation.DefaultOptions())
+	// A one-shot mirror serves nothing: governance without keys suffices.
+	mods, err := modules(federation.DefaultOptions(), governance.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"os"
+
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/discovery"
+	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
+	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/liveness"
+	"github.com/anp2net/relay/relay/mcp"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/tiers"
+	"github.com/anp2net/relay/relay/ws"
 )
 
 // relayModules are the capability modules of one relay process, with the
@@ -16,29 +25,52 @@ import (
 type relayModules struct {
 	all        []relay.Module
 	federation *federation.Module
+	funding    *funding.Module
+	tiers      *tiers.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
 // place a new capability is registered (see relay.Module). Each call
 // returns fresh modules, so the auditor's replay folds into its own. fed
-// configures federation; it fails only on a malformed peer key.
-func modules(fed federation.Options) (relayModules, error) {
+// configures federation, gov the governance keys; it fails only on a
+// malformed peer key or governance key.
+func modules(fed federation.Options, gov governance.Options) (relayModules, error) {
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, all: []relay.Module{
+	g, err := governance.NewModule(gov)
+	if err != nil {
+		return relayModules{}, err
+	}
+	fund := funding.NewModule(funding.Options{})
+	tierOpts := tiers.DefaultOptions()
+	tierOpts.Enabled = false // serve --new-agent-tiers turns it on
+	tier := tiers.NewModule(tierOpts)
+	// ANP2_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target loopback and private
+	// addresses over plain http (a receiver on the relay's own network).
+	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1"})
+	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
+		push, // before a2a, which delivers task updates through it
 		directory.NewModule(),
 		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
-		a2a.NewModule(a2a.Options{}),
+		ws.NewModule(ws.Options{}),
+		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
+		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
+		a2a.NewModule(a2a.Options{Push: push}),
+		fund,
+		tier,
 		f,
+		dms.NewModule(),
+		g,
 	}}, nil
 }
 
-// folds returns the registered modules' folds, for a replay.
-func folds() []state.NamedFold {
-	m, _ := modules(federation.DefaultOptions())
-	return relay.Folds(m.all)
+// folds returns the registered modules' folds, for a replay under the
+// governance keys gov.
+func folds(gov governance.Options) ([]state.NamedFold, error) {
+	m, err := modules(federation.DefaultOptions(), gov)
+	return relay.Folds(m.all), err
 }

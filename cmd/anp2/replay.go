@@ -37,6 +37,7 @@ type replayCmd struct {
 	treasury string
 	verbose  bool
 	keyPath  string
+	gov      govFlags
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -47,6 +48,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	c.gov.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
@@ -84,7 +86,15 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	// 160 MiB at a million events): collect less often.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: folds()},
+	gov, err := c.gov.options()
+	if err != nil {
+		return err
+	}
+	fl, err := folds(gov)
+	if err != nil {
+		return err
+	}
+	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
@@ -209,19 +219,15 @@ func (c *replayCmd) spool(ctx context.Context, fill func(io.Writer) error) (stri
 	return f.Name(), ctx.Err()
 }
 
-// dumpStore writes a database's log as JSON lines.
+// dumpStore writes a database's log as JSON lines. It reads without the
+// writer lock, so the log of a running relay can be audited.
 func (c *replayCmd) dumpStore(ctx context.Context, w io.Writer) error {
-	st, err := sqlite.Open(c.source, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	bw := bufio.NewWriterSize(w, 1<<16)
-	err = st.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
-		if seq%4096 == 0 {
-			c.progress.update("read database: seq %d", seq)
+	err := sqlite.ReadLog(ctx, c.source, func(r sqlite.Row) error {
+		if r.Seq%4096 == 0 {
+			c.progress.update("read database: seq %d", r.Seq)
 		}
-		bw.Write(body)
+		bw.Write(r.Body)
 		return bw.WriteByte('\n')
 	})
 	if err != nil {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/federation"
+	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/sqlite"
 )
 
@@ -25,7 +27,11 @@ type serveCmd struct {
 	peerRate, syncRate           int
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
-	mirrorEvery                  time.Duration
+	mirrorEvery, operatorReport  time.Duration
+	infraCosts, seedWhitelist    string
+	operatorFunding              string
+	newAgentTiers                bool
+	gov                          govFlags
 	now                          func() time.Time
 
 	store *sqlite.Store
@@ -53,7 +59,13 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; --peer relays' keys are learned)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key)")
+	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
+	fs.StringVar(&c.infraCosts, "operator-infra-costs-usd", "0.00", "the operator's declared infrastructure cost per report period, in USD")
+	fs.StringVar(&c.operatorFunding, "operator-funding", "", "the relay operator agent's kind 16 content (JSON with addresses), published signed by the relay key when it changes")
+	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
+	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
+	c.gov.register(fs)
 	return parse(fs, args)
 }
 
@@ -64,7 +76,7 @@ func (c *serveCmd) Start() error {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
 	if err != nil {
-		return err
+		return damaged(c.db, err)
 	}
 	c.store = st
 	cfg := relay.DefaultConfig()
@@ -92,13 +104,36 @@ func (c *serveCmd) Start() error {
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
-	mods, err := modules(fed)
+	gov, err := c.gov.options()
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	mods, err := modules(fed, gov)
 	if err != nil {
 		ln.Close()
 		st.Close()
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
+	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts, Funding: c.operatorFunding}
+	if err := report.Validate(); err != nil {
+		ln.Close()
+		st.Close()
+		return fmt.Errorf("operator report: %w", err)
+	}
+	mods.funding.SetReport(report)
+	var whitelist []string
+	for _, a := range strings.Split(c.seedWhitelist, ",") {
+		if a = strings.TrimSpace(a); a != "" && !protocol.IsHex64(a) {
+			ln.Close()
+			st.Close()
+			return fmt.Errorf("seed agent whitelist: %q is not a 64-hex agent_id", a)
+		}
+		whitelist = append(whitelist, a)
+	}
+	mods.tiers.Configure(c.newAgentTiers, whitelist)
 	if c.relayKey == "" {
 		c.relayKey = c.db + ".relay-key"
 	}
@@ -112,10 +147,11 @@ func (c *serveCmd) Start() error {
 	if err != nil {
 		ln.Close()
 		st.Close()
-		return err
+		return damaged(c.db, err)
 	}
 	c.srv = srv
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
+	st.Announce("addr=" + ln.Addr().String())
 	c.log.Info("relay listening", "addr", ln.Addr().String(), "db", c.db, "public_base_url", cfg.PublicBaseURL)
 	return nil
 }

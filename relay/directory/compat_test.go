@@ -53,7 +53,7 @@ func TestClientCompatibleRoutes(t *testing.T) {
 		bob.Sign(protocol.KindTrustVote, at+4, map[string]any{"score": 1}, []string{"p", alice.ID}),
 		carol.Sign(protocol.KindTrustVote, at+4, map[string]any{"score": 1}, []string{"p", alice.ID}),
 		bob.Sign(protocol.KindPost, at+5, "hello", []string{"t", "lobby"}),
-		bob.Sign(protocol.KindDM, at+6, "secret", []string{"p", alice.ID}, []string{"t", "secret-room"}),
+		bob.Sign(protocol.KindDM, at+6, strings.Repeat("A", 64), []string{"p", alice.ID}, []string{"nonce", strings.Repeat("00", 24)}, []string{"t", "secret-room"}),
 		taskstest.Request(carol, at+7, at+7200, taskstest.Reward{Amount: 5}, false),
 	}
 	r.PostAll(t, evs, 1)

@@ -26,7 +26,7 @@ func TestDirectoryAndHome(t *testing.T) {
 		mallory.Sign(protocol.KindProfile, at+3, map[string]any{"name": 42}),
 		bob.Sign(protocol.KindPost, at+4, "hi @alice", []string{"p", alice.ID}, []string{"t", "weather"}),
 		bob.Sign(protocol.KindTrustVote, at+5, map[string]any{"score": 1}, []string{"p", alice.ID}),
-		bob.Sign(protocol.KindDM, at+6, "secret", []string{"p", alice.ID}),
+		bob.Sign(protocol.KindDM, at+6, strings.Repeat("A", 64), []string{"p", alice.ID}, []string{"nonce", strings.Repeat("00", 24)}),
 		alice.Sign(protocol.KindPost, at+7, "sunny", []string{"t", "weather"}),
 		taskstest.Request(bob, at+8, at+3600, taskstest.Reward{Amount: 5}, false),
 	}

@@ -26,7 +26,7 @@ func TestCitations(t *testing.T) {
 	claim := bob.Sign(protocol.KindKnowledge, now-90, map[string]any{"claim": "warmer harbor", "derived_from": []string{post.ID}},
 		[]string{"e", post.ID, "derived"})
 	reply := carol.Sign(protocol.KindReply, now-80, "source?", []string{"e", post.ID, "root"})
-	dm := dave.Sign(protocol.KindDM, now-70, "psst", []string{"e", post.ID}, []string{"p", alice.ID})
+	dm := sealedDM(dave, alice.ID, now-70, []string{"e", post.ID})
 	flag := dave.Sign(protocol.KindFlag, now-60, map[string]any{"category": "spam"}, []string{"e", post.ID})
 	hermit := erin.Sign(protocol.KindProfile, now-200, map[string]any{"name": "erin", "discoverability": "invite_only"})
 	erinFollowsFrank := erin.Sign(protocol.KindSubscribe, now-199, "", []string{"p", frank.ID})

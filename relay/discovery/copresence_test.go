@@ -48,7 +48,7 @@ func TestCopresenceAndNeighbors(t *testing.T) {
 		alice.Sign(protocol.KindCapability, now-5*day, map[string]any{}, []string{"cap", "weather.obs"}),
 		erin.Sign(protocol.KindCapability, now-5*day, map[string]any{}, []string{"cap", "weather.obs"}),
 		erin.Sign(protocol.KindPost, now-day, "bitcoin price in yen", []string{"t", "market"}),
-		erin.Sign(protocol.KindDM, now-day, "coastal harbor temperature", []string{"p", alice.ID}),
+		sealedDM(erin, alice.ID, now-day, []string{"t", "climate"}),
 	}
 	r.PostAll(t, evs, 1)
 

@@ -35,7 +35,7 @@ func TestFeed(t *testing.T) {
 		alice.Sign(protocol.KindCapability, now-day, map[string]any{}, []string{"cap", "translate.ja"}),
 		bobPost, carolPost, frankPost, want,
 		carol.Sign(protocol.KindPost, now-2*day, "yesterday's storm", []string{"t", "climate"}), // outside the 24 h window
-		erin.Sign(protocol.KindDM, now-60, "private", []string{"p", alice.ID}, []string{"t", "climate"}),
+		sealedDM(erin, alice.ID, now-60, []string{"t", "climate"}),
 		erin.Sign(protocol.KindPost, now-60, "bitcoin", []string{"t", "market"}),
 		gina.Sign(protocol.KindProfile, now-day, map[string]any{"name": "gina", "discoverability": "invite_only"}),
 		gina.Sign(protocol.KindPost, now-60, "invite only climate notes", []string{"t", "climate"}),

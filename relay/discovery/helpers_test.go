@@ -1,13 +1,17 @@
 package discovery_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/tasks/taskstest"
 )
 
 func start(t *testing.T) (*relaytest.Relay, *discovery.Module) {
@@ -38,4 +42,21 @@ func refuse(t *testing.T, r *relaytest.Relay, path string, status int, code stri
 	if ans.Status != status || ans.Code(t) != code {
 		t.Fatalf("GET %s: %d %s, want %d %s", path, ans.Status, ans.Body, status, code)
 	}
+}
+
+// sealedDM is a kind 3 from one agent to another in the shape the relay
+// accepts (a nonce and a sealed box of 16 + 32 bytes; the relay never opens
+// it), with extra tags.
+func sealedDM(from taskstest.Agent, to string, at int64, extra ...[]string) *protocol.Event {
+	tags := append([][]string{{"p", to}, {"nonce", strings.Repeat("ab", 24)}}, extra...)
+	return from.Sign(protocol.KindDM, at, base64.StdEncoding.EncodeToString(make([]byte, 48)), tags...)
+}
+
+func idx(pool []taskstest.Agent, id string) int {
+	for i, a := range pool {
+		if a.ID == id {
+			return i
+		}
+	}
+	return -1
 }

@@ -65,7 +65,7 @@ func corpus(seed uint64, agents int, base int64) []*protocol.Event {
 			content = map[string]any{"withdraw": true}
 		}
 		out = append(out, a.Sign(protocol.KindSubscribe, at(), content, []string{"p", b.ID}, []string{"t", topics[rng.IntN(4)]}),
-			a.Sign(protocol.KindDM, at(), "secret "+text(), []string{"p", b.ID}))
+			sealedDM(a, pool[(rng.IntN(len(pool)-1)+idx(pool, a.ID)+1)%len(pool)].ID, at(), []string{"t", topics[rng.IntN(4)]}))
 	}
 	for range agents {
 		out = append(out, pick().Sign(protocol.KindBeacon, at(), map[string]any{"intent": "seek", "about": text(), "ttl_sec": 3600 + rng.IntN(86400)},

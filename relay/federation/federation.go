@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"sort"
 	"strings"
@@ -20,7 +18,7 @@ import (
 )
 
 // MaxGossipEvents bounds one POST /gossip batch.
-const MaxGossipEvents = 1000
+const MaxGossipEvents = relay.MaxBatchEvents
 
 // announcement is the content of the relay's kind 10 (§11.3.5).
 type announcement struct {
@@ -130,7 +128,7 @@ func (s *Module) postGossip(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items, rawType, err := readBatch(c)
+	items, rawType, err := relay.ReadBatch(c)
 	if err != nil {
 		return err
 	}
@@ -298,42 +296,6 @@ func rejection(i int, e *protocol.Event, err error) gossipRejected {
 		r.Detail = pe.Detail
 	}
 	return r
-}
-
-// readBatch splits a JSON or CBOR array body into its encoded items.
-func readBatch(c echo.Context) ([][]byte, string, error) {
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, "", protocol.Errorf(relay.CodeBodyTooLarge, "request body too large")
-		}
-		return nil, "", protocol.Errorf(httpx.CodeBadParameter, "cannot read body: %v", err)
-	}
-	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
-	var items [][]byte
-	rawType := "json"
-	switch mt {
-	case protocol.ContentTypeCBOR:
-		rawType = "cbor"
-		if items, err = protocol.SplitCBORList(body); err != nil {
-			return nil, "", err
-		}
-	case "", "application/json", "application/anp+json":
-		var list []json.RawMessage
-		if err := json.Unmarshal(body, &list); err != nil {
-			return nil, "", protocol.Errorf(httpx.CodeBadParameter, "body must be a JSON array of events")
-		}
-		for _, r := range list {
-			items = append(items, r)
-		}
-	default:
-		return nil, "", protocol.Errorf(relay.CodeUnsupportedType, "send application/json or %s", protocol.ContentTypeCBOR)
-	}
-	if len(items) > MaxGossipEvents {
-		return nil, "", protocol.Errorf(httpx.CodeBadParameter, "at most %d events per batch", MaxGossipEvents)
-	}
-	return items, rawType, nil
 }
 
 // getRelays lists the relays known from kind 10 announcements and the

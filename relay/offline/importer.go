@@ -26,9 +26,11 @@ type Invalid struct {
 }
 
 // Importer verifies JSON-lines events on every core and appends the valid
-// ones in large group commits. It checks id, signature, PoW and kind rules
-// but not the freshness window (history is old by nature). Kind 11 beats
-// are skipped (never stored).
+// ones in large group commits. It checks envelope, limits, id, signature
+// and PoW (protocol.Checker.CheckStored) but not the freshness window
+// (history is old by nature) nor kind content rules (D15: an authentic event
+// is stored and the folds judge its content). Kind 11 beats are skipped
+// (never stored).
 type Importer struct {
 	Store   eventlog.Log
 	Checker protocol.Checker
@@ -186,5 +188,5 @@ func verifyLine(b []byte, c protocol.Checker, now int64) (*protocol.Event, []byt
 	if err != nil {
 		return nil, b, err
 	}
-	return e, b, c.CheckFirst(e, now)
+	return e, b, c.CheckStored(e, now)
 }

@@ -35,9 +35,11 @@ type ReplayStats struct {
 }
 
 // Replayer rebuilds every derived view from a log file of JSON lines
-// (events or export lines), verifying each event as the relay does at
-// publish — id, signature, PoW, kind rules; not the freshness window or
-// rate limits — and folding the valid ones exactly as the live relay does.
+// (events or export lines), verifying each event as the relay verifies what
+// it stores from peers and imports — envelope, limits, id, signature, PoW;
+// not the freshness window, rate limits or kind content rules (D15), so it
+// folds the same set the relay stored — and folding them exactly as the
+// live relay does.
 // Verification runs on every core while one goroutine folds; a revocation
 // fetches its already-folded target back from the file by offset, so
 // memory holds one id and offset per event, not the events.

@@ -55,6 +55,10 @@ type Store struct {
 	finished chan finishJob
 	// cache holds bodies read by Query (see there).
 	cache *bodyCache
+	// lock is the writer lock on the log (see lockLog); full tracks a
+	// disk-full episode (finisher only).
+	lock *logLock
+	full fullEpisode
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
 	insEvent, insEventBulk, insEventMany, insTag, insPending, insPendingMany, insRevoke, selSeq *sql.Stmt
@@ -105,7 +109,10 @@ var ErrClosed = errors.New("store closed")
 // Open opens (creating if needed) the log at path. hook, when non-nil, is
 // called after each commit with the newly stored events, in commit order,
 // before any of their Appends return; it runs on a goroutine of its own,
-// beside the writer's next transaction.
+// beside the writer's next transaction. Open takes the log's writer lock
+// (see LockPath) until Close: it returns a *LockedError (ErrLocked) when
+// another process holds it, and an error matching ErrCorrupt when SQLite
+// finds the file damaged.
 func Open(path string, hook func([]Committed)) (*Store, error) {
 	return OpenWithRepair(path, hook, nil)
 }
@@ -115,6 +122,22 @@ func Open(path string, hook func([]Committed)) (*Store, error) {
 // rebuilding the indexes and merging the tag rows of a bulk load that a
 // crash cut short (seconds per million events).
 func OpenWithRepair(path string, hook func([]Committed), repair func(string)) (*Store, error) {
+	lock, err := lockLog(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openLocked(path, hook, repair)
+	if err != nil {
+		lock.Close()
+		return nil, corrupt(err)
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// openLocked is OpenWithRepair once the writer lock is held. An error
+// from a damaged file matches ErrCorrupt.
+func openLocked(path string, hook func([]Committed), repair func(string)) (*Store, error) {
 	w, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
@@ -323,6 +346,9 @@ func dsn(path string, readOnly bool) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// Path returns the log's file path (modules keep side files next to it).
+func (s *Store) Path() string { return s.path }
+
 // SetHook replaces the commit hook (nil removes it). Commits after SetHook
 // returns call the new hook; a commit in flight may still call the old one.
 func (s *Store) SetHook(hook func([]Committed)) {
@@ -338,12 +364,13 @@ func (s *Store) SetHook(hook func([]Committed)) {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	s.wg.Wait()
-	return errors.Join(s.read.Close(), s.write.Close())
+	return errors.Join(s.read.Close(), s.write.Close(), s.lock.Close())
 }
 
 // Append stores rec and returns once it is committed (or found to be a
 // duplicate of a stored event). It never reports success for an event that
-// is not durable.
+// is not durable. When the disk is full it returns a *FullError
+// (errors.Is(err, ErrFull)).
 func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
 	req := &appendReq{rec: rec, done: make(chan appendRes, 1)}
 	select {
@@ -584,6 +611,7 @@ func (s *Store) commit(batch []*appendReq) {
 func (s *Store) finisher() {
 	defer s.wg.Done()
 	for j := range s.finished {
+		j.err = s.full.classify(j.err)
 		if h := s.hook.Load(); j.err == nil && len(j.committed) > 0 && h != nil {
 			(*h)(j.committed)
 		}

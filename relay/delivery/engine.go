@@ -1,0 +1,403 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// IdempotencyKey is SHA-256(event.id + trigger.id) in hex (seed 002 §4).
+func IdempotencyKey(eventID, triggerID string) string {
+	sum := sha256.Sum256([]byte(eventID + triggerID))
+	return hex.EncodeToString(sum[:])
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// errChunk stops a log read once a chunk is full.
+var errChunk = errors.New("chunk full")
+
+// matchChunk is how many log events one matcher transaction covers.
+const matchChunk = 512
+
+// matchOnce matches the log past the cursor against the triggers, one
+// chunk per transaction (the deliveries and the cursor move together, so
+// a crash neither loses nor repeats a match). It reports whether it
+// reached the log's end.
+func (m *Module) matchOnce(ctx context.Context) (bool, error) {
+	m.matchMu.Lock()
+	defer m.matchMu.Unlock()
+	after, _, err := m.store.cursor(ctx)
+	if err != nil {
+		return false, err
+	}
+	type item struct {
+		seq int64
+		ev  *protocol.Event
+	}
+	var items []item
+	last := after
+	err = m.core.Log().Export(ctx, after, func(int64) error { return nil }, func(seq int64, body []byte) error {
+		if len(items) >= matchChunk {
+			return errChunk
+		}
+		last = seq
+		var ev protocol.Event
+		if json.Unmarshal(body, &ev) == nil {
+			items = append(items, item{seq, &ev})
+		}
+		return nil
+	})
+	done := err == nil
+	if err != nil && !errors.Is(err, errChunk) {
+		return false, err
+	}
+	if last == after {
+		return true, nil
+	}
+	trigs := m.snapshot()
+	now := m.now()
+	tx, err := m.store.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	made := 0
+	for _, it := range items {
+		for _, t := range trigs {
+			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
+			if err != nil {
+				return false, err
+			}
+			made += n
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`, last); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	if made > 0 {
+		m.wakeDispatcher()
+	}
+	return done, nil
+}
+
+// match queues a delivery of ev for t when it matches, passes the cascade
+// and throttle checks and is not already queued; it returns 1 when queued.
+func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64) (int, error) {
+	if seq <= t.FromSeq || !t.Spec.MatchEvent(ev) || !m.core.Sees(t.Owner, ev) {
+		return 0, nil
+	}
+	depth, err := m.depth(ctx, tx, ev)
+	if err != nil {
+		return 0, err
+	}
+	if depth >= MaxCascadeDepth {
+		m.cascadeRejected.Add(1)
+		return 0, nil
+	}
+	key := t.Spec.ThrottleKey(ev)
+	if th := t.Spec.Throttle; th != nil {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE trigger_id = ? AND throttle_key = ? AND created_at > ?`,
+			t.ID, key, now-th.WindowSeconds*1000).Scan(&n)
+		if err != nil {
+			return 0, err
+		}
+		if n >= th.MaxPerWindow {
+			m.throttled.Add(1)
+			return 0, nil
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries(`+deliveryCols+`, owner, throttle_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, '', ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`,
+		newID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, seq, t.Spec.Target.URL, depth, StatusPending,
+		now, now, now, t.Owner, key)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// MaxCascadeDepth: an event at this depth of triggered_by links or deeper
+// provokes no delivery (seed 002: "Depth ≥ 3 → reject").
+const MaxCascadeDepth = 3
+
+// cascadeGate refuses, at publish, an event whose triggered_by chain
+// would reach MaxCascadeDepth (seed 002: "the dispatcher MUST reject
+// events where the triggered_by chain exceeds 3 levels"). Events from
+// peers and imports pass no gate; the matcher then queues nothing for
+// them.
+func (m *Module) cascadeGate(ctx context.Context, e *protocol.Event, _ time.Time) error {
+	inv := e.TagValue("triggered_by")
+	if inv == "" {
+		return nil
+	}
+	var d int
+	err := m.store.db.QueryRowContext(ctx, `SELECT depth FROM deliveries WHERE id = ?`, inv).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d+1 >= MaxCascadeDepth {
+		return protocol.Errorf(CodeCascadeTooDeep, "triggered_by %s is an invocation at depth %d; an event at depth %d or more is refused", clip(inv), d, MaxCascadeDepth)
+	}
+	return nil
+}
+
+// depth is ev's cascade depth: 0 without a triggered_by tag, else one more
+// than the depth of the event that caused the named invocation (an
+// invocation this relay does not know counts as depth 0).
+func (m *Module) depth(ctx context.Context, tx *sql.Tx, ev *protocol.Event) (int, error) {
+	inv := ev.TagValue("triggered_by")
+	if inv == "" {
+		return 0, nil
+	}
+	var d int
+	err := tx.QueryRowContext(ctx, `SELECT depth FROM deliveries WHERE id = ?`, inv).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return d + 1, nil
+}
+
+// claimed is a delivery a worker owns under lease.
+type claimed struct {
+	id, eventID, triggerID, idemKey, target string
+	lease                                   int64
+	escalated                               bool
+	attempts                                int
+	body                                    []byte // an A2A notification's body; nil for an event
+	token                                   string
+}
+
+// watchdog escalates every dispatched or locked delivery past its
+// deadline, taking ownership with a new lease (seed 000 §6.2): a late
+// acknowledgement of the old attempt then fails its compare-and-swap.
+func (m *Module) watchdog(ctx context.Context, now int64) error {
+	_, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
+		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
+		WHERE status IN (?, ?) AND deadline <= ?`, StatusEscalated, now, now, StatusDispatched, StatusLocked, now)
+	return err
+}
+
+// claim takes up to n due deliveries: a pending one moves to dispatched,
+// an escalated one stays escalated; each gets a new lease and a deadline
+// (an escalated one is not due again before it).
+func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
+	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, owner_lease, status, attempts, body, token
+		FROM deliveries WHERE status IN (?, ?) AND next_at <= ? ORDER BY next_at LIMIT ?`, StatusPending, StatusEscalated, now, n)
+	if err != nil {
+		return nil, err
+	}
+	var due []claimed
+	for rows.Next() {
+		var c claimed
+		var st string
+		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.escalated = st == StatusEscalated
+		due = append(due, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	deadline := now + m.opts.WatchdogTTL.Milliseconds()
+	tx, err := m.store.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var out []claimed
+	for _, c := range due {
+		var ok bool
+		if c.escalated {
+			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusEscalated},
+				`owner_lease = owner_lease + 1, next_at = ?, deadline = ?, updated_at = ?`, deadline, deadline, now)
+		} else {
+			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusPending},
+				`status = 'dispatched', owner_lease = owner_lease + 1, deadline = ?, updated_at = ?`, deadline, now)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.lease++
+			out = append(out, c)
+		}
+	}
+	// The claims commit together: one write for the whole batch.
+	return out, tx.Commit()
+}
+
+// deliver runs one claimed delivery: lock, send, then record the outcome
+// under the lease (a stale lease means the watchdog took it; the outcome
+// is discarded).
+func (m *Module) deliver(ctx context.Context, c claimed) {
+	if !c.escalated {
+		ok, err := m.store.cas(ctx, c.id, c.lease, []string{StatusDispatched}, `status = 'locked', updated_at = ?`, m.now())
+		if err != nil || !ok {
+			return
+		}
+	}
+	sendErr := m.send(ctx, c)
+	now := m.now()
+	from := []string{StatusLocked, StatusEscalated}
+	var ok bool
+	var err error
+	switch {
+	case sendErr == nil:
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = ?`, now)
+	case c.attempts+1 >= m.opts.MaxAttempts:
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ?`, clipErr(sendErr), now)
+	default:
+		// A failed attempt hands the delivery to the fallback path
+		// (escalated) with a new lease, due again after the backoff.
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'escalated', owner_lease = owner_lease + 1, attempts = attempts + 1,
+			next_at = ?, last_error = ?, updated_at = ?`, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
+	}
+	if err != nil && ctx.Err() == nil {
+		m.log.Warn("delivery outcome not recorded", "delivery", c.id, "err", err)
+	}
+	if !ok {
+		m.staleAcks.Add(1)
+	}
+}
+
+// backoff is the wait before attempt n+1: 1 s doubled per attempt, at
+// most MaxBackoff.
+func (m *Module) backoff(n int) time.Duration {
+	d := time.Second << min(n-1, 20)
+	return min(d, m.opts.MaxBackoff)
+}
+
+// Headers of a webhook request.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderTimestamp      = "X-ANP2-Timestamp"
+	HeaderSignature      = "X-ANP2-Signature"
+	HeaderRelay          = "X-ANP2-Relay"
+	HeaderDelivery       = "X-ANP2-Delivery"
+)
+
+// Payload is a webhook body.
+type Payload struct {
+	DeliveryID     string          `json:"delivery_id"`
+	InvocationID   string          `json:"invocation_id"`
+	TriggerID      string          `json:"trigger_id"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	OwnerLease     int64           `json:"owner_lease"`
+	Attempt        int             `json:"attempt"`
+	Event          json.RawMessage `json:"event"`
+}
+
+// SignedMessage is what the webhook signature covers: the timestamp, a
+// dot, and the body.
+func SignedMessage(ts string, body []byte) []byte {
+	return append([]byte(ts+"."), body...)
+}
+
+// send POSTs the delivery to its webhook; nil on a 2xx answer.
+func (m *Module) send(ctx context.Context, c claimed) error {
+	body := c.body
+	if body == nil {
+		st, err := m.core.Log().Get(ctx, c.eventID)
+		if err != nil {
+			return fmt.Errorf("read event: %w", err)
+		}
+		body, _ = json.Marshal(Payload{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
+			OwnerLease: c.lease, Attempt: c.attempts + 1, Event: st.Body})
+	}
+	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
+	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
+	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.target, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderIdempotencyKey, c.idemKey)
+	req.Header.Set(HeaderTimestamp, ts)
+	req.Header.Set(HeaderSignature, hex.EncodeToString(sig))
+	req.Header.Set(HeaderRelay, protocol.AgentIDOf(m.key))
+	req.Header.Set(HeaderDelivery, c.id)
+	if c.token != "" {
+		req.Header.Set(HeaderA2AToken, c.token)
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// newClient returns the webhook client: no redirects, and unless
+// allowPrivate, no connection to a loopback, private, link-local or
+// unspecified address (checked on the resolved address at dial time, so
+// DNS cannot rebind around it).
+func newClient(allowPrivate bool) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if !allowPrivate {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip := net.ParseIP(host)
+			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+				ip.IsUnspecified() || ip.IsMulticast() {
+				return fmt.Errorf("webhook address %s refused (private or loopback)", host)
+			}
+			return nil
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = d.DialContext
+	tr.Proxy = nil
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// clipErr renders an attempt's error for last_error, at most 512 bytes.
+func clipErr(err error) string {
+	s := err.Error()
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}

@@ -1,0 +1,437 @@
+package delivery
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/labstack/echo/v4"
+)
+
+// Options configure the module. Zero values take the defaults noted.
+type Options struct {
+	// Path is the queue's SQLite file (default: the log's path plus
+	// ".delivery").
+	Path string
+	// AllowPrivate admits webhook targets on loopback and private
+	// addresses, and http:// targets (default: https to public addresses
+	// only).
+	AllowPrivate bool
+	// Workers is how many deliveries are sent at once (default 16).
+	Workers int
+	// WatchdogTTL is how long an attempt may stay without outcome before
+	// the watchdog escalates it (default 60 s).
+	WatchdogTTL time.Duration
+	// SendTimeout bounds one webhook request (default 10 s; at most
+	// WatchdogTTL).
+	SendTimeout time.Duration
+	// MaxAttempts is how many attempts a delivery gets before it is a dead
+	// letter (default 8).
+	MaxAttempts int
+	// MaxBackoff caps the wait between attempts (default 1 h).
+	MaxBackoff time.Duration
+	// MaxTriggersPerOwner caps one agent's triggers (default 50).
+	MaxTriggersPerOwner int
+	// Poll is how often the queue is checked without a wake-up (default
+	// 500 ms).
+	Poll time.Duration
+	// Retention is how long delivered and failed deliveries (and their
+	// idempotency keys) are kept after their last change (default 7 days,
+	// at least 24 h).
+	Retention time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.WatchdogTTL <= 0 {
+		o.WatchdogTTL = time.Minute
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = 10 * time.Second
+	}
+	o.SendTimeout = min(o.SendTimeout, o.WatchdogTTL)
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = time.Hour
+	}
+	if o.MaxTriggersPerOwner <= 0 {
+		o.MaxTriggersPerOwner = 50
+	}
+	if o.Retention <= 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	o.Retention = max(o.Retention, 24*time.Hour)
+	if o.Poll <= 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+}
+
+// Module is the trigger and delivery capability.
+type Module struct {
+	opts   Options
+	core   *relay.Server
+	store  *store
+	key    ed25519.PrivateKey
+	client *http.Client
+	log    *slog.Logger
+
+	mu    sync.RWMutex
+	trigs map[string]*storedTrigger
+	// matchMu is held by each matcher pass and by a trigger's creation,
+	// so a new trigger starts exactly at the matcher's cursor.
+	matchMu sync.Mutex
+
+	matchWake, dispatchWake chan struct{}
+
+	throttled, cascadeRejected, staleAcks atomic.Int64
+}
+
+var _ relay.Runner = (*Module)(nil)
+
+// NewModule returns the delivery module.
+func NewModule(opts Options) *Module {
+	opts.defaults()
+	return &Module{opts: opts, trigs: map[string]*storedTrigger{},
+		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1)}
+}
+
+// Name is "delivery".
+func (m *Module) Name() string { return "delivery" }
+
+// Mount opens the queue, loads the triggers and registers the routes.
+func (m *Module) Mount(core *relay.Server) error {
+	m.core = core
+	cfg := core.Config()
+	m.log = cfg.Logger
+	m.key = cfg.RelayKey
+	if m.key == nil {
+		_, m.key, _ = ed25519.GenerateKey(nil)
+		m.log.Warn("delivery: no relay key configured; webhooks are signed by a key that changes at each start")
+	}
+	path := m.opts.Path
+	if path == "" {
+		p, ok := core.Log().(interface{ Path() string })
+		if !ok {
+			return errors.New("delivery: Options.Path is required for a log without a file path")
+		}
+		path = p.Path() + ".delivery"
+	}
+	st, err := openStore(path)
+	if err != nil {
+		return err
+	}
+	m.store = st
+	ctx := context.Background()
+	trigs, err := st.triggers(ctx, true)
+	if err != nil {
+		return err
+	}
+	for _, t := range trigs {
+		m.trigs[t.ID] = t
+	}
+	if _, ok, err := st.cursor(ctx); err != nil {
+		return err
+	} else if !ok { // a new queue matches from the log's end on
+		end, err := m.logEnd(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := st.db.Exec(`INSERT INTO cursor(k, seq) VALUES (1, ?)`, end); err != nil {
+			return err
+		}
+	}
+	m.client = newClient(m.opts.AllowPrivate)
+	relay.RegisterStatus(CodeTooManyTriggers, http.StatusTooManyRequests)
+	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
+	core.OnCommit(func([]eventlog.Committed) { signal(m.matchWake) })
+	core.AddMetrics(m.writeMetrics)
+	core.OnPublish(m.cascadeGate)
+	core.OnDryRun(func(e *protocol.Event, _ int64) error { return m.cascadeGate(context.Background(), e, time.Time{}) })
+	core.Route(http.MethodPost, "/triggers", m.postTrigger)
+	core.Route(http.MethodGet, "/triggers", m.getTriggers)
+	core.Route(http.MethodDelete, "/triggers/:id", m.deleteTrigger)
+	core.Route(http.MethodGet, "/deliveries", m.getDeliveries)
+	return nil
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Module) wakeDispatcher() { signal(m.dispatchWake) }
+
+// now is the relay clock in milliseconds.
+func (m *Module) now() int64 { return m.core.Config().Now().UnixMilli() }
+
+// logEnd returns the log's last sequence.
+func (m *Module) logEnd(ctx context.Context) (int64, error) {
+	var end int64
+	err := m.core.Log().Export(ctx, math.MaxInt64, func(t int64) error { end = t; return nil }, func(int64, []byte) error { return nil })
+	return end, err
+}
+
+func (m *Module) snapshot() []*storedTrigger {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*storedTrigger, 0, len(m.trigs))
+	for _, t := range m.trigs {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Run matches and dispatches until ctx ends, then closes the queue.
+// Attempts left in flight by a previous process (a crash) are escalated
+// at once: no worker of this process owns them.
+func (m *Module) Run(ctx context.Context) {
+	defer m.store.close()
+	now := m.now()
+	if _, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
+		last_error = 'relay restarted during the attempt', updated_at = ? WHERE status IN (?, ?)`,
+		StatusEscalated, now, now, StatusDispatched, StatusLocked); err != nil {
+		m.log.Warn("delivery: escalating orphaned attempts failed", "err", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); m.matcher(ctx) }()
+	go func() { defer wg.Done(); m.dispatcher(ctx) }()
+	wg.Wait()
+}
+
+func (m *Module) matcher(ctx context.Context) {
+	t := time.NewTicker(m.opts.Poll)
+	defer t.Stop()
+	for {
+		done, err := m.matchOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("delivery: matching failed", "err", err)
+		}
+		if err == nil && !done {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.matchWake:
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Module) dispatcher(ctx context.Context) {
+	t := time.NewTicker(m.opts.Poll)
+	defer t.Stop()
+	sem := make(chan struct{}, m.opts.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var pruned int64
+	for {
+		now := m.now()
+		if now-pruned >= time.Hour.Milliseconds() {
+			if err := m.prune(ctx, now); err != nil && ctx.Err() == nil {
+				m.log.Warn("delivery: pruning failed", "err", err)
+			}
+			pruned = now
+		}
+		if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
+			m.log.Warn("delivery: watchdog failed", "err", err)
+		}
+		free := m.opts.Workers - len(sem)
+		var batch []claimed
+		if free > 0 {
+			var err error
+			if batch, err = m.claim(ctx, now, free); err != nil && ctx.Err() == nil {
+				m.log.Warn("delivery: claim failed", "err", err)
+			}
+		}
+		for _, c := range batch {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem; signal(m.dispatchWake) }()
+				m.deliver(ctx, c)
+			}()
+		}
+		if len(batch) == free && free > 0 {
+			continue // more may be due
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.dispatchWake:
+		case <-t.C:
+		}
+	}
+}
+
+// prune deletes terminal deliveries older than Retention. The matcher's
+// cursor never goes back, so a pruned key cannot be matched again.
+func (m *Module) prune(ctx context.Context, now int64) error {
+	_, err := m.store.db.ExecContext(ctx, `DELETE FROM deliveries WHERE status IN (?, ?) AND updated_at < ?`,
+		StatusDelivered, StatusFailed, now-m.opts.Retention.Milliseconds())
+	return err
+}
+
+// reader returns the authenticated agent, or a 401 for an anonymous one.
+func (m *Module) reader(c echo.Context) (string, error) {
+	r, err := m.core.Reader(c)
+	if err != nil {
+		return "", err
+	}
+	if r == "" {
+		return "", protocol.Errorf(relay.CodeUnauthorized, "triggers and deliveries belong to an agent: authenticate with the D4 Authorization header")
+	}
+	return r, nil
+}
+
+// triggerView is a trigger as the API shows it.
+type triggerView struct {
+	*storedTrigger
+	Spec json.RawMessage `json:"spec"`
+}
+
+func (m *Module) postTrigger(c echo.Context) error {
+	owner, err := m.reader(c)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return protocol.Errorf(relay.CodeBadParameter, "cannot read body")
+	}
+	spec, err := ParseSpec(body, m.opts.AllowPrivate)
+	if err != nil {
+		return err
+	}
+	// The trigger starts where the matcher stands: every event after its
+	// cursor, which includes every event stored from now on, is matched
+	// with the new trigger among the others.
+	m.matchMu.Lock()
+	defer m.matchMu.Unlock()
+	end, _, err := m.store.cursor(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	canon, _ := json.Marshal(spec)
+	t := &storedTrigger{ID: newID(), Owner: owner, FromSeq: end, CreatedAt: m.core.Now(), Spec: spec, raw: string(canon)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, x := range m.trigs {
+		if x.Owner == owner {
+			n++
+		}
+	}
+	if n >= m.opts.MaxTriggersPerOwner {
+		return &httpx.RetryError{Err: protocol.Errorf(CodeTooManyTriggers, "at most %d triggers per agent; delete one first", m.opts.MaxTriggersPerOwner), After: 60}
+	}
+	if _, err := m.store.db.ExecContext(c.Request().Context(), `INSERT INTO triggers(id, owner, spec, from_seq, created_at) VALUES (?, ?, ?, ?, ?)`,
+		t.ID, t.Owner, t.raw, t.FromSeq, t.CreatedAt); err != nil {
+		return fmt.Errorf("store trigger: %w", err)
+	}
+	m.trigs[t.ID] = t
+	return c.JSON(http.StatusCreated, triggerView{t, canon})
+}
+
+func (m *Module) getTriggers(c echo.Context) error {
+	owner, err := m.reader(c)
+	if err != nil {
+		return err
+	}
+	out := []triggerView{}
+	for _, t := range m.snapshot() {
+		if t.Owner == owner {
+			out = append(out, triggerView{t, json.RawMessage(t.raw)})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"triggers": out, "count": len(out)})
+}
+
+func (m *Module) deleteTrigger(c echo.Context) error {
+	owner, err := m.reader(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("id")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.trigs[id]
+	if !ok || t.Owner != owner {
+		return protocol.Errorf(CodeTriggerNotFound, "no trigger %q of yours", clip(id))
+	}
+	ctx := c.Request().Context()
+	if _, err := m.store.db.ExecContext(ctx, `DELETE FROM triggers WHERE id = ?`, id); err != nil {
+		return err
+	}
+	// Deliveries not yet under way end as dead letters; kept for audit.
+	now := m.now()
+	if _, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, last_error = 'trigger deleted', updated_at = ?
+		WHERE trigger_id = ? AND status IN (?, ?)`, StatusFailed, now, id, StatusPending, StatusEscalated); err != nil {
+		return err
+	}
+	delete(m.trigs, id)
+	return c.JSON(http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
+func (m *Module) getDeliveries(c echo.Context) error {
+	v, err := httpx.Params(c, "status", "limit")
+	if err != nil {
+		return err
+	}
+	owner, err := m.reader(c)
+	if err != nil {
+		return err
+	}
+	status := v.Get("status")
+	if status != "" && !contains(Statuses, status) {
+		return protocol.Errorf(relay.CodeBadParameter, "status must be one of %v", Statuses)
+	}
+	limit, err := httpx.IntParam(v, "limit", 100, 1, 500)
+	if err != nil {
+		return err
+	}
+	ds, err := m.store.list(c.Request().Context(), owner, status, int(limit))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deliveries": ds, "count": len(ds)})
+}
+
+func (m *Module) writeMetrics(w io.Writer) {
+	counts, err := m.store.counts(context.Background())
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "# HELP anp2_deliveries Deliveries in the queue, by status.\n# TYPE anp2_deliveries gauge\n")
+	for _, s := range Statuses {
+		fmt.Fprintf(w, "anp2_deliveries{status=%q} %d\n", s, counts[s])
+	}
+	m.mu.RLock()
+	n := len(m.trigs)
+	m.mu.RUnlock()
+	fmt.Fprintf(w, "# HELP anp2_triggers Registered triggers.\n# TYPE anp2_triggers gauge\nanp2_triggers %d\n", n)
+	fmt.Fprintf(w, "# HELP anp2_deliveries_throttled_total Matches dropped by a throttle.\n# TYPE anp2_deliveries_throttled_total counter\nanp2_deliveries_throttled_total %d\n", m.throttled.Load())
+	fmt.Fprintf(w, "# HELP anp2_deliveries_cascade_rejected_total Matches dropped for a triggered_by chain too deep.\n# TYPE anp2_deliveries_cascade_rejected_total counter\nanp2_deliveries_cascade_rejected_total %d\n", m.cascadeRejected.Load())
+	fmt.Fprintf(w, "# HELP anp2_deliveries_stale_outcomes_total Attempt outcomes discarded for a stale lease.\n# TYPE anp2_deliveries_stale_outcomes_total counter\nanp2_deliveries_stale_outcomes_total %d\n", m.staleAcks.Load())
+}

@@ -1,0 +1,230 @@
+package delivery
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+
+	_ "modernc.org/sqlite" // the relay's SQLite driver
+)
+
+// Statuses of a delivery (seed 000 §5.1).
+const (
+	StatusPending    = "pending"
+	StatusDispatched = "dispatched"
+	StatusLocked     = "locked"
+	StatusDelivered  = "delivered"
+	StatusEscalated  = "escalated"
+	StatusFailed     = "failed"
+)
+
+// Statuses lists every status, in state-machine order.
+var Statuses = []string{StatusPending, StatusDispatched, StatusLocked, StatusDelivered, StatusEscalated, StatusFailed}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS triggers(
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, spec TEXT NOT NULL,
+  from_seq INTEGER NOT NULL, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS triggers_owner ON triggers(owner);
+CREATE TABLE IF NOT EXISTS deliveries(
+  id TEXT PRIMARY KEY, idem_key TEXT NOT NULL UNIQUE,
+  trigger_id TEXT NOT NULL, owner TEXT NOT NULL, event_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  target TEXT NOT NULL, throttle_key TEXT NOT NULL, depth INTEGER NOT NULL,
+  status TEXT NOT NULL, owner_lease INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  next_at INTEGER NOT NULL, deadline INTEGER NOT NULL, last_error TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  body BLOB, token TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS push_configs(
+  task_id TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL, token TEXT NOT NULL,
+  created_at INTEGER NOT NULL, PRIMARY KEY (task_id, id));
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_at);
+CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries(owner, created_at);
+CREATE INDEX IF NOT EXISTS deliveries_throttle ON deliveries(trigger_id, throttle_key, created_at);
+CREATE TABLE IF NOT EXISTS cursor(k INTEGER PRIMARY KEY CHECK (k = 1), seq INTEGER NOT NULL);
+`
+
+// store is the durable queue: one SQLite file, one writer connection.
+// WAL with synchronous NORMAL: a committed transaction survives a killed
+// process; a power loss may roll back the last ones, which the queue
+// tolerates (the cursor rolls back with the deliveries it queued, so the
+// matcher queues them again from the fsynced log, and a rolled-back
+// outcome only means one more attempt, which at-least-once allows).
+type store struct{ db *sql.DB }
+
+func openStore(path string) (*store, error) {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open delivery store: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("delivery schema: %w", err)
+	}
+	return &store{db: db}, nil
+}
+
+func (s *store) close() error { return s.db.Close() }
+
+// cursor returns the last log sequence matched against the triggers, and
+// whether one was ever recorded.
+func (s *store) cursor(ctx context.Context) (int64, bool, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, `SELECT seq FROM cursor WHERE k = 1`).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return seq, err == nil, err
+}
+
+// storedTrigger is a row of triggers.
+type storedTrigger struct {
+	ID        string `json:"id"`
+	Owner     string `json:"owner"`
+	FromSeq   int64  `json:"from_seq"`
+	CreatedAt int64  `json:"created_at"`
+	Spec      *Spec  `json:"-"`
+	raw       string
+}
+
+func (s *store) triggers(ctx context.Context, allowHTTP bool) ([]*storedTrigger, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, owner, spec, from_seq, created_at FROM triggers`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*storedTrigger
+	for rows.Next() {
+		t := &storedTrigger{}
+		if err := rows.Scan(&t.ID, &t.Owner, &t.raw, &t.FromSeq, &t.CreatedAt); err != nil {
+			return nil, err
+		}
+		if t.Spec, err = ParseSpec([]byte(t.raw), true); err != nil {
+			return nil, fmt.Errorf("stored trigger %s: %w", t.ID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Delivery is one row of the queue, as GET /deliveries shows it.
+type Delivery struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	TriggerID      string `json:"trigger_id"`
+	EventID        string `json:"event_id"`
+	Seq            int64  `json:"seq"`
+	Target         string `json:"target"`
+	Depth          int    `json:"depth"`
+	Status         string `json:"status"`
+	OwnerLease     int64  `json:"owner_lease"`
+	Attempts       int    `json:"attempts"`
+	NextAttemptAt  int64  `json:"next_attempt_at_ms"`
+	Deadline       int64  `json:"deadline_ms"`
+	LastError      string `json:"last_error"`
+	CreatedAt      int64  `json:"created_at_ms"`
+	UpdatedAt      int64  `json:"updated_at_ms"`
+}
+
+const deliveryCols = `id, idem_key, trigger_id, event_id, seq, target, depth, status, owner_lease, attempts, next_at, deadline, last_error, created_at, updated_at`
+
+func scanDelivery(sc interface{ Scan(...any) error }) (*Delivery, error) {
+	d := &Delivery{}
+	err := sc.Scan(&d.ID, &d.IdempotencyKey, &d.TriggerID, &d.EventID, &d.Seq, &d.Target, &d.Depth, &d.Status,
+		&d.OwnerLease, &d.Attempts, &d.NextAttemptAt, &d.Deadline, &d.LastError, &d.CreatedAt, &d.UpdatedAt)
+	return d, err
+}
+
+// list returns owner's deliveries, newest first, optionally of one status.
+func (s *store) list(ctx context.Context, owner, status string, limit int) ([]*Delivery, error) {
+	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE owner = ?`
+	args := []any{owner}
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, status)
+	}
+	q += ` ORDER BY created_at DESC, seq DESC, id LIMIT ?`
+	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Delivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// get returns one delivery, or nil.
+func (s *store) get(ctx context.Context, id string) (*Delivery, error) {
+	d, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// counts returns the number of deliveries per status.
+func (s *store) counts(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, count(*) FROM deliveries GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
+
+// cas applies one state transition if the row still holds lease and one
+// of the from statuses; it reports whether it did (false: a stale lease
+// or a state already moved on, seed 000 §6.3).
+func (s *store) cas(ctx context.Context, id string, lease int64, from []string, set string, args ...any) (bool, error) {
+	return casOn(ctx, s.db, id, lease, from, set, args...)
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// casOn is cas on ex (a transaction, to make several in one commit).
+func casOn(ctx context.Context, ex execer, id string, lease int64, from []string, set string, args ...any) (bool, error) {
+	q := `UPDATE deliveries SET ` + set + ` WHERE id = ? AND owner_lease = ? AND status IN (`
+	for i := range from {
+		if i > 0 {
+			q += ","
+		}
+		q += "?"
+	}
+	q += ")"
+	all := append(args, id, lease)
+	for _, f := range from {
+		all = append(all, f)
+	}
+	res, err := ex.ExecContext(ctx, q, all...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

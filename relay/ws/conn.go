@@ -1,0 +1,395 @@
+package ws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/stream"
+	"github.com/coder/websocket"
+)
+
+// conn is one upgraded connection: a read loop dispatching client frames,
+// one goroutine per subscription writing its events, and a pinger.
+type conn struct {
+	m   *Module
+	ws  *websocket.Conn
+	req *http.Request
+	ip  string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// reqWindow and reqs count REQs in the current minute (relay clock).
+	reqWindow int64
+	reqs      int
+
+	mu     sync.Mutex
+	reader string
+	subs   map[string]*sub
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// sub is one REQ.
+type sub struct {
+	id     string
+	cancel context.CancelFunc
+}
+
+func newConn(m *Module, wsc *websocket.Conn, r *http.Request, ip, reader string) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	// A frame is at most a POST /events body plus its framing.
+	wsc.SetReadLimit(m.core.Config().MaxBody + 4096)
+	return &conn{m: m, ws: wsc, req: r, ip: ip, ctx: ctx, cancel: cancel, reader: reader, subs: map[string]*sub{}}
+}
+
+// serve runs the connection until the client leaves or it is shut.
+func (c *conn) serve() {
+	defer c.wg.Wait()
+	defer c.cancel()
+	c.wg.Add(1)
+	go c.pinger()
+	for {
+		typ, msg, err := c.ws.Read(c.ctx)
+		if err != nil {
+			c.shut(websocket.StatusNormalClosure, "")
+			return
+		}
+		if typ != websocket.MessageText {
+			c.notice(bad("frames are JSON text messages"))
+			continue
+		}
+		f, err := ParseFrame(msg)
+		if err != nil {
+			c.notice(err)
+			continue
+		}
+		switch f.Type {
+		case TypeReq:
+			c.subscribe(f)
+		case TypeClose:
+			c.closeSub(f.SubID)
+			c.send([]byte(`["CLOSED",` + quote(f.SubID) + `,""]`))
+		case TypeEvent:
+			c.event(f.Event)
+		case TypeAuth:
+			c.auth(f.Event)
+		}
+	}
+}
+
+// shut closes the connection once, with code and reason.
+func (c *conn) shut(code websocket.StatusCode, reason string) {
+	c.once.Do(func() {
+		c.cancel()
+		_ = c.ws.Close(code, reason)
+	})
+}
+
+func (c *conn) pinger() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.m.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.WriteTimeout)
+			err := c.ws.Ping(ctx)
+			cancel()
+			if err != nil {
+				c.shut(websocket.StatusPolicyViolation, "no pong")
+				return
+			}
+		}
+	}
+}
+
+// send writes one frame, closing the connection when the client does not
+// take it within WriteTimeout.
+func (c *conn) send(frame []byte) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		c.shut(websocket.StatusPolicyViolation, "write failed or timed out")
+		return false
+	}
+	return true
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// reason renders an error as "code: detail" (NIP-01's machine-readable
+// prefix); internal errors are not shown.
+func reason(err error) string {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Code + ": " + pe.Detail
+	}
+	return "error: internal error"
+}
+
+func (c *conn) notice(err error) {
+	c.send([]byte(`["NOTICE",` + quote(reason(err)) + `]`))
+}
+
+// event is an EVENT frame: a publish with POST /events' rules, answered
+// ["OK", id, accepted, message].
+func (c *conn) event(raw json.RawMessage) {
+	e, err := protocol.DecodeJSON(raw)
+	if err != nil {
+		c.m.core.CountRejected(err)
+		c.ok(idOf(raw), false, reason(err))
+		return
+	}
+	ans, err := c.m.core.Ingest(c.ctx, e, raw, "json", c.ip)
+	if err != nil {
+		c.m.core.CountRejected(err)
+		c.ok(e.ID, false, reason(err))
+		return
+	}
+	msg := ""
+	if ans.Duplicate {
+		msg = "duplicate: already stored"
+	}
+	c.ok(ans.ID, true, msg)
+}
+
+// idOf returns the "id" member of an undecodable event, when it is a
+// string, so the OK frame can name it.
+func idOf(raw json.RawMessage) string {
+	var x struct {
+		ID any `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &x)
+	s, _ := x.ID.(string)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}
+
+func (c *conn) ok(id string, accepted bool, msg string) {
+	c.send([]byte(`["OK",` + quote(id) + `,` + strconv.FormatBool(accepted) + `,` + quote(msg) + `]`))
+}
+
+// auth is an AUTH frame: the D4 event, checked against the upgrade
+// request's method (GET) and URL. Subscriptions opened afterwards see
+// what the authenticated reader may see.
+func (c *conn) auth(raw json.RawMessage) {
+	e, err := c.m.core.AuthenticateEvent(c.req, raw)
+	if err != nil {
+		c.ok(idOf(raw), false, reason(err))
+		return
+	}
+	c.mu.Lock()
+	c.reader = e.AgentID
+	c.mu.Unlock()
+	c.ok(e.ID, true, "")
+}
+
+// subscribe opens (or replaces) a subscription.
+func (c *conn) subscribe(f Frame) {
+	if !c.allowReq() {
+		c.closed(f.SubID, protocol.Errorf(stream.CodeRateLimited, "at most %d REQs per minute per connection", c.m.opts.MaxReqsPerMinute))
+		return
+	}
+	q, limit, err := FilterQuery(f.Filter)
+	var filter *stream.Filter
+	if err == nil {
+		filter, err = stream.ParseFilter(q)
+	}
+	if err != nil {
+		c.closed(f.SubID, err)
+		return
+	}
+	c.closeSub(f.SubID)
+	c.mu.Lock()
+	if len(c.subs) >= c.m.opts.MaxSubscriptions {
+		c.mu.Unlock()
+		c.closed(f.SubID, protocol.Errorf(CodeTooManySubscriptions, "at most %d open subscriptions per connection; CLOSE one first", c.m.opts.MaxSubscriptions))
+		return
+	}
+	reader := c.reader
+	s, err := c.m.hub.Subscribe(filter, reader)
+	if err != nil {
+		c.mu.Unlock()
+		c.closed(f.SubID, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.subs[f.SubID] = &sub{id: f.SubID, cancel: cancel}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		defer s.Close()
+		c.run(ctx, f.SubID, filter, limit, s)
+	}()
+}
+
+func (c *conn) closed(id string, err error) {
+	c.send([]byte(`["CLOSED",` + quote(id) + `,` + quote(reason(err)) + `]`))
+}
+
+// closeSub ends subscription id, if open.
+func (c *conn) closeSub(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.subs[id]; ok {
+		s.cancel()
+		delete(c.subs, id)
+	}
+}
+
+// run is one subscription: stored matches (a replay from the log after
+// f.After, or the newest limit matches), EOSE, then live events.
+func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, s *stream.Subscription) {
+	w := &subWriter{c: c, prefix: []byte(`["EVENT",` + quote(id) + `,`)}
+	var through int64
+	var err error
+	var sent map[string]struct{}
+	if f.After != nil {
+		through, err = s.Replay(ctx, *f.After, func(seq int64, body []byte) error {
+			if !w.event(seq, body) {
+				return context.Canceled
+			}
+			return nil
+		})
+	} else {
+		if through, err = s.Replay(ctx, math.MaxInt64, func(int64, []byte) error { return nil }); err == nil {
+			sent, err = c.stored(ctx, w, f, limit, s)
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil && c.ctx.Err() == nil {
+			c.end(id, s, through)
+		}
+		return
+	}
+	if !c.send([]byte(`["EOSE",` + quote(id) + `,` + strconv.FormatInt(through, 10) + `]`)) {
+		return
+	}
+	pos := through
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Gone():
+			c.end(id, s, pos)
+			return
+		case <-s.Wake():
+		}
+		frames, seen := s.Take()
+		for _, fr := range frames {
+			if fr.Meta || (sent == nil && fr.Seq <= through) {
+				continue
+			}
+			if _, dup := sent[fr.Event.ID]; dup {
+				continue
+			}
+			if c.m.hub.Visible(s.Reader(), fr.Event) && !w.event(fr.Seq, fr.Body) {
+				return
+			}
+			pos = max(pos, fr.Seq)
+		}
+		pos = max(pos, seen)
+	}
+}
+
+// stored sends the newest limit stored matches of f (GET /events' order),
+// returning their ids so live copies are not sent again.
+func (c *conn) stored(ctx context.Context, w *subWriter, f *stream.Filter, limit int, s *stream.Subscription) (map[string]struct{}, error) {
+	q := eventlog.Filter{IDs: f.IDs, Kinds: f.Kinds, Authors: f.Authors, Since: f.Since, Until: f.Until,
+		Limit: limit, Revoked: c.m.core.State().Revoked}
+	for _, t := range f.Tags {
+		if q.Tags == nil {
+			q.Tags = map[string][]string{}
+		}
+		if _, ok := q.Tags[t.Name]; !ok { // a repeated name narrows; Match below applies it
+			q.Tags[t.Name] = t.Values
+		}
+	}
+	bodies, err := c.m.core.Log().Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	sent := make(map[string]struct{}, len(bodies))
+	for _, b := range bodies {
+		var ev protocol.Event
+		if json.Unmarshal(b, &ev) != nil || !f.Match(&ev) || !c.m.hub.Visible(s.Reader(), &ev) {
+			continue
+		}
+		if !w.event(0, b) {
+			return nil, context.Canceled
+		}
+		sent[ev.ID] = struct{}{}
+	}
+	return sent, nil
+}
+
+// end tells the client why the hub let subscription id go, and where to
+// resume: a slow client is disconnected, a closing relay goes away.
+func (c *conn) end(id string, s *stream.Subscription, pos int64) {
+	select {
+	case <-s.Gone():
+	default: // a failed log read: the subscription ends, the connection stays
+		c.closed(id, protocol.Errorf(stream.CodeUnavailable, "log unavailable; REQ again with after=%d", pos))
+		c.closeSub(id)
+		return
+	}
+	if s.Slow() {
+		c.closed(id, protocol.Errorf(CodeTooSlow, "too slow; reconnect and REQ with after=%d", pos))
+		c.shut(websocket.StatusPolicyViolation, "too slow")
+		return
+	}
+	c.closed(id, protocol.Errorf(stream.CodeUnavailable, "relay shutting down; reconnect and REQ with after=%d", pos))
+	c.shut(websocket.StatusGoingAway, "relay shutting down")
+}
+
+// subWriter frames one subscription's events.
+type subWriter struct {
+	c      *conn
+	prefix []byte
+	buf    []byte
+}
+
+// event sends ["EVENT", sub_id, event, seq] (seq omitted when 0: a stored
+// match found by query, whose sequence is not read).
+func (w *subWriter) event(seq int64, body []byte) bool {
+	w.buf = append(w.buf[:0], w.prefix...)
+	w.buf = append(w.buf, body...)
+	if seq > 0 {
+		w.buf = append(w.buf, ',')
+		w.buf = strconv.AppendInt(w.buf, seq, 10)
+	}
+	w.buf = append(w.buf, ']')
+	return w.c.send(w.buf)
+}
+
+// allowReq counts one REQ against MaxReqsPerMinute (a fixed window on the
+// relay clock): each REQ without after runs a query, so a client may not
+// loop them. Called from the read loop only.
+func (c *conn) allowReq() bool {
+	w := c.m.core.Config().Now().Unix() / 60
+	if w != c.reqWindow {
+		c.reqWindow, c.reqs = w, 0
+	}
+	if c.reqs >= c.m.opts.MaxReqsPerMinute {
+		return false
+	}
+	c.reqs++
+	return true
+}

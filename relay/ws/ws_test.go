@@ -1,0 +1,379 @@
+package ws_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/relay/ws"
+	"github.com/anp2net/relay/tasks/taskstest"
+	"github.com/coder/websocket"
+)
+
+const vt = relaytest.VectorTime
+
+func start(t *testing.T, opts ws.Options, tweak ...func(*relay.Config)) (*relaytest.Relay, *ws.Module) {
+	m := ws.NewModule(opts)
+	return relaytest.Start(t, []relay.Module{m}, tweak...), m
+}
+
+// client is a real WebSocket client of the relay's /ws.
+type client struct {
+	t   *testing.T
+	c   *websocket.Conn
+	ctx context.Context
+}
+
+func dial(t *testing.T, r *relaytest.Relay) *client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.SetReadLimit(4 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return &client{t: t, c: c, ctx: ctx}
+}
+
+func (c *client) send(frame ...any) {
+	c.t.Helper()
+	b, _ := json.Marshal(frame)
+	if err := c.c.Write(c.ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+func (c *client) sendRaw(s string) {
+	c.t.Helper()
+	if err := c.c.Write(c.ctx, websocket.MessageText, []byte(s)); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// next reads one frame as a list of raw elements.
+func (c *client) next() []json.RawMessage {
+	c.t.Helper()
+	_, b, err := c.c.Read(c.ctx)
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	var f []json.RawMessage
+	if err := json.Unmarshal(b, &f); err != nil {
+		c.t.Fatalf("frame %s: %v", b, err)
+	}
+	return f
+}
+
+func str(b json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(b, &s)
+	return s
+}
+
+// expect reads a frame of type typ and returns it.
+func (c *client) expect(typ string) []json.RawMessage {
+	c.t.Helper()
+	f := c.next()
+	if str(f[0]) != typ {
+		c.t.Fatalf("want %s frame, got %s", typ, join(f))
+	}
+	return f
+}
+
+func join(f []json.RawMessage) string {
+	parts := make([]string, len(f))
+	for i, p := range f {
+		parts[i] = string(p)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func eventID(f []json.RawMessage) string {
+	var e struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(f[2], &e)
+	return e.ID
+}
+
+// TestReqReplayLiveClose: REQ with after=0 replays the matching stored
+// events with their sequences, EOSE names the log's end, live events
+// follow with no duplicate, and CLOSE stops them.
+func TestReqReplayLiveClose(t *testing.T) {
+	r, _ := start(t, ws.Options{})
+	a := taskstest.Pool(2)
+	var stored []*protocol.Event
+	for i := range 3 {
+		stored = append(stored, a[0].Sign(protocol.KindPost, vt-100+int64(i), fmt.Sprintf("post %d", i)))
+	}
+	other := a[1].Sign(protocol.KindPost, vt-90, "not mine")
+	r.PostAll(t, append(stored, other), 1)
+	c := dial(t, r)
+	c.send("REQ", "s1", map[string]any{"authors": []string{a[0].ID}, "after": 0})
+	seen := map[string]bool{}
+	for range 3 {
+		f := c.expect("EVENT")
+		if str(f[1]) != "s1" || len(f) != 4 {
+			t.Fatalf("event frame %s", join(f))
+		}
+		seen[eventID(f)] = true
+	}
+	for _, e := range stored {
+		if !seen[e.ID] {
+			t.Fatalf("stored event %s not replayed", e.ID)
+		}
+	}
+	eose := c.expect("EOSE")
+	if string(eose[2]) != "4" {
+		t.Fatalf("EOSE %s: want through 4", join(eose))
+	}
+	live := a[0].Sign(protocol.KindPost, vt-10, "live")
+	r.PostAll(t, []*protocol.Event{a[1].Sign(protocol.KindPost, vt-11, "skip"), live}, 1)
+	f := c.expect("EVENT")
+	if eventID(f) != live.ID || string(f[3]) != "6" {
+		t.Fatalf("live frame %s", join(f))
+	}
+	c.send("CLOSE", "s1")
+	if f := c.expect("CLOSED"); str(f[1]) != "s1" || str(f[2]) != "" {
+		t.Fatalf("closed %s", join(f))
+	}
+	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-9, "after close")}, 1)
+	// A fresh REQ answers EOSE at once; the closed one sent nothing more.
+	c.send("REQ", "s2", map[string]any{"ids": []string{live.ID}, "limit": 5})
+	if f := c.expect("EVENT"); eventID(f) != live.ID || str(f[1]) != "s2" || len(f) != 3 {
+		t.Fatalf("stored match %s", join(f))
+	}
+	if f := c.expect("EOSE"); string(f[2]) != "7" {
+		t.Fatalf("EOSE %s", join(f))
+	}
+}
+
+// TestReqStoredNewestThenLive: without after, a REQ gets the newest
+// limit stored matches (GET /events' order), EOSE, then live events; an
+// event that is both stored and queued is sent once.
+func TestReqStoredNewestThenLive(t *testing.T) {
+	r, _ := start(t, ws.Options{})
+	a := taskstest.Pool(1)
+	var evs []*protocol.Event
+	for i := range 5 {
+		evs = append(evs, a[0].Sign(protocol.KindPost, vt-100+int64(i), fmt.Sprintf("p%d", i), []string{"t", "go"}))
+	}
+	r.PostAll(t, evs, 1)
+	c := dial(t, r)
+	c.send("REQ", "n", map[string]any{"#t": []string{"go"}, "kinds": []int{1}, "limit": 2})
+	if id := eventID(c.expect("EVENT")); id != evs[4].ID {
+		t.Fatalf("newest first: got %s", id)
+	}
+	if id := eventID(c.expect("EVENT")); id != evs[3].ID {
+		t.Fatalf("second newest: got %s", id)
+	}
+	c.expect("EOSE")
+	live := a[0].Sign(protocol.KindPost, vt-5, "live", []string{"t", "go"})
+	r.PostAll(t, []*protocol.Event{live}, 1)
+	if f := c.expect("EVENT"); eventID(f) != live.ID {
+		t.Fatalf("live %s", join(f))
+	}
+}
+
+// TestEventFrame: EVENT publishes with POST /events' rules and answers OK.
+func TestEventFrame(t *testing.T) {
+	r, _ := start(t, ws.Options{})
+	a := taskstest.Pool(1)
+	c := dial(t, r)
+	e := a[0].Sign(protocol.KindPost, vt-5, "over the socket")
+	c.sendRaw(`["EVENT",` + string(protocol.AppendJSON(nil, e)) + `]`)
+	if f := c.expect("OK"); str(f[1]) != e.ID || string(f[2]) != "true" || str(f[3]) != "" {
+		t.Fatalf("ok %s", join(f))
+	}
+	if got := r.Do(t, "GET", "/events/"+e.ID, "", nil); got.Status != 200 {
+		t.Fatalf("stored event: %d", got.Status)
+	}
+	c.sendRaw(`["EVENT",` + string(protocol.AppendJSON(nil, e)) + `]`)
+	if f := c.expect("OK"); string(f[2]) != "true" || !strings.HasPrefix(str(f[3]), "duplicate:") {
+		t.Fatalf("duplicate %s", join(f))
+	}
+	forged := *e
+	forged.Content = "changed"
+	c.sendRaw(`["EVENT",` + string(protocol.AppendJSON(nil, &forged)) + `]`)
+	if f := c.expect("OK"); string(f[2]) != "false" || !strings.Contains(str(f[3]), ":") {
+		t.Fatalf("forged %s", join(f))
+	}
+	c.sendRaw(`["EVENT",{"id":"x"}]`)
+	if f := c.expect("OK"); str(f[1]) != "x" || string(f[2]) != "false" {
+		t.Fatalf("malformed %s", join(f))
+	}
+	if n := r.Count(t); n != 1 {
+		t.Fatalf("log holds %d events, want 1", n)
+	}
+	c.sendRaw(`{"not":"a list"}`)
+	if f := c.expect("NOTICE"); !strings.HasPrefix(str(f[1]), ws.CodeInvalidFrame+":") {
+		t.Fatalf("notice %s", join(f))
+	}
+	c.send("REQ", "bad", map[string]any{"color": "red"})
+	if f := c.expect("CLOSED"); str(f[1]) != "bad" || !strings.HasPrefix(str(f[2]), "unknown_parameter:") {
+		t.Fatalf("closed %s", join(f))
+	}
+}
+
+// TestAuthVisibility: a hidden post is replayed to its author once the
+// connection is authenticated with AUTH, never to an anonymous reader;
+// an AUTH for another URL is refused.
+func TestAuthVisibility(t *testing.T) {
+	r, _ := start(t, ws.Options{})
+	a := taskstest.Pool(4)
+	post := a[0].Sign(protocol.KindPost, vt-50, "watch this")
+	r.PostAll(t, []*protocol.Event{post}, 1)
+	var flags []*protocol.Event
+	for _, f := range a[1:4] {
+		flags = append(flags, f.Sign(protocol.KindFlag, vt-40, map[string]any{"category": "spam"}, []string{"e", post.ID}))
+	}
+	r.PostAll(t, flags, 1)
+	relaytest.Eventually(t, "post hidden", func() bool {
+		return strings.Contains(string(r.Do(t, "GET", "/events/"+post.ID+"/flags", "", nil).Body), `"visibility":"hidden"`)
+	})
+	authFrame := func(url string) string {
+		h := protocol.HTTPAuth(a[0].Key, "GET", url, nil, vt)
+		raw, err := base64Decode(strings.TrimPrefix(h, "ANP2 "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `["AUTH",` + string(raw) + `]`
+	}
+	anon := dial(t, r)
+	anon.send("REQ", "k1", map[string]any{"kinds": "1", "after": 0})
+	anon.expect("EOSE")
+
+	author := dial(t, r)
+	author.sendRaw(authFrame(r.URL + "/elsewhere"))
+	if f := author.expect("OK"); string(f[2]) != "false" || !strings.HasPrefix(str(f[3]), "unauthorized:") {
+		t.Fatalf("wrong-URL auth %s", join(f))
+	}
+	author.sendRaw(authFrame("ws" + strings.TrimPrefix(r.URL, "http") + "/ws"))
+	if f := author.expect("OK"); string(f[2]) != "true" {
+		t.Fatalf("auth %s", join(f))
+	}
+	author.send("REQ", "k1", map[string]any{"kinds": "1", "after": 0})
+	if f := author.expect("EVENT"); eventID(f) != post.ID {
+		t.Fatalf("author replay %s", join(f))
+	}
+	author.expect("EOSE")
+}
+
+// TestLimits: subscriptions per connection, connections per address, and
+// a plain GET without upgrade.
+func TestLimits(t *testing.T) {
+	r, _ := start(t, ws.Options{MaxSubscriptions: 2, MaxReqsPerMinute: 5}, func(c *relay.Config) { c.MaxStreamsPerIP = 2 })
+	if a := r.Do(t, "GET", "/ws", "", nil); a.Status != 426 || a.Code(t) != ws.CodeUpgradeRequired {
+		t.Fatalf("plain GET: %d %s", a.Status, a.Body)
+	}
+	c := dial(t, r)
+	c.send("REQ", "a")
+	c.expect("EOSE")
+	c.send("REQ", "b")
+	c.expect("EOSE")
+	c.send("REQ", "a") // replacing an open id is not a new subscription
+	c.expect("EOSE")
+	c.send("REQ", "c")
+	if f := c.expect("CLOSED"); !strings.HasPrefix(str(f[2]), ws.CodeTooManySubscriptions+":") {
+		t.Fatalf("third subscription %s", join(f))
+	}
+	c.send("CLOSE", "b")
+	c.expect("CLOSED")
+	c.send("REQ", "b") // the fifth REQ this minute
+	c.expect("EOSE")
+	c.send("CLOSE", "b")
+	c.expect("CLOSED")
+	c.send("REQ", "b")
+	if f := c.expect("CLOSED"); !strings.HasPrefix(str(f[2]), "rate_limited:") {
+		t.Fatalf("sixth REQ in a minute %s", join(f))
+	}
+	r.Clock.Add(time.Minute)
+	c.send("REQ", "b")
+	c.expect("EOSE")
+	dial(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.URL, "http")+"/ws", nil)
+	if err == nil || resp == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third connection from one address: %v %v", err, resp)
+	}
+}
+
+// TestSlowReaderClosed: a subscription whose buffer overflows is told
+// (CLOSED too_slow, with where to resume) and its connection closed,
+// while publishing goes on; resuming from that point misses nothing.
+func TestSlowReaderClosed(t *testing.T) {
+	r, m := start(t, ws.Options{Buffer: 2})
+	a := taskstest.Pool(1)
+	c := dial(t, r)
+	c.send("REQ", "s", map[string]any{"kinds": "1"})
+	c.expect("EOSE")
+	var evs []*protocol.Event
+	var body []string
+	for i := range 10 {
+		e := a[0].Sign(protocol.KindPost, vt-100+int64(i), fmt.Sprintf("burst %d", i))
+		evs = append(evs, e)
+		body = append(body, string(protocol.AppendJSON(nil, e)))
+	}
+	// One batch commits ten events at once: more than the buffer holds.
+	if got := r.Do(t, "POST", "/events/batch", "application/json", []byte("["+strings.Join(body, ",")+"]")); got.Status != 200 {
+		t.Fatalf("batch: %d %s", got.Status, got.Body)
+	}
+	// The client gets what was queued before the overflow (the store may
+	// commit the batch in more than one piece), then CLOSED naming the
+	// last sequence it was sent.
+	var resume string
+	var got []string
+	last := "0"
+	for {
+		_, b, err := c.c.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("close: %v", err)
+			}
+			break
+		}
+		var f []json.RawMessage
+		_ = json.Unmarshal(b, &f)
+		switch str(f[0]) {
+		case "EVENT":
+			got = append(got, eventID(f))
+			last = string(f[3])
+		case "CLOSED":
+			if !strings.HasPrefix(str(f[2]), ws.CodeTooSlow+":") {
+				t.Fatalf("closed %s", join(f))
+			}
+			resume = str(f[2])[strings.LastIndex(str(f[2]), "=")+1:]
+		}
+	}
+	if resume != last || len(got) >= len(evs) {
+		t.Fatalf("resume point %q after %d events (last seq %s)", resume, len(got), last)
+	}
+	if m.Stats().Dropped != 1 {
+		t.Fatalf("stats %+v", m.Stats())
+	}
+	if got := r.Do(t, "GET", "/metrics", "", nil); !strings.Contains(string(got.Body), "anp2_ws_dropped_slow_total 1\n") {
+		t.Fatalf("metrics:\n%s", got.Body)
+	}
+	c2 := dial(t, r)
+	c2.send("REQ", "s", map[string]any{"kinds": "1", "after": json.Number(resume)})
+	for _, e := range evs[len(got):] {
+		if id := eventID(c2.expect("EVENT")); id != e.ID {
+			t.Fatalf("resume got %s want %s", id, e.ID)
+		}
+	}
+	for i, e := range evs[:len(got)] {
+		if got[i] != e.ID {
+			t.Fatalf("before the overflow got %s want %s", got[i], e.ID)
+		}
+	}
+	c2.expect("EOSE")
+}
