@@ -23,7 +23,7 @@ type Query struct {
 // single-letter tag names; anything else is rejected so a typo never widens
 // or empties a result silently.
 var queryParams = map[string]bool{
-	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
+	"ids": true, "kinds": true, "authors": true, "cap": true, "cap_wanted": true, "since": true, "until": true,
 	"limit": true, "as_of": true, "include_revoked": true, "include_hidden": true,
 	"kind":   true, // the network's existing clients' name for kinds
 	"branch": true,
@@ -99,7 +99,7 @@ func ParseQuery(v url.Values) (Query, error) {
 		return q, err
 	}
 	for name, vals := range v {
-		if name != "cap" && !isTagParam(name) {
+		if name != "cap" && name != "cap_wanted" && !isTagParam(name) {
 			continue
 		}
 		tagVals := strings.Split(vals[0], ",")

@@ -8,6 +8,7 @@ import (
 	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
@@ -60,6 +61,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule(),
+		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
 		ws.NewModule(ws.Options{}),

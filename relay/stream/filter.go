@@ -50,8 +50,8 @@ type TagCond struct {
 // streamParams are the query parameters GET /stream understands besides
 // single-letter tag names.
 var streamParams = map[string]bool{
-	"ids": true, "kinds": true, "authors": true, "cap": true, "since": true, "until": true,
-	"filter": true, "after": true,
+	"ids": true, "kinds": true, "authors": true, "cap": true, "cap_wanted": true, "since": true,
+	"until": true, "filter": true, "after": true,
 	"kind": true, // alias of kinds (the network's existing clients' name)
 }
 

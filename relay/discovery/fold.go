@@ -1,0 +1,196 @@
+// Package discovery is seed §12 as a relay capability: kind 15 beacons,
+// kind 8 subscriptions, the citation graph, co-presence, semantic
+// neighbours (a hashed bag-of-words embedding) and the personal feed, each
+// an incremental fold over the stored events (Add, Remove) read at query
+// time with the evaluation time (D5). Subscriptions and citations are
+// judgements derived from the set of events and are digested into /state;
+// the time-windowed views (active beacons, co-presence, neighbours, feed)
+// are evaluated from the fold and now. DMs (kind 3) never enter the fold.
+package discovery
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// Discoverability settings of a profile (seed §12.8).
+const (
+	Public     = "public"
+	TopicOnly  = "topic_only"
+	InviteOnly = "invite_only"
+)
+
+// Fold is the discovery fold. It is safe for one writer and many readers.
+type Fold struct {
+	mu       sync.RWMutex
+	beacons  map[string]*beacon
+	subs     subscriptions
+	cites    citations
+	ctx      contexts
+	emb      embeddings
+	profiles map[string][]*protocol.Event // every kind 0 revision, for Remove
+	disc     map[string]string            // the latest profile's discoverability, when not public
+	caps     map[string][]*protocol.Event // every kind 4 revision
+}
+
+// New returns an empty Fold.
+func New() *Fold {
+	return &Fold{
+		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
+		ctx: newContexts(), emb: newEmbeddings(),
+		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
+	}
+}
+
+// ignored reports whether e stays out of every discovery view: DMs are
+// private (§4.3), and moderation, revocation and control kinds are not
+// content.
+func ignored(e *protocol.Event) bool {
+	switch e.Kind {
+	case protocol.KindDM, protocol.KindTrustVote, protocol.KindFlag, protocol.KindRevoke,
+		protocol.KindHealth, protocol.KindCacheInvalidate, protocol.KindHTTPAuth:
+		return true
+	}
+	return false
+}
+
+// Add folds one stored event in.
+func (f *Fold) Add(e *protocol.Event) { f.apply(e, true) }
+
+// Remove withdraws a revoked event.
+func (f *Fold) Remove(e *protocol.Event) { f.apply(e, false) }
+
+func (f *Fold) apply(e *protocol.Event, add bool) {
+	if ignored(e) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch e.Kind {
+	case protocol.KindProfile:
+		f.profiles[e.AgentID] = revise(f.profiles[e.AgentID], e, add)
+		if d := parseDiscoverability(latest(f.profiles[e.AgentID])); d != Public {
+			f.disc[e.AgentID] = d
+		} else {
+			delete(f.disc, e.AgentID)
+		}
+	case protocol.KindCapability:
+		old := capNames(latest(f.caps[e.AgentID]))
+		f.caps[e.AgentID] = revise(f.caps[e.AgentID], e, add)
+		f.ctx.setCaps(e.AgentID, old, capNames(latest(f.caps[e.AgentID])))
+	case protocol.KindBeacon:
+		f.foldBeacon(e, add)
+	case protocol.KindSubscribe:
+		f.subs.apply(e, add)
+	}
+	f.cites.apply(e, add)
+	f.ctx.apply(e, add)
+	if isPost(e) {
+		f.emb.apply(e, add)
+	}
+}
+
+// revise adds e to or removes it from an agent's revisions of one kind.
+func revise(list []*protocol.Event, e *protocol.Event, add bool) []*protocol.Event {
+	if add {
+		if slices.ContainsFunc(list, func(x *protocol.Event) bool { return x.ID == e.ID }) {
+			return list
+		}
+		return append(list, e)
+	}
+	return slices.DeleteFunc(list, func(x *protocol.Event) bool { return x.ID == e.ID })
+}
+
+// newer reports whether a comes after b in the (created_at, id) order.
+func newer(a, b *protocol.Event) bool {
+	return a.CreatedAt > b.CreatedAt || a.CreatedAt == b.CreatedAt && a.ID > b.ID
+}
+
+// latest is the newest event of list by (created_at, id), or nil.
+func latest(list []*protocol.Event) *protocol.Event {
+	var best *protocol.Event
+	for _, e := range list {
+		if best == nil || newer(e, best) {
+			best = e
+		}
+	}
+	return best
+}
+
+// Discoverability is agent's setting from its latest profile (§12.8):
+// public, topic_only or invite_only; anything else, or no profile, is
+// public.
+func (f *Fold) Discoverability(agent string) string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.discoverability(agent)
+}
+
+func (f *Fold) discoverability(agent string) string {
+	if d, ok := f.disc[agent]; ok {
+		return d
+	}
+	return Public
+}
+
+// parseDiscoverability reads a profile's discoverability (public when p is
+// nil or says anything else).
+func parseDiscoverability(p *protocol.Event) string {
+	if p == nil {
+		return Public
+	}
+	var body struct {
+		Discoverability any `json:"discoverability"`
+	}
+	json.Unmarshal([]byte(p.Content), &body)
+	switch body.Discoverability {
+	case TopicOnly, InviteOnly:
+		return body.Discoverability.(string)
+	}
+	return Public
+}
+
+// capNames returns the capability names of a kind 4: its cap tags, else
+// the names in its content's capabilities list (as the directory reads
+// them), sorted and distinct.
+func capNames(e *protocol.Event) []string {
+	if e == nil {
+		return nil
+	}
+	names := slices.Clone(e.TagValues("cap"))
+	if len(names) == 0 {
+		var body struct {
+			Capabilities []struct {
+				Name string `json:"name"`
+			} `json:"capabilities"`
+		}
+		json.Unmarshal([]byte(e.Content), &body)
+		for _, c := range body.Capabilities {
+			if c.Name != "" {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// topicsOf returns e's distinct non-empty t tag values.
+func topicsOf(e *protocol.Event) []string {
+	var out []string
+	for _, v := range e.TagValues("t") {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// isPost reports whether e is text an agent published: a post, a reply or
+// a knowledge claim (the input of the neighbour embedding, §12.3).
+func isPost(e *protocol.Event) bool {
+	return e.Kind == protocol.KindPost || e.Kind == protocol.KindReply || e.Kind == protocol.KindKnowledge
+}

@@ -1,0 +1,198 @@
+package discovery
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/labstack/echo/v4"
+)
+
+// Module is seed §12 as a relay capability: the discovery Fold and the
+// routes that read it.
+type Module struct {
+	fold *Fold
+	core *relay.Server
+}
+
+var _ relay.Folder = (*Module)(nil)
+
+// NewModule returns the discovery module over an empty fold.
+func NewModule() *Module { return &Module{fold: New()} }
+
+// Name is "discovery".
+func (m *Module) Name() string { return "discovery" }
+
+// Fold is the discovery fold.
+func (m *Module) Fold() state.Fold { return m.fold }
+
+// Discovery returns the fold, for tests and other modules.
+func (m *Module) Discovery() *Fold { return m.fold }
+
+// Mount registers the discovery routes.
+func (m *Module) Mount(core *relay.Server) error {
+	m.core = core
+	core.Route(http.MethodGet, "/beacons", m.getBeacons)
+	core.Route(http.MethodGet, "/agents/:agent_id/subscriptions", m.getFollowing)
+	core.Route(http.MethodGet, "/subscriptions/:agent_id", m.getSubscriptions)
+	core.Route(http.MethodGet, "/agents/:agent_id/followers", m.getFollowers)
+	core.Route(http.MethodGet, "/topics/:topic/followers", m.getTopicFollowers)
+	core.Route(http.MethodGet, "/citations/:event_id", m.getCitations)
+	core.Route(http.MethodGet, "/copresence/:agent_id", m.getCopresence)
+	core.Route(http.MethodGet, "/neighbors/:agent_id", m.getNeighbors)
+	core.Route(http.MethodGet, "/feed/:agent_id", m.getFeed)
+	core.Route(http.MethodGet, "/recommendations/:agent_id", m.getFeed)
+	core.AddAgentInfo(m.agentInfo)
+	return nil
+}
+
+// agentInfo adds the agent's discoverability and follow counts to the
+// directory's rows (GET /agents, /agents/{id}).
+func (m *Module) agentInfo(row map[string]any, id string, _ int64) {
+	row["discoverability"] = m.fold.Discoverability(id)
+	row["following_count"] = len(m.fold.Following(id, false))
+	row["follower_count"] = len(m.fold.Followers(TargetAgent, id, false))
+}
+
+// sees reports whether reader may see an event by author: the core's
+// visibility (revocation, moderation) and §12.8: an invite_only author's
+// events go only to itself and to agents it follows.
+func (m *Module) sees(reader, id, author string) bool {
+	if !m.core.Sees(reader, &protocol.Event{ID: id, AgentID: author}) {
+		return false
+	}
+	return reader == author || m.fold.Discoverability(author) != InviteOnly || m.fold.Follows(author, reader)
+}
+
+// private reports whether agent's discovery lists are closed to reader:
+// its discoverability is not public and reader is not agent itself.
+func (m *Module) private(agent, reader string) bool {
+	return reader != agent && m.fold.Discoverability(agent) != Public
+}
+
+// Cache lifetimes of the discovery answers (§12.9.1): 60 s for beacons, as
+// the seed's default beacon TTL, and for every other view, which changes
+// with each publish.
+const (
+	BeaconTTL = 60
+	viewTTL   = 60
+)
+
+func (m *Module) getBeacons(c echo.Context) error {
+	v, err := httpx.Params(c, "t", "cap_wanted", "agent_id", "limit")
+	if err != nil {
+		return err
+	}
+	reader, err := m.core.Reader(c)
+	if err != nil {
+		return err
+	}
+	limit, err := httpx.IntParam(v, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	q := BeaconQuery{Topic: v.Get("t"), CapWanted: v.Get("cap_wanted"), Author: v.Get("agent_id")}
+	if err := textParam(v, "t", "cap_wanted"); err != nil {
+		return err
+	}
+	if q.Author != "" && !protocol.IsHex64(q.Author) {
+		return protocol.Errorf(httpx.CodeBadParameter, "agent_id must be 64 lowercase hex characters")
+	}
+	now := m.core.Now()
+	all, _ := m.fold.Active(q, now)
+	byTopic := q.Topic != "" || q.CapWanted != ""
+	out := make([]Beacon, 0, min(len(all), int(limit)))
+	for _, b := range all {
+		if len(out) == int(limit) {
+			break
+		}
+		if !m.sees(reader, b.ID, b.AgentID) || !byTopic && reader != b.AgentID && m.fold.Discoverability(b.AgentID) == TopicOnly {
+			continue
+		}
+		out = append(out, b)
+	}
+	return answer(c, BeaconTTL, map[string]any{"at": now, "count": len(out), "beacons": out})
+}
+
+// textParam answers a 400 unless each named parameter, when given, is
+// non-empty and at most 1024 bytes.
+func textParam(v url.Values, names ...string) error {
+	for _, n := range names {
+		if s, ok := v[n]; ok && (s[0] == "" || len(s[0]) > 1024) {
+			return protocol.Errorf(httpx.CodeBadParameter, "%s must be 1 to 1024 bytes", n)
+		}
+	}
+	return nil
+}
+
+// ParseWindow reads a duration such as 7d, 24h, 30m, 90s or a plain number
+// of seconds, from 1 second to 90 days; errors are invalid_parameter.
+func ParseWindow(s string) (int64, error) {
+	unit := int64(1)
+	num := s
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'd':
+			unit, num = 86400, s[:n-1]
+		case 'h':
+			unit, num = 3600, s[:n-1]
+		case 'm':
+			unit, num = 60, s[:n-1]
+		case 's':
+			num = s[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 1 || strings.HasPrefix(num, "+") || n > 90*86400/unit {
+		return 0, protocol.Errorf(httpx.CodeBadParameter, "window must be a duration such as 7d, 24h, 30m or 3600 (seconds), from 1s to 90d")
+	}
+	return n * unit, nil
+}
+
+func windowParam(v url.Values, def int64) (int64, error) {
+	if !v.Has("window") {
+		return def, nil
+	}
+	return ParseWindow(v.Get("window"))
+}
+
+// answer writes v as JSON with Cache-Control max-age ttl and a strong ETag
+// (the first 128 bits of the body's SHA-256, hex). A request whose
+// If-None-Match names the ETag (or is *) gets 304 with no body. Because
+// the tag hashes the answer itself, it changes the moment the answer does
+// (§12.9.5: a new event, a revocation or a kind 23 takes effect at once).
+func answer(c echo.Context, ttl int, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
+	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// etagMatches reports whether an If-None-Match list names etag (weak
+// comparison, RFC 9110 §13.1.2).
+func etagMatches(list, etag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
