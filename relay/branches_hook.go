@@ -44,6 +44,25 @@ func (s *Server) viewState(c echo.Context, v url.Values) (*state.State, error) {
 // It must be called before the relay serves (from Mount).
 func (s *Server) ServeBranches(b Branches) { s.branches = b }
 
+// BranchFilter returns the membership test of a ?branch= list (empty: the
+// relay's preferred branch; "all": every event) as of now, for a stream:
+// keep is nil when every event is kept (no branches module, or no branch
+// leaves anything out); unknown lists the ids no branch has. A list is an
+// error on a relay that serves no branches, as on GET /events.
+func (s *Server) BranchFilter(ids []string) (keep func(*protocol.Event) bool, unknown []string, err error) {
+	if s.branches == nil {
+		if len(ids) > 0 && !(len(ids) == 1 && ids[0] == "all") {
+			return nil, nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+		}
+		return nil, nil, nil
+	}
+	sel, unknown, err := s.branches.Select(ids, s.now())
+	if err != nil || sel == nil {
+		return nil, unknown, err
+	}
+	return func(e *protocol.Event) bool { ok, _ := sel(e); return ok }, unknown, nil
+}
+
 // HeaderBranchUnknown names the requested branches no branch has.
 const HeaderBranchUnknown = "X-ANP-Branch-Unknown"
 

@@ -1,10 +1,12 @@
 package branches_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/tasks/taskstest"
 	"github.com/anp2net/relay/trust"
 )
@@ -287,6 +290,18 @@ func TestRollbackScenario(t *testing.T) {
 	if a := w.r.Do(t, "GET", "/events?branch=nope", "", nil); a.Status != 400 {
 		t.Fatalf("malformed branch: %d", a.Status)
 	}
+	// GET /stream replays and follows the same branches as GET /events:
+	// read a stream until its sentinel (the newest post of that branch)
+	// and count the sybil's posts before it.
+	afterPost, oldWorld := w.evs[len(w.evs)-2], w.evs[len(w.evs)-1]
+	for query, want := range map[string]struct {
+		sentinel string
+		sybil    int
+	}{"": {afterPost.ID, 0}, "&branch=main": {afterPost.ID, 0}, "&branch=" + branch: {oldWorld.ID, 1}} {
+		if n := streamUntil(t, w.r.URL+"/stream?after=0&kinds=1&authors="+sybils[0].ID+","+core[1].ID+","+core[2].ID+query, want.sentinel, sybils[0].ID); n != want.sybil {
+			t.Fatalf("GET /stream%s: %d sybil posts before the sentinel, want %d", query, n, want.sybil)
+		}
+	}
 	// GET /export keeps the whole log unless a branch is asked for.
 	for query, lines := range map[string]int{"": len(w.evs), "?branch=all": len(w.evs), "?branch=main": int(want["main"].EventCount), "?branch=" + branch: int(want[branch].EventCount)} {
 		a := w.r.Do(t, "GET", "/export"+query, "", nil)
@@ -372,7 +387,7 @@ func federated(t *testing.T, name string) (*relaytest.Relay, *federation.Module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}},
+	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule()},
 		func(c *relay.Config) { c.RelayKey = taskstest.NewAgent("relay-" + name).Key })
 	return r, fed
 }
@@ -421,4 +436,40 @@ func expectMembers(evs []*protocol.Event, asOf, activatedAt int64, pre string) m
 		}
 	}
 	return out
+}
+
+// streamUntil reads the SSE stream at url until the event sentinel and
+// returns how many events by author came before it (the test fails if the
+// sentinel never comes within 10 s).
+func streamUntil(t *testing.T, url, sentinel, author string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %v %v", url, err, resp)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e protocol.Event
+		if json.Unmarshal([]byte(data), &e) != nil {
+			continue
+		}
+		if e.ID == sentinel {
+			return n
+		}
+		if e.AgentID == author {
+			n++
+		}
+	}
+	t.Fatalf("GET %s: the sentinel %s never came (%v)", url, sentinel, sc.Err())
+	return 0
 }

@@ -34,6 +34,12 @@ type Filter struct {
 	// After is the log sequence to resume after (?after=); nil means live
 	// from now. A Last-Event-ID header, when present, overrides it.
 	After *int64
+	// Branches are the ?branch= ids (§11.3.3; empty: the relay's preferred
+	// branch). The module turns them into a membership test (SetBranch).
+	Branches []string
+
+	// inBranch, when set, is the branch membership test.
+	inBranch func(*protocol.Event) bool
 
 	ids, authors map[string]struct{}
 	kinds        map[int64]struct{}
@@ -52,7 +58,8 @@ type TagCond struct {
 var streamParams = map[string]bool{
 	"ids": true, "kinds": true, "authors": true, "cap": true, "cap_wanted": true, "since": true,
 	"until": true, "filter": true, "after": true,
-	"kind": true, // alias of kinds (the network's existing clients' name)
+	"kind":   true, // alias of kinds (the network's existing clients' name)
+	"branch": true,
 }
 
 // ParseFilter parses GET /stream query parameters: the GET /events matching
@@ -102,9 +109,22 @@ func ParseFilter(v url.Values) (*Filter, error) {
 	return f, nil
 }
 
+// SetBranch makes f keep only the events in wants (nil: every event).
+// The stream module sets it from the relay's branch selection for
+// f.Branches, once per subscription.
+func (f *Filter) SetBranch(wants func(*protocol.Event) bool) { f.inBranch = wants }
+
 // param applies one query parameter to f.
 func (f *Filter) param(name, s string) error {
 	switch name {
+	case "branch":
+		for _, b := range strings.Split(s, ",") {
+			if b == "" || len(b) > 64 {
+				return protocol.Errorf(CodeFilterValueInvalid, "branch must be a comma-separated list of branch ids or all")
+			}
+			f.Branches = append(f.Branches, b)
+		}
+		return nil
 	case "after":
 		n, err := parseSeq(s)
 		if err != nil {
@@ -311,6 +331,9 @@ func has[T comparable](list []T, set map[T]struct{}, v T) bool {
 
 // Match reports whether e satisfies every condition of f.
 func (f *Filter) Match(e *protocol.Event) bool {
+	if f.inBranch != nil && !f.inBranch(e) {
+		return false
+	}
 	if len(f.Kinds) > 0 && !has(f.Kinds, f.kinds, e.Kind) ||
 		len(f.Authors) > 0 && !has(f.Authors, f.authors, e.AgentID) ||
 		len(f.IDs) > 0 && !has(f.IDs, f.ids, e.ID) ||

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -103,6 +104,14 @@ func (m *Module) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	keep, unknown, err := m.core.BranchFilter(f.Branches)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		c.Response().Header().Set(relay.HeaderBranchUnknown, strings.Join(unknown, ","))
+	}
+	f.SetBranch(keep)
 	reader, err := m.core.Reader(c)
 	if err != nil {
 		return err

@@ -211,6 +211,12 @@ func (c *conn) subscribe(f Frame) {
 	if err == nil {
 		filter, err = stream.ParseFilter(q)
 	}
+	if err == nil {
+		var keep func(*protocol.Event) bool
+		if keep, _, err = c.m.core.BranchFilter(filter.Branches); err == nil {
+			filter.SetBranch(keep)
+		}
+	}
 	if err != nil {
 		c.closed(f.SubID, err)
 		return
