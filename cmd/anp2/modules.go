@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
@@ -37,11 +39,17 @@ type relayModules struct {
 // malformed peer key or governance key. queue, when given and not "", is
 // the delivery queue's file (ANP2_DELIVERY_DB wins; default beside the log).
 func modules(fed federation.Options, gov governance.Options, queue ...string) (relayModules, error) {
+	var g *governance.Module
+	// A relay governance revoked (revoke_relay) is no peer of ours.
+	fed.RevokedRelay = func(keyOrURL string, now int64) bool {
+		revoked := g.Governance().Sovereign(now).RevokedRelays
+		return slices.ContainsFunc(revoked, func(r string) bool { return strings.TrimRight(r, "/") == keyOrURL })
+	}
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
 	}
-	g, err := governance.NewModule(gov)
+	g, err = governance.NewModule(gov)
 	if err != nil {
 		return relayModules{}, err
 	}

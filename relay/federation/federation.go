@@ -199,7 +199,7 @@ func (s *Module) gossipPeer(c echo.Context) (string, error) {
 	if e == nil || err != nil {
 		return "", err
 	}
-	if e.TagValue("payload") == "" || !s.isPeerKey(c.Request().Context(), e.AgentID) {
+	if e.TagValue("payload") == "" || s.revoked(e.AgentID) || !s.isPeerKey(c.Request().Context(), e.AgentID) {
 		return "", nil
 	}
 	return e.AgentID, nil

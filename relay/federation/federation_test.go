@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +178,30 @@ func TestGossipFromStrangersGetsPublishRules(t *testing.T) {
 	json.Unmarshal(r.gossipAs(t, peer.Key, "/gossip", "application/json", body).body, &g)
 	if g.Accepted != 2 {
 		t.Fatalf("a chosen peer's history was refused: %+v", g)
+	}
+}
+
+// TestRevokedRelayIsNoPeer: once governance revokes a chosen peer's relay
+// key (revoke_relay), its pushes get POST /events' rules like anyone's:
+// the old history it could push before is refused.
+func TestRevokedRelayIsNoPeer(t *testing.T) {
+	peer := taskstest.NewAgent("peer relay")
+	var revoked atomic.Bool
+	r := startRelay(t, Options{PeerKeys: []string{peer.ID}, RevokedRelay: func(k string, _ int64) bool { return revoked.Load() && k == peer.ID }})
+	a := taskstest.NewAgent("author")
+	push := func(e *protocol.Event) gossipAnswer {
+		body, _ := json.Marshal([]*protocol.Event{e})
+		var g gossipAnswer
+		if ans := r.gossipAs(t, peer.Key, "/gossip", "application/json", body); ans.status != 200 || json.Unmarshal(ans.body, &g) != nil {
+			t.Fatalf("gossip: %d %s", ans.status, ans.body)
+		}
+		return g
+	}
+	if g := push(a.Sign(protocol.KindPost, vectorTime-30*86400, "old history, peer")); g.Accepted != 1 {
+		t.Fatalf("a chosen peer's history was refused: %+v", g)
+	}
+	revoked.Store(true)
+	if g := push(a.Sign(protocol.KindPost, vectorTime-30*86400, "old history, revoked")); g.Accepted != 0 || len(g.Rejected) != 1 || g.Rejected[0].Code != protocol.CodeTooFarPast {
+		t.Fatalf("a revoked relay's push kept a peer's rules: %+v", g)
 	}
 }

@@ -582,6 +582,22 @@ func (s *Module) peerDo(ctx context.Context, method, url, ct string, body []byte
 	return b, nil
 }
 
+// errRevoked stops a round with a relay governance revoked.
+var errRevoked = errors.New("relay revoked by governance (revoke_relay)")
+
+// keyOf returns the relay key learned for the peer at base, or "".
+func (s *Module) keyOf(base string) string {
+	key := ""
+	s.peerKeys.Range(func(k, v any) bool {
+		if v == "peer "+base {
+			key = k.(string)
+			return false
+		}
+		return true
+	})
+	return key
+}
+
 // MirrorLoop keeps this relay mirrored with the peer at base until ctx
 // ends: it reconciles, then follows the peer's event stream (pull, within
 // moments) while reconciling again every MirrorInterval (which pushes what
@@ -591,7 +607,14 @@ func (s *Module) MirrorLoop(ctx context.Context, base string) {
 	backoff := time.Second
 	base = strings.TrimRight(base, "/")
 	for ctx.Err() == nil {
-		err := s.mirrorRound(ctx, base)
+		var err error
+		if s.revoked(base) || s.revoked(s.keyOf(base)) {
+			// A relay governance revoked is not mirrored; look again later.
+			s.peers.update(base, "outbound", func(p *peerStats) { p.State, p.LastError = "revoked", "revoked by governance" })
+			err = errRevoked
+		} else {
+			err = s.mirrorRound(ctx, base)
+		}
 		wait := time.Duration(0)
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("mirror", "peer", base, "err", err)

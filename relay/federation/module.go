@@ -40,6 +40,11 @@ type Options struct {
 	SyncRate int
 	// RateWindow is the window of both limits (0: a minute).
 	RateWindow time.Duration
+	// RevokedRelay, when set, reports whether a relay key (or base URL)
+	// has been revoked at now (governance's revoke_relay, seed §15): such
+	// a relay's pushes are never a peer's (they get POST /events' rules)
+	// and it is not mirrored.
+	RevokedRelay func(keyOrURL string, now int64) bool
 }
 
 // DefaultOptions are the serve command's defaults.
@@ -117,3 +122,8 @@ func (s *Module) Run(ctx context.Context) {
 }
 
 func (s *Module) now() int64 { return s.core.Now() }
+
+// revoked reports whether governance has revoked the relay key or URL.
+func (s *Module) revoked(keyOrURL string) bool {
+	return s.opts.RevokedRelay != nil && keyOrURL != "" && s.opts.RevokedRelay(keyOrURL, s.now())
+}
