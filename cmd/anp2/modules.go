@@ -81,7 +81,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		f,
 		dms.NewModule(),
 		g,
-		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl }}),
+		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
+			Sovereign: sovereignRollbacks(g)}),
 	}}, nil
 }
 
@@ -90,4 +91,18 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 func folds(gov governance.Options) ([]state.NamedFold, error) {
 	m, err := modules(federation.DefaultOptions(), gov)
 	return relay.Folds(m.all), err
+}
+
+// sovereignRollbacks feeds the branches module the rollbacks governance's
+// valid rollback_to acts ordered (seed §15, SPEC §13 and §17).
+func sovereignRollbacks(g *governance.Module) func(at int64) []branches.SovereignRollback {
+	return func(at int64) []branches.SovereignRollback {
+		var out []branches.SovereignRollback
+		for _, a := range g.Governance().Log() {
+			if a.Valid && a.Act == governance.ActRollback && a.CreatedAt <= at && len(a.Targets) > 0 {
+				out = append(out, branches.SovereignRollback{ActID: a.ID, At: a.CreatedAt, Checkpoint: a.Targets[0]})
+			}
+		}
+		return out
+	}
 }

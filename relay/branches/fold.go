@@ -43,6 +43,9 @@ type stamped struct {
 // trust graph at past times), checkpoints, proposals, bans, relay
 // announcements and branch-tagged events. It is safe for concurrent use.
 type Fold struct {
+	// sovereign is Options.Sovereign (nil: none).
+	sovereign func(at int64) []SovereignRollback
+
 	mu        sync.Mutex
 	votes     map[string]*protocol.Event
 	special   map[string]*stamped // kinds 12, 13, 14
@@ -69,6 +72,17 @@ type Fold struct {
 		at      int64
 		agents  map[string]string
 	}
+}
+
+// kindSovereignAct is the kind of governance's sovereign acts (seed §15).
+const kindSovereignAct = 30
+
+// SovereignRollback is a valid sovereign rollback_to act: its event id,
+// its time and the checkpoint event it names.
+type SovereignRollback struct {
+	ActID      string
+	At         int64
+	Checkpoint string
 }
 
 // NewFold returns an empty fold.
@@ -103,7 +117,8 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	tags := branchTags(e)
 	switch e.Kind {
-	case protocol.KindTrustVote, protocol.KindCheckpoint, protocol.KindRollback, protocol.KindBan, protocol.KindRelayAnnounce:
+	case protocol.KindTrustVote, protocol.KindCheckpoint, protocol.KindRollback, protocol.KindBan, protocol.KindRelayAnnounce,
+		kindSovereignAct: // a rollback_to may activate a rollback
 		f.gen++
 	default:
 		if len(tags) > 0 {

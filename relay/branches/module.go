@@ -21,6 +21,11 @@ type Options struct {
 	// digests it (cmd/anp2's folds). Nil: the built-in views only, so
 	// state hashes match only a relay without digested modules.
 	Folds func() []state.NamedFold
+	// Sovereign, when set, returns the rollbacks a valid sovereign act
+	// (kind 30 rollback_to, seed §15, the governance module) ordered, as
+	// of at: each activates at its act's time like a kind 13 proposal that
+	// reached its threshold.
+	Sovereign func(at int64) []SovereignRollback
 }
 
 // Module is the branches capability: Fold is its pure part; the adapter
@@ -55,7 +60,9 @@ var (
 
 // NewModule returns the module with opts.
 func NewModule(opts Options) *Module {
-	return &Module{opts: opts, fold: NewFold(), prefix: map[int64]Snapshot{}}
+	f := NewFold()
+	f.sovereign = opts.Sovereign
+	return &Module{opts: opts, fold: f, prefix: map[int64]Snapshot{}}
 }
 
 // Name is "branches": its digest's key among /state's views.

@@ -45,6 +45,9 @@ type RollbackView struct {
 	ActivatedAt       int64      `json:"activated_at,omitempty"`
 	Branch            string     `json:"branch,omitempty"`
 	Supporters        []Endorser `json:"supporters"`
+	// SovereignAct is true for a rollback ordered by a sovereign act
+	// (rollback_to) rather than proposed and cosigned (kind 13).
+	SovereignAct bool `json:"sovereign_act,omitempty"`
 }
 
 // View is everything the fold derives at one evaluation time.
@@ -80,7 +83,7 @@ func (f *Fold) Evaluate(at int64) View {
 	defer f.mu.Unlock()
 	v := View{At: at}
 	v.Checkpoints = f.checkpoints(at)
-	v.Rollbacks = f.rollbacks(at, v.Checkpoints)
+	v.Rollbacks = append(f.rollbacks(at, v.Checkpoints), f.sovereignRollbacks(at, v.Checkpoints)...)
 	v.Branches = f.branchList(v.Rollbacks)
 	v.index()
 	v.Bans = f.bans(at)
@@ -226,6 +229,36 @@ func (f *Fold) rollback(at int64, evs []*stamped, cps []CheckpointView) Rollback
 		rv.State = "expired"
 	}
 	return rv
+}
+
+// sovereignRollbacks judges the rollbacks sovereign acts ordered at or
+// before at: activated at the act's time when the named checkpoint event
+// is a valid checkpoint, invalid otherwise.
+func (f *Fold) sovereignRollbacks(at int64, cps []CheckpointView) []RollbackView {
+	if f.sovereign == nil {
+		return nil
+	}
+	var out []RollbackView
+	for _, sr := range f.sovereign(at) {
+		if sr.At > at {
+			continue
+		}
+		rv := RollbackView{ID: sr.ActID, Events: []string{sr.ActID}, ProposedAt: sr.At, QuietPeriodEndsAt: sr.At,
+			State: "invalid", Supporters: []Endorser{}, SovereignAct: true}
+		rv.Reason = "sovereign act rollback_to"
+		for _, cp := range cps {
+			if cp.ID == sr.Checkpoint && cp.Valid {
+				rv.TargetCheckpoint, rv.Checkpoint, rv.CheckpointAsOf = cp.CheckpointID, cp.ID, cp.AsOf
+			}
+		}
+		if rv.Checkpoint == "" {
+			rv.Invalid = "unknown_checkpoint: the act names no valid checkpoint event"
+		} else {
+			rv.State, rv.ActivatedAt = "activated", sr.At
+		}
+		out = append(out, rv)
+	}
+	return out
 }
 
 // branchList names the branches: main, one pre-rollback branch per
