@@ -40,11 +40,13 @@ type relayModules struct {
 // the delivery queue's file (ANP2_DELIVERY_DB wins; default beside the log).
 func modules(fed federation.Options, gov governance.Options, queue ...string) (relayModules, error) {
 	var g *governance.Module
-	// A relay governance revoked (revoke_relay) is no peer of ours.
-	fed.RevokedRelay = func(keyOrURL string, now int64) bool {
-		revoked := g.Governance().Sovereign(now).RevokedRelays
+	// A relay governance revoked (revoke_relay) is no peer of ours, and
+	// its announcements stop counting.
+	revokedRelay := func(keyOrURL string, at int64) bool {
+		revoked := g.Governance().Sovereign(at).RevokedRelays
 		return slices.ContainsFunc(revoked, func(r string) bool { return strings.TrimRight(r, "/") == keyOrURL })
 	}
+	fed.RevokedRelay = revokedRelay
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
@@ -82,7 +84,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		dms.NewModule(),
 		g,
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
-			Sovereign: sovereignRollbacks(g)}),
+			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),
 	}}, nil
 }
 

@@ -43,8 +43,10 @@ type stamped struct {
 // trust graph at past times), checkpoints, proposals, bans, relay
 // announcements and branch-tagged events. It is safe for concurrent use.
 type Fold struct {
-	// sovereign is Options.Sovereign (nil: none).
-	sovereign func(at int64) []SovereignRollback
+	// sovereign and revokedRelay are Options.Sovereign and
+	// Options.RevokedRelay (nil: none).
+	sovereign    func(at int64) []SovereignRollback
+	revokedRelay func(keyOrURL string, at int64) bool
 
 	mu        sync.Mutex
 	votes     map[string]*protocol.Event

@@ -93,8 +93,13 @@ func (f *Fold) Preferences(at int64) map[string]string {
 	for a, e := range latest {
 		var c struct {
 			Preferred string `json:"preferred_branch"`
+			URL       string `json:"url"`
 		}
-		if json.Unmarshal([]byte(e.Content), &c) != nil || !ValidBranchID(c.Preferred) {
+		json.Unmarshal([]byte(e.Content), &c)
+		if f.revokedRelay != nil && (f.revokedRelay(a, at) || c.URL != "" && f.revokedRelay(strings.TrimRight(c.URL, "/"), at)) {
+			continue // governance revoked this relay (revoke_relay)
+		}
+		if !ValidBranchID(c.Preferred) {
 			c.Preferred = "main"
 		}
 		out[a] = c.Preferred

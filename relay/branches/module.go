@@ -26,6 +26,10 @@ type Options struct {
 	// of at: each activates at its act's time like a kind 13 proposal that
 	// reached its threshold.
 	Sovereign func(at int64) []SovereignRollback
+	// RevokedRelay, when set, reports whether governance revoked a relay
+	// key or URL at at: its announcements leave the relay shares of
+	// GET /branches.
+	RevokedRelay func(keyOrURL string, at int64) bool
 }
 
 // Module is the branches capability: Fold is its pure part; the adapter
@@ -61,7 +65,7 @@ var (
 // NewModule returns the module with opts.
 func NewModule(opts Options) *Module {
 	f := NewFold()
-	f.sovereign = opts.Sovereign
+	f.sovereign, f.revokedRelay = opts.Sovereign, opts.RevokedRelay
 	return &Module{opts: opts, fold: f, prefix: map[int64]Snapshot{}}
 }
 

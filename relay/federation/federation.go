@@ -320,6 +320,9 @@ func (s *Module) getRelays(c echo.Context) error {
 		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
 			continue
 		}
+		if s.revoked(e.AgentID) || s.revoked(strings.TrimRight(a.URL, "/")) {
+			continue // governance revoked this relay: its announcements no longer count
+		}
 		seen[e.AgentID] = true
 		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
 			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})

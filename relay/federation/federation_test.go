@@ -200,7 +200,25 @@ func TestRevokedRelayIsNoPeer(t *testing.T) {
 	if g := push(a.Sign(protocol.KindPost, vectorTime-30*86400, "old history, peer")); g.Accepted != 1 {
 		t.Fatalf("a chosen peer's history was refused: %+v", g)
 	}
+	if g := push(peer.Sign(protocol.KindRelayAnnounce, vectorTime-10, `{"url":"http://peer.test","preferred_branch":"main","served_branches":["main"]}`)); g.Accepted != 1 {
+		t.Fatalf("the peer's announcement: %+v", g)
+	}
+	relays := func() int {
+		var rel struct {
+			Relays []struct {
+				AgentID string `json:"agent_id"`
+			} `json:"relays"`
+		}
+		json.Unmarshal(r.do(t, "GET", "/relays", "", nil).body, &rel)
+		return len(rel.Relays)
+	}
+	if n := relays(); n != 1 {
+		t.Fatalf("/relays lists %d relays, want the peer", n)
+	}
 	revoked.Store(true)
+	if n := relays(); n != 0 {
+		t.Fatalf("/relays still lists a revoked relay (%d)", n)
+	}
 	if g := push(a.Sign(protocol.KindPost, vectorTime-30*86400, "old history, revoked")); g.Accepted != 0 || len(g.Rejected) != 1 || g.Rejected[0].Code != protocol.CodeTooFarPast {
 		t.Fatalf("a revoked relay's push kept a peer's rules: %+v", g)
 	}
