@@ -50,6 +50,9 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if len(m.snapshot()) == 0 {
+		return m.skipTo(ctx, after)
+	}
 	type item struct {
 		seq int64
 		ev  *protocol.Event
@@ -101,6 +104,26 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		m.wakeDispatcher()
 	}
 	return done, nil
+}
+
+// skipTo moves the cursor to the log's end without reading the events
+// after it: with no trigger there is nothing to match (a trigger created
+// later starts at the cursor, under the same lock). The caller holds
+// matchMu.
+func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
+	var through int64
+	err := m.core.Log().Export(ctx, after, func(t int64) error { through = t; return errChunk },
+		func(int64, []byte) error { return errChunk })
+	if err != nil && !errors.Is(err, errChunk) {
+		return false, err
+	}
+	if through <= after {
+		return true, nil
+	}
+	if _, err := m.store.db.ExecContext(ctx, `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`, through); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // match queues a delivery of ev for t when it matches, passes the cascade
