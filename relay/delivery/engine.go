@@ -46,12 +46,14 @@ const matchChunk = 512
 func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	m.matchMu.Lock()
 	defer m.matchMu.Unlock()
+	if len(m.snapshot()) == 0 {
+		// Nothing to match: no read, no write. A trigger created later
+		// first moves the cursor to the log's end (postTrigger, skipTo).
+		return true, nil
+	}
 	after, _, err := m.store.cursor(ctx)
 	if err != nil {
 		return false, err
-	}
-	if len(m.snapshot()) == 0 {
-		return m.skipTo(ctx, after)
 	}
 	type item struct {
 		seq int64
@@ -106,10 +108,10 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	return done, nil
 }
 
-// skipTo moves the cursor to the log's end without reading the events
-// after it: with no trigger there is nothing to match (a trigger created
-// later starts at the cursor, under the same lock). The caller holds
-// matchMu.
+// skipTo moves the cursor from after to the log's end without reading
+// the events between: while no trigger exists the matcher leaves the
+// cursor alone, and the first trigger created starts at the end. The
+// caller holds matchMu.
 func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 	var through int64
 	err := m.core.Log().Export(ctx, after, func(t int64) error { through = t; return errChunk },

@@ -333,6 +333,17 @@ func (m *Module) postTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(m.snapshot()) == 0 {
+		// The matcher stood idle while no trigger existed: the cursor
+		// moves to the log's end first, so the new trigger matches what
+		// is stored from now on, as it would behind a busy matcher.
+		if _, err := m.skipTo(c.Request().Context(), end); err != nil {
+			return err
+		}
+		if end, _, err = m.store.cursor(c.Request().Context()); err != nil {
+			return err
+		}
+	}
 	canon, _ := json.Marshal(spec)
 	t := &storedTrigger{ID: newID(), Owner: owner, FromSeq: end, CreatedAt: m.core.Now(), Spec: spec, raw: string(canon)}
 	m.mu.Lock()
