@@ -59,6 +59,13 @@ func (c Checker) CheckAfterID(e *Event) error {
 // (sigverify.Cache.VerifyBatch), which is faster than one at a time; the
 // answers, and which rule an event fails first, are CheckFirst's.
 func (c Checker) CheckFirstBatch(evs []*Event, now int64, errs []error) {
+	c.checkBatch(evs, now, errs, c.checkAfterSig)
+}
+
+// checkBatch runs limits, id and signature on each event not yet judged,
+// verifying the signatures together, then after on those whose signature
+// holds; it fills errs[i] with each event's first violation.
+func (c Checker) checkBatch(evs []*Event, now int64, errs []error, after func(*Event) error) {
 	jobs := make([]sigverify.Job, 0, len(evs))
 	at := make([]int, 0, len(evs))
 	for i, e := range evs {
@@ -88,14 +95,13 @@ func (c Checker) CheckFirstBatch(evs []*Event, now int64, errs []error) {
 			errs[i] = errBadSig()
 			continue
 		}
-		errs[i] = c.checkAfterSig(evs[i])
+		errs[i] = after(evs[i])
 	}
 }
 
 // checkAfterSig runs the rules after the signature: PoW and kind rules.
 func (c Checker) checkAfterSig(e *Event) error {
-	id, _ := e.IDBytes()
-	if err := c.PoW.Check(e, id); err != nil {
+	if err := c.checkPoW(e); err != nil {
 		return err
 	}
 	if errs := CheckKind(e); len(errs) > 0 {

@@ -1,7 +1,5 @@
 package protocol
 
-import "github.com/anp2net/relay/protocol/sigverify"
-
 // Stored-event checks (D15, SPEC §6.2). An event that reaches the log from a
 // peer, a mirror or an import is judged on what makes it authentic and
 // bounded — envelope and limits, id, signature, proof of work — but not on
@@ -23,44 +21,19 @@ func (c Checker) CheckStored(e *Event, now int64) error {
 	if err := e.CheckSig(); err != nil {
 		return err
 	}
-	id, _ := e.IDBytes()
-	return c.PoW.Check(e, id)
+	return c.checkPoW(e)
 }
 
 // CheckStoredBatch sets errs[i] to CheckStored(evs[i], now) for every i with
 // a non-nil evs[i] and a nil errs[i] (others are left alone), verifying the
 // signatures together as CheckFirstBatch does.
 func (c Checker) CheckStoredBatch(evs []*Event, now int64, errs []error) {
-	jobs := make([]sigverify.Job, 0, len(evs))
-	at := make([]int, 0, len(evs))
-	for i, e := range evs {
-		if e == nil || errs[i] != nil {
-			continue
-		}
-		if lerrs := c.Limits.Check(e, now); len(lerrs) > 0 {
-			errs[i] = lerrs[0]
-			continue
-		}
-		if err := e.CheckID(); err != nil {
-			errs[i] = err
-			continue
-		}
-		pub, sig, id, err := e.sigParts()
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		jobs = append(jobs, sigverify.Job{Pub: pub, Msg: id, Sig: sig})
-		at = append(at, i)
-	}
-	ok := make([]bool, len(jobs))
-	sigverify.Default.VerifyBatch(jobs, ok)
-	for n, i := range at {
-		if !ok[n] {
-			errs[i] = errBadSig()
-			continue
-		}
-		id, _ := evs[i].IDBytes()
-		errs[i] = c.PoW.Check(evs[i], id)
-	}
+	c.checkBatch(evs, now, errs, c.checkPoW)
+}
+
+// checkPoW is the one rule after the signature that a stored event must
+// pass: its proof of work.
+func (c Checker) checkPoW(e *Event) error {
+	id, _ := e.IDBytes()
+	return c.PoW.Check(e, id)
 }

@@ -147,29 +147,8 @@ func (m *Module) getStats(c echo.Context) error {
 	})
 }
 
-// capNames returns the capability names of a kind 4: its cap tags, else
-// the names in its content.
-func capNames(e *protocol.Event) []string {
-	if e == nil {
-		return nil
-	}
-	names := e.TagValues("cap")
-	if len(names) == 0 {
-		var body struct {
-			Capabilities []struct {
-				Name string `json:"name"`
-			} `json:"capabilities"`
-		}
-		json.Unmarshal([]byte(e.Content), &body)
-		for _, c := range body.Capabilities {
-			if c.Name != "" {
-				names = append(names, c.Name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
+// capNames is protocol.CapabilityNames.
+func capNames(e *protocol.Event) []string { return protocol.CapabilityNames(e) }
 
 func (m *Module) getCapabilities(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {

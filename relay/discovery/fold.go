@@ -153,30 +153,8 @@ func parseDiscoverability(p *protocol.Event) string {
 	return Public
 }
 
-// capNames returns the capability names of a kind 4: its cap tags, else
-// the names in its content's capabilities list (as the directory reads
-// them), sorted and distinct.
-func capNames(e *protocol.Event) []string {
-	if e == nil {
-		return nil
-	}
-	names := slices.Clone(e.TagValues("cap"))
-	if len(names) == 0 {
-		var body struct {
-			Capabilities []struct {
-				Name string `json:"name"`
-			} `json:"capabilities"`
-		}
-		json.Unmarshal([]byte(e.Content), &body)
-		for _, c := range body.Capabilities {
-			if c.Name != "" {
-				names = append(names, c.Name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
+// capNames is protocol.CapabilityNames.
+func capNames(e *protocol.Event) []string { return protocol.CapabilityNames(e) }
 
 // topicsOf returns e's distinct non-empty t tag values.
 func topicsOf(e *protocol.Event) []string {
