@@ -110,6 +110,8 @@ type Server struct {
 	// index holds every stored event's (created_at, id), revoked ones
 	// included (set reconciliation, duplicate checks).
 	index *reconcile.Index
+	// streamFilters are modules' extra stream parameters (AddStreamFilter).
+	streamFilters map[string]func(string) (func(*protocol.Event) bool, error)
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
 	// dryChecks report, without side effects, what gates would refuse in

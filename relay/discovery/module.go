@@ -51,6 +51,14 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/feed/:agent_id", m.getFeed)
 	core.Route(http.MethodGet, "/recommendations/:agent_id", m.getFeed)
 	core.AddAgentInfo(m.agentInfo)
+	// GET /stream?follows=<agent_id>: what that agent follows (§12.7),
+	// judged against the follows as they stand when each event is sent.
+	core.AddStreamFilter("follows", func(v string) (func(*protocol.Event) bool, error) {
+		if !protocol.IsHex64(v) {
+			return nil, protocol.Errorf(httpx.CodeBadParameter, "follows must be an agent_id (64 lowercase hex)")
+		}
+		return func(e *protocol.Event) bool { return m.fold.FollowsEvent(v, e) }, nil
+	})
 	return nil
 }
 

@@ -53,3 +53,56 @@ func TestBeaconReachesStream(t *testing.T) {
 	}
 	t.Fatalf("stream ended without the beacon: %v", lines.Err())
 }
+
+// TestStreamFollows: GET /stream?follows=<agent_id> replays and follows
+// what that agent follows — posts of the agents it follows and posts in
+// the topics it follows — and nothing else; a withdrawn follow stops
+// counting, a DM never comes, and a malformed agent_id is a 400.
+func TestStreamFollows(t *testing.T) {
+	r := relaytest.Start(t, []relay.Module{discovery.NewModule(), stream.NewModule()})
+	reader, bob, carol, dan := taskstest.NewAgent("reader"), taskstest.NewAgent("bob"), taskstest.NewAgent("carol"), taskstest.NewAgent("dan")
+	now := int64(relaytest.VectorTime - 100)
+	fromBob := bob.Sign(protocol.KindPost, now+1, "bob speaks")
+	inTopic := carol.Sign(protocol.KindPost, now+2, "carol on rain", []string{"t", "rain"})
+	offTopic := carol.Sign(protocol.KindPost, now+3, "carol on sun", []string{"t", "sun"})
+	fromDan := dan.Sign(protocol.KindPost, now+4, "dan, followed then dropped")
+	sentinel := bob.Sign(protocol.KindPost, now+9, "bob again")
+	r.PostAll(t, []*protocol.Event{
+		reader.Sign(protocol.KindSubscribe, now, "", []string{"p", bob.ID}),
+		reader.Sign(protocol.KindSubscribe, now, "", []string{"t", "rain"}),
+		reader.Sign(protocol.KindSubscribe, now, "", []string{"p", dan.ID}),
+		reader.Sign(protocol.KindSubscribe, now+5, map[string]any{"withdraw": true}, []string{"p", dan.ID}),
+		fromBob, inTopic, offTopic, fromDan, sentinel,
+	}, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard against a hang, not a measurement
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", r.URL+"/stream?after=0&kinds=1&follows="+reader.ID, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	var got []string
+	for lines.Scan() {
+		line := lines.Text()
+		if !strings.HasPrefix(line, "data:") {
+			continue
+		}
+		for name, e := range map[string]*protocol.Event{"bob": fromBob, "rain": inTopic, "sun": offTopic, "dan": fromDan, "sentinel": sentinel} {
+			if strings.Contains(line, e.ID) {
+				got = append(got, name)
+			}
+		}
+		if len(got) > 0 && got[len(got)-1] == "sentinel" {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "bob,rain,sentinel" {
+		t.Fatalf("follows stream delivered %v, want bob,rain,sentinel", got)
+	}
+	if a := r.Do(t, "GET", "/stream?follows=nothex", "", nil); a.Status != 400 {
+		t.Fatalf("follows=nothex: %d", a.Status)
+	}
+}

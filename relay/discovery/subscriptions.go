@@ -143,3 +143,31 @@ func (f *Fold) follows(follower, target string) bool {
 func sortFollows(list []Follow, key func(Follow) string) {
 	sort.Slice(list, func(i, j int) bool { return key(list[i]) < key(list[j]) })
 }
+
+// FollowsEvent reports whether follower currently follows e: its author
+// (an agent follow) or one of its t tags (a topic follow). A DM never
+// matches.
+func (f *Fold) FollowsEvent(follower string, e *protocol.Event) bool {
+	if e.Kind == protocol.KindDM {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	mine := f.subs.byFollower[follower]
+	if len(mine) == 0 {
+		return false
+	}
+	following := func(key string) bool {
+		evs := mine[key]
+		return len(evs) > 0 && !decide(follower, key, evs).Withdrawn
+	}
+	if following(targetKey(TargetAgent, e.AgentID)) {
+		return true
+	}
+	for _, t := range e.TagValues("t") {
+		if following(targetKey(TargetTopic, t)) {
+			return true
+		}
+	}
+	return false
+}

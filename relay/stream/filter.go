@@ -38,8 +38,9 @@ type Filter struct {
 	// branch). The module turns them into a membership test (SetBranch).
 	Branches []string
 
-	// inBranch, when set, is the branch membership test.
-	inBranch func(*protocol.Event) bool
+	// require are further tests every event must pass: the branch
+	// membership (SetBranch) and modules' extra parameters (Require).
+	require []func(*protocol.Event) bool
 
 	ids, authors map[string]struct{}
 	kinds        map[int64]struct{}
@@ -112,7 +113,15 @@ func ParseFilter(v url.Values) (*Filter, error) {
 // SetBranch makes f keep only the events in wants (nil: every event).
 // The stream module sets it from the relay's branch selection for
 // f.Branches, once per subscription.
-func (f *Filter) SetBranch(wants func(*protocol.Event) bool) { f.inBranch = wants }
+func (f *Filter) SetBranch(wants func(*protocol.Event) bool) { f.Require(wants) }
+
+// Require adds a test every event must pass (nil: none), such as a
+// module's extra stream parameter (relay.Server.AddStreamFilter).
+func (f *Filter) Require(ok func(*protocol.Event) bool) {
+	if ok != nil {
+		f.require = append(f.require, ok)
+	}
+}
 
 // param applies one query parameter to f.
 func (f *Filter) param(name, s string) error {
@@ -331,8 +340,10 @@ func has[T comparable](list []T, set map[T]struct{}, v T) bool {
 
 // Match reports whether e satisfies every condition of f.
 func (f *Filter) Match(e *protocol.Event) bool {
-	if f.inBranch != nil && !f.inBranch(e) {
-		return false
+	for _, ok := range f.require {
+		if !ok(e) {
+			return false
+		}
 	}
 	if len(f.Kinds) > 0 && !has(f.Kinds, f.kinds, e.Kind) ||
 		len(f.Authors) > 0 && !has(f.Authors, f.authors, e.AgentID) ||

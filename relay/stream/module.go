@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -100,7 +101,7 @@ const CodeRateLimited = "rate_limited"
 
 // get is GET /stream (SPEC §7).
 func (m *Module) get(c echo.Context) error {
-	f, err := ParseFilter(c.QueryParams())
+	f, err := ParseFilterWith(c.QueryParams(), m.core)
 	if err != nil {
 		return err
 	}
@@ -159,4 +160,47 @@ func (c *ipStreams) release(ip string) {
 	if c.open[ip]--; c.open[ip] <= 0 {
 		delete(c.open, ip)
 	}
+}
+
+// Extras gives the extra stream parameters modules registered
+// (relay.Server implements it).
+type Extras interface {
+	StreamFilterNames() []string
+	StreamFilter(name, value string) (func(*protocol.Event) bool, bool, error)
+}
+
+// ParseFilterWith parses v as ParseFilter does, after taking out the
+// extra parameters x knows (each given once), whose tests it adds to the
+// filter.
+func ParseFilterWith(v url.Values, x Extras) (*Filter, error) {
+	var reqs []func(*protocol.Event) bool
+	for _, name := range x.StreamFilterNames() {
+		vals, ok := v[name]
+		if !ok {
+			continue
+		}
+		if len(vals) != 1 {
+			return nil, protocol.Errorf(CodeBadParameter, "parameter %q given %d times", name, len(vals))
+		}
+		keep, _, err := x.StreamFilter(name, vals[0])
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, keep)
+		w := make(url.Values, len(v))
+		for k, x := range v {
+			if k != name {
+				w[k] = x
+			}
+		}
+		v = w
+	}
+	f, err := ParseFilter(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		f.Require(r)
+	}
+	return f, nil
 }

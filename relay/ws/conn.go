@@ -209,7 +209,7 @@ func (c *conn) subscribe(f Frame) {
 	q, limit, err := FilterQuery(f.Filter)
 	var filter *stream.Filter
 	if err == nil {
-		filter, err = stream.ParseFilter(q)
+		filter, err = stream.ParseFilterWith(q, c.m.core)
 	}
 	if err == nil {
 		var keep func(*protocol.Event) bool
