@@ -18,6 +18,8 @@ type Pusher interface {
 	SetPushConfig(ctx context.Context, c delivery.PushConfig) (delivery.PushConfig, error)
 	PushConfigs(ctx context.Context, taskID string) ([]delivery.PushConfig, error)
 	DeletePushConfig(ctx context.Context, taskID, id string) (bool, error)
+	// HasPushConfigs reports, without I/O, whether any config is stored.
+	HasPushConfigs() bool
 	Notify(ctx context.Context, c delivery.PushConfig, key string, body []byte) error
 }
 
@@ -146,6 +148,9 @@ func (a *Adapter) pushMethod(ctx context.Context, method string, raw json.RawMes
 // status timestamp), so each change is queued once per config however
 // often this runs, and a restart re-queues nothing already queued.
 func (a *Adapter) notifyAll(ctx context.Context) error {
+	if !a.opts.Push.HasPushConfigs() {
+		return nil // the common case: nothing to read on each commit
+	}
 	cs, err := a.opts.Push.PushConfigs(ctx, "")
 	if err != nil {
 		return err

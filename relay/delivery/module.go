@@ -101,6 +101,8 @@ type Module struct {
 	matchWake, dispatchWake chan struct{}
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
+	// pushes counts the stored A2A push configs (HasPushConfigs).
+	pushes atomic.Int64
 }
 
 var _ relay.Runner = (*Module)(nil)
@@ -138,6 +140,9 @@ func (m *Module) Mount(core *relay.Server) error {
 		return err
 	}
 	m.store = st
+	if err := m.countPushConfigs(context.Background()); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	trigs, err := st.triggers(ctx, true)
 	if err != nil {

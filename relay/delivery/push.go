@@ -59,7 +59,25 @@ func (m *Module) SetPushConfig(ctx context.Context, c PushConfig) (PushConfig, e
 	}
 	_, err := m.store.db.ExecContext(ctx, `INSERT INTO push_configs(task_id, id, url, token, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token`, c.TaskID, c.ID, c.URL, c.Token, c.CreatedAt)
-	return c, err
+	if err != nil {
+		return c, err
+	}
+	return c, m.countPushConfigs(ctx)
+}
+
+// HasPushConfigs reports whether any push config is stored, without a
+// query: the A2A adapter asks on every commit.
+func (m *Module) HasPushConfigs() bool { return m.pushes.Load() > 0 }
+
+// countPushConfigs refreshes the count HasPushConfigs reads (after a
+// change, and at Mount).
+func (m *Module) countPushConfigs(ctx context.Context) error {
+	var n int64
+	if err := m.store.db.QueryRowContext(ctx, `SELECT count(*) FROM push_configs`).Scan(&n); err != nil {
+		return err
+	}
+	m.pushes.Store(n)
+	return nil
 }
 
 // PushConfigs returns the configs of taskID ("" for every task's), oldest
@@ -94,7 +112,7 @@ func (m *Module) DeletePushConfig(ctx context.Context, taskID, id string) (bool,
 		return false, err
 	}
 	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return n == 1, m.countPushConfigs(ctx)
 }
 
 // Notify queues body for c's URL as a delivery of the same engine (same
