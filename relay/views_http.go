@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -299,31 +298,45 @@ type taskEventsByKind struct {
 	Cancels  []*protocol.Event `json:"cancels"`
 }
 
-// taskEvents fetches every event of t from the log, oldest first, by kind.
+// taskEvents fetches every event of t from the log in one query and
+// returns them by kind, in the thread's order.
 func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
 	out := taskEventsByKind{Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
 		Payments: []*protocol.Event{}, Cancels: []*protocol.Event{}}
 	lists := map[int64]*[]*protocol.Event{protocol.KindTaskAccept: &out.Accepts, protocol.KindTaskResult: &out.Results,
 		protocol.KindTaskVerify: &out.Verifies, protocol.KindPayment: &out.Payments, protocol.KindTaskCancel: &out.Cancels}
+	ids := []string{t.TaskID}
 	for _, ref := range t.Events {
-		e, err := s.store.GetEvent(ctx, ref.EventID)
-		if errors.Is(err, eventlog.ErrNotFound) {
-			continue
-		} else if err != nil {
-			return out, err
-		}
-		if ref.Kind == protocol.KindTaskRequest {
-			out.Request = e
-		} else if l := lists[ref.Kind]; l != nil {
-			*l = append(*l, e)
+		ids = append(ids, ref.EventID)
+	}
+	byID, err := s.EventsByID(ctx, ids)
+	if err != nil {
+		return out, err
+	}
+	out.Request = byID[t.TaskID]
+	for _, ref := range t.Events {
+		if l := lists[ref.Kind]; l != nil && byID[ref.EventID] != nil {
+			*l = append(*l, byID[ref.EventID])
 		}
 	}
-	if out.Request == nil {
-		e, err := s.store.GetEvent(ctx, t.TaskID)
-		if err != nil && !errors.Is(err, eventlog.ErrNotFound) {
-			return out, err
+	return out, nil
+}
+
+// EventsByID reads the stored events with ids (revoked ones included) in
+// one query per thousand; ids not stored are absent from the map.
+func (s *Server) EventsByID(ctx context.Context, ids []string) (map[string]*protocol.Event, error) {
+	out := make(map[string]*protocol.Event, len(ids))
+	for lo := 0; lo < len(ids); lo += 1000 {
+		chunk := ids[lo:min(len(ids), lo+1000)]
+		bodies, err := s.store.Query(ctx, eventlog.Filter{IDs: chunk, IncludeRevoked: true, Limit: len(chunk)})
+		if err != nil {
+			return nil, err
 		}
-		out.Request = e
+		for _, b := range bodies {
+			if e, err := protocol.DecodeJSON(b); err == nil {
+				out[e.ID] = e
+			}
+		}
 	}
 	return out, nil
 }

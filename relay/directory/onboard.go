@@ -143,6 +143,11 @@ func (m *Module) claimable(ctx context.Context, id string) any {
 		t     tasks.TaskView
 		score int
 	}
+	ids := make([]string, len(list))
+	for i, t := range list {
+		ids[i] = t.TaskID
+	}
+	requests, _ := m.core.EventsByID(ctx, ids) // a failed read only loses the bootstrap_for preference
 	var cands []cand
 	for _, t := range list {
 		if t.Requester == id {
@@ -152,7 +157,7 @@ func (m *Module) claimable(ctx context.Context, id string) any {
 		if slices.Contains(mine, t.Capability) {
 			score = 1
 		}
-		if e, err := m.core.Log().GetEvent(ctx, t.TaskID); err == nil && slices.Contains(e.TagValues("bootstrap_for"), id) {
+		if e := requests[t.TaskID]; e != nil && slices.Contains(e.TagValues("bootstrap_for"), id) {
 			score = 2
 		}
 		cands = append(cands, cand{t, score})
