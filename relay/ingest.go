@@ -139,11 +139,7 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 
 // stored counts an appended event and answers its publisher.
 func (s *Server) stored(e *protocol.Event, res eventlog.Result) *PublishAnswer {
-	if res.Duplicate {
-		s.metrics.duplicates.Add(1)
-	} else {
-		s.metrics.accepted.Add(1)
-	}
+	s.CountStored([]eventlog.Result{res})
 	return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}
 }
 
