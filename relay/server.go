@@ -306,8 +306,8 @@ func (s *Server) BaseURL(c echo.Context) string {
 }
 
 // NativeTasks answers task queries (GET /task, A2A's tasks/get) at the
-// relay clock with the current trust weights.
-func (s *Server) NativeTasks() TaskSource { return TaskSource{s} }
+// relay clock from the preferred branch's state (SPEC §17.5).
+func (s *Server) NativeTasks() TaskSource { return TaskSource{s: s} }
 
 // Handler returns the relay's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.echo }

@@ -151,3 +151,16 @@ func (m *Module) preferred() string {
 	}
 	return "main"
 }
+
+// IDs implements relay.Branches: the branches this relay can answer for
+// at now — its preferred branch first, then every branch of the view in
+// its order (main, pre-rollback branches, voluntary forks).
+func (m *Module) IDs(now int64) []string {
+	out := []string{m.preferred()}
+	for _, b := range m.fold.Current(now).Branches {
+		if b.ID != out[0] {
+			out = append(out, b.ID)
+		}
+	}
+	return out
+}
