@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
@@ -33,7 +34,7 @@ func newModule() *branches.Module {
 
 // world is a scenario under construction: its events in publish order.
 type world struct {
-	t   *testing.T
+	t   testing.TB
 	r   *relaytest.Relay
 	evs []*protocol.Event
 }
@@ -61,7 +62,7 @@ func (w *world) get(path string, out any) {
 	}
 }
 
-func cosigns(t *testing.T, kind int64, content string, by ...taskstest.Agent) [][]string {
+func cosigns(t testing.TB, kind int64, content string, by ...taskstest.Agent) [][]string {
 	var out [][]string
 	for _, a := range by {
 		tag, err := protocol.Cosign(a.Key, kind, content)
@@ -420,6 +421,40 @@ func attackFree(t *testing.T, r *relaytest.Relay, sybils []taskstest.Agent, sybi
 			t.Fatalf("GET %s with all lacks the attack: %s", c.path, all.Body)
 		}
 	}
+	a2aTasks(t, r, sybilTask)
+}
+
+// a2aTasks checks the A2A adapter's task views: tasks/get and tasks/list
+// leave the rolled-back task out by default and on main, and show it with
+// branch=all, given as params.branch or params.metadata.branch; a
+// malformed or unknown branch is invalid params.
+func a2aTasks(t *testing.T, r *relaytest.Relay, sybilTask string) {
+	t.Helper()
+	if a := r.Do(t, "GET", "/.well-known/agent-card.json", "", nil); a.Status == 404 {
+		return // no A2A adapter on r
+	}
+	call := func(method, params string) string {
+		a := r.Do(t, "POST", "/a2a", "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+		if a.Status != 200 {
+			t.Fatalf("%s %s: %d %s", method, params, a.Status, a.Body)
+		}
+		return string(a.Body)
+	}
+	for _, c := range []struct {
+		params string
+		shown  bool
+	}{{``, false}, {`"branch":"main"`, false}, {`"branch":"all"`, true}, {`"metadata":{"branch":"all"}`, true}} {
+		get := call("tasks/get", `{"id":"`+sybilTask+`"`+strings.TrimSuffix(","+c.params, ",")+`}`)
+		list := call("tasks/list", `{"limit":200`+strings.TrimSuffix(","+c.params, ",")+`}`)
+		if strings.Contains(get, `"error"`) == c.shown || strings.Contains(list, sybilTask) != c.shown {
+			t.Fatalf("A2A with %s: tasks/get %s\ntasks/list %s", c.params, get, list)
+		}
+	}
+	for _, bad := range []string{`{"branch":"nope"}`, `{"branch":"b-00000000"}`, `{"metadata":{"branch":7}}`} {
+		if got := call("tasks/list", bad); !strings.Contains(got, "-32602") {
+			t.Fatalf("tasks/list %s: %s", bad, got)
+		}
+	}
 }
 
 func sepFor(path string) string {
@@ -437,7 +472,7 @@ func federated(t *testing.T, name string) (*relaytest.Relay, *federation.Module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule()},
+	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule(), a2a.NewModule(a2a.Options{})},
 		func(c *relay.Config) { c.RelayKey = taskstest.NewAgent("relay-" + name).Key })
 	return r, fed
 }
