@@ -44,13 +44,18 @@ type live struct {
 }
 
 // liveKey is what the membership of an event in branch depends on besides
-// the event: the rolled-back spans, and whether branch exists. Voluntary
-// forks are handled apart (stale).
+// the event: the rolled-back spans, whether branch exists and, for a fork,
+// its root. Other voluntary forks are handled apart (stale).
 func liveKey(v *View, branch string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %t", branch, v.Known(branch))
 	for _, sp := range v.spans {
 		fmt.Fprintf(&b, "|%s %d %d", sp.id, sp.asOf, sp.until)
+	}
+	for _, r := range v.roots {
+		if r.fork == branch { // a fork's history follows its root
+			fmt.Fprintf(&b, "|root %s", r.id)
+		}
 	}
 	return b.String()
 }
