@@ -159,6 +159,21 @@ func (m *Module) branchLookup(v *View, branch string) state.Lookup {
 	}
 }
 
+// liveFor returns the live state when it holds branch's events under v
+// (branch is the preferred one and the membership is the same), else nil.
+func (m *Module) liveFor(v *View, branch string) *state.State {
+	if branch != m.preferred() {
+		return nil
+	}
+	l := &m.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.building || l.stale(v, branch) {
+		return nil
+	}
+	return l.st
+}
+
 // Default implements relay.Branches for the view routes without a branch
 // parameter: the state of the relay's preferred branch at now, or nil when
 // the relay's own state (every event) is that state — the preferred
