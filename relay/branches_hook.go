@@ -61,6 +61,12 @@ func (s *Server) ViewState(ctx context.Context, branch string) (*state.State, er
 	return s.branches.Views(ctx, branch, s.now())
 }
 
+// Views returns the derived state the views answer from by default: the
+// relay's preferred branch's (SPEC §17.5), which is State() while the
+// relay has one branch. Modules serving derived views read it; State()
+// stays the state of every event (GET /state, the folds).
+func (s *Server) Views() *state.State { return s.viewsState() }
+
 // viewsState is ViewState(ctx, ""): the state of the preferred branch the
 // views, moderation's hiding included, answer from by default. A failed
 // rebuild from the log is logged and answered from every event.

@@ -293,7 +293,7 @@ func (s *Server) AgentInfo(row map[string]any, id string) {
 }
 
 // Weights returns the trust weight function at now (the published trust
-// snapshot), as the task views use it.
+// snapshot of Views), as the task views use it.
 func (s *Server) Weights(now int64) tasks.WeightFunc { return s.weights(now) }
 
 // BaseURL is the configured public base URL, or the one the request came

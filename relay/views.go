@@ -68,7 +68,7 @@ func (s *Server) apply(batch []eventlog.Committed) {
 // weights returns the verifier weight function at now: the published trust
 // snapshot, refreshed in the background when stale.
 func (s *Server) weights(now int64) tasks.WeightFunc {
-	return s.state.Trust.Current(now).Weight
+	return s.viewsState().Trust.Current(now).Weight
 }
 
 // TaskSource answers task queries at the relay clock with the trust

@@ -16,6 +16,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/state"
@@ -422,6 +423,11 @@ func attackFree(t *testing.T, r *relaytest.Relay, sybils []taskstest.Agent, sybi
 		}
 	}
 	a2aTasks(t, r, sybilTask)
+	// The directory's profile reads the same default state (its trust
+	// summary; the checks above saw the sybils' votes with all).
+	if a := r.Do(t, "GET", "/agents/"+sybils[1].ID, "", nil); a.Status != 404 && !strings.Contains(string(a.Body), `"voter_count":0}`) {
+		t.Fatalf("directory profile of a sybil: %d %s", a.Status, a.Body)
+	}
 }
 
 // a2aTasks checks the A2A adapter's task views: tasks/get and tasks/list
@@ -472,7 +478,7 @@ func federated(t *testing.T, name string) (*relaytest.Relay, *federation.Module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule(), a2a.NewModule(a2a.Options{})},
+	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule(), a2a.NewModule(a2a.Options{}), directory.NewModule()},
 		func(c *relay.Config) { c.RelayKey = taskstest.NewAgent("relay-" + name).Key })
 	return r, fed
 }
