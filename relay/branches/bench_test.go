@@ -101,30 +101,37 @@ func BenchmarkPerRequestCost(b *testing.B) {
 	})
 }
 
-// BenchmarkAfterRollback measures a relay after an activated rollback:
-// a publish (main's live state folds it in as it commits), a default view
-// read (from main's live state) and the same read with ?branch=all (the
-// relay's own state), in one run.
+// BenchmarkAfterRollback measures, in one run, a relay after an activated
+// rollback beside the same relay whose proposal fell short: a publish
+// (after the rollback main's live state folds it in as it commits), a
+// default view read (from main's live state after the rollback) and the
+// same read with ?branch=all (the relay's own state).
 func BenchmarkAfterRollback(b *testing.B) {
-	w := &world{t: b, r: relaytest.Start(b, []relay.Module{newModule()})}
-	rb := rollBack(w, 200)
-	w.r.Clock.Add(time.Minute)
-	a := rb.core[4]
-	at := w.now()
-	b.Run("publish", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if ans := w.r.Post(b, a.Sign(1, at, fmt.Sprintf("after %d", i))); ans.Status != 200 {
-				b.Fatal(ans.Status)
-			}
+	for _, activate := range []bool{false, true} {
+		name := "no-rollback"
+		if activate {
+			name = "rollback"
 		}
-	})
-	for _, q := range []string{"", "?branch=all"} {
-		b.Run("view"+q, func(b *testing.B) {
+		w := &world{t: b, r: relaytest.Start(b, []relay.Module{newModule()})}
+		rb := proposeRollback(w, 200, activate)
+		w.r.Clock.Add(time.Minute)
+		a := rb.core[4]
+		at := w.now()
+		b.Run(name+"/publish", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if ans := w.r.Do(b, "GET", "/trust/"+rb.sybils[i%200].ID+q, "", nil); ans.Status != 200 {
+				if ans := w.r.Post(b, a.Sign(1, at, fmt.Sprintf("after %d", i))); ans.Status != 200 {
 					b.Fatal(ans.Status)
 				}
 			}
 		})
+		for _, q := range []string{"", "?branch=all"} {
+			b.Run(name+"/view"+q, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if ans := w.r.Do(b, "GET", "/trust/"+rb.sybils[i%200].ID+q, "", nil); ans.Status != 200 {
+						b.Fatal(ans.Status)
+					}
+				}
+			})
+		}
 	}
 }

@@ -32,7 +32,11 @@ type rolledBack struct {
 // rollBack publishes on w a trusted core, a valid checkpoint, an attack by
 // nSybils agents (posts, votes, a task) and a rollback endorsed by four of
 // the six core agents, and moves the clock past its activation.
-func rollBack(w *world, nSybils int) *rolledBack {
+func rollBack(w *world, nSybils int) *rolledBack { return proposeRollback(w, nSybils, true) }
+
+// proposeRollback is rollBack; with activate false the proposal is
+// endorsed by two of the six only and never activates.
+func proposeRollback(w *world, nSybils int, activate bool) *rolledBack {
 	t := w.t
 	rb := &rolledBack{world: w, core: vouchingCore(w, 6)}
 	w.r.Clock.Add(time.Hour)
@@ -54,7 +58,11 @@ func rollBack(w *world, nSybils int) *rolledBack {
 	w.post(rb.attack...)
 	w.r.Clock.Add(time.Minute)
 	rc := `{"target_checkpoint":"cp-live","reason":"sybil attack"}`
-	good := rb.core[0].Sign(13, w.now(), rc, cosigns(t, 13, rc, rb.core[1], rb.core[2], rb.core[3])...)
+	endorsers := rb.core[1:4]
+	if !activate {
+		endorsers = rb.core[1:2]
+	}
+	good := rb.core[0].Sign(13, w.now(), rc, cosigns(t, 13, rc, endorsers...)...)
 	w.post(good)
 	rb.pre = "pre-rollback-" + good.ID[:8]
 	w.r.Clock.Add(time.Minute)
