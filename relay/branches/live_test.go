@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -220,5 +221,83 @@ func randomEvent(rng *rand.Rand, rb *rolledBack, agents []taskstest.Agent, now i
 		return a.Sign(1, now, "nothing to revoke")
 	default:
 		return a.Sign(1, rb.attack[0].CreatedAt+1, "late, inside the rolled-back span")
+	}
+}
+
+// TestLivePreferredFork: a relay serving a voluntary fork by default
+// (serve --branch b-…) answers its views from the fork's state — the root's
+// history, the root, and the events tagging the fork, not main's later
+// events — kept current as events commit, equal to the fork's state
+// rebuilt from the log. A relay preferring main with forks but no rollback
+// leaves the fork-only events out of its default views.
+func TestLivePreferredFork(t *testing.T) {
+	core := make([]taskstest.Agent, 4)
+	for i := range core {
+		core[i] = taskstest.NewAgent(fmt.Sprintf("fork-core-%d", i))
+	}
+	base := int64(relaytest.VectorTime)
+	root := core[0].Sign(1, base+10, "the fork starts here")
+	fork := "b-" + root.ID[:8]
+	mod := newModule()
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{mod}, func(c *relay.Config) { c.PreferredBranch = fork })}
+	onMain := newModule()
+	m := &world{t: t, r: relaytest.Start(t, []relay.Module{onMain})}
+	vote := func(from, to taskstest.Agent, at int64, tags ...[]string) *protocol.Event {
+		return from.Sign(6, at, `{"score":1}`, append([][]string{{"p", to.ID}}, tags...)...)
+	}
+	before := vote(core[1], core[2], base+5)
+	after := vote(core[3], core[2], base+20)                            // main only: after the root, untagged
+	tagged := vote(core[0], core[2], base+30, []string{"branch", fork}) // the fork only
+	for _, r := range []*world{w, m} {
+		r.post(before, root, after, tagged)
+		r.r.Clock.Add(time.Minute)
+	}
+	voters := func(r *world, query string) []string {
+		var tr struct {
+			Votes []struct {
+				From string `json:"from"`
+			} `json:"votes"`
+		}
+		r.get("/trust/"+core[2].ID+query, &tr)
+		var out []string
+		for _, v := range tr.Votes {
+			out = append(out, v.From)
+		}
+		slices.Sort(out)
+		return out
+	}
+	onFork, onMainVoters := []string{core[1].ID, core[0].ID}, []string{core[1].ID, core[3].ID}
+	slices.Sort(onFork)
+	slices.Sort(onMainVoters)
+	for _, c := range []struct {
+		r     *world
+		query string
+		want  []string
+	}{{w, "", onFork}, {w, "?branch=" + fork, onFork}, {w, "?branch=main", onMainVoters}, {m, "", onMainVoters}, {m, "?branch=" + fork, onFork}} {
+		if got := voters(c.r, c.query); !slices.Equal(got, c.want) {
+			t.Fatalf("voters with %q: %v, want %v", c.query, got, c.want)
+		}
+	}
+	live := func(r *world, m *branches.Module, branch string) {
+		t.Helper()
+		st, err := r.r.Core.ViewState(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := digestOf(st, r.now()), r.rebuilt(m, branch, r.now()); got.Digest != want.Digest {
+			t.Fatalf("%s: live %s", branch, state.FirstDifference(got, want))
+		}
+	}
+	live(w, mod, fork)
+	live(m, onMain, "main")
+	builds := mod.LiveBuilds()
+	for i := range 3 {
+		w.r.Clock.Add(time.Minute)
+		w.post(vote(core[i], core[3], w.now(), []string{"branch", fork}), vote(core[3], core[i], w.now()))
+		w.r.Clock.Add(time.Minute)
+		live(w, mod, fork)
+	}
+	if mod.LiveBuilds() != builds {
+		t.Fatalf("%d rebuilds: the fork's state must be kept current", mod.LiveBuilds()-builds)
 	}
 }
