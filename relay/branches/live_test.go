@@ -181,10 +181,24 @@ func TestLiveMainEqualsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st2.Close() })
-	again := relaytest.On(t, st2, []relay.Module{newModule()})
+	mod2 := newModule()
+	again := relaytest.On(t, st2, []relay.Module{mod2})
 	again.Clock.Add(time.Duration(w.now()-again.Clock.Now().Unix()) * time.Second)
 	if got := digestOf(defaultState(again), w.now()); got.Digest != want.Digest {
 		t.Fatalf("after a restart: %s", state.FirstDifference(got, want))
+	}
+	// ... and keeps it current from there.
+	w2 := &world{t: t, r: again, evs: w.evs}
+	rb.world = w2
+	w2.r.Clock.Add(time.Minute)
+	var batch []*protocol.Event
+	for range 25 {
+		batch = append(batch, randomEvent(rng, rb, agents, w2.now()))
+	}
+	w2.post(batch...)
+	w2.r.Clock.Add(time.Minute)
+	if got, want := digestOf(defaultState(again), w2.now()), w2.rebuilt(mod2, "main", w2.now()); got.Digest != want.Digest {
+		t.Fatalf("after a restart and more events: %s", state.FirstDifference(got, want))
 	}
 }
 
