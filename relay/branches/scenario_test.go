@@ -355,6 +355,21 @@ func TestRollbackScenario(t *testing.T) {
 	}
 	attackFree(t, w.r, sybils, sybilTask.ID, corePost.ID)
 
+	// A voluntary fork rooted at the core's first post: it inherits the
+	// events before it and holds the one tagging it.
+	fork := "b-" + corePost.ID[:8]
+	inherited := int64(0)
+	for _, e := range expectMembers(w.evs, asOf, activatedAt, branch)["main"] {
+		if e.CreatedAt < corePost.CreatedAt || e.CreatedAt == corePost.CreatedAt && e.ID < corePost.ID {
+			inherited++
+		}
+	}
+	w.post(core[3].Sign(1, w.now(), "a fork of the early days", []string{"branch", fork}))
+	w.get("/branches", &got)
+	if len(got) != 3 || got[2].ID != fork || got[2].EventCount != inherited+2 {
+		t.Fatalf("branches with the fork %+v, want %d events in it", got, inherited+2)
+	}
+
 	// A second relay mirroring the first (set reconciliation, POST
 	// /sync) and a third fed the same events in another order derive the
 	// same branches and the same digests, per branch too.
@@ -381,7 +396,7 @@ func TestRollbackScenario(t *testing.T) {
 				t.Fatalf("other relay: voters of a sybil with %q: %v", query, n)
 			}
 		}
-		for _, b := range []string{"all", "main", branch} {
+		for _, b := range []string{"all", "main", branch, fork} {
 			var s1, s2 state.Digest
 			w.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s1)
 			w2.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s2)
