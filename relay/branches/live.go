@@ -34,6 +34,9 @@ type live struct {
 	// tagged by events folded in while no such fork existed (those events
 	// would leave the branch if the fork appeared: a rebuild).
 	forks, strays map[string]bool
+	// checked is the last view stale found the state good for (views are
+	// cached per minute and event set, so a commit usually sees the same).
+	checked *View
 	// building is set while a rebuild reads the log: commits are kept in
 	// pending and folded in after it.
 	building bool
@@ -71,9 +74,12 @@ func forksOf(v *View) map[string]bool {
 	return out
 }
 
-// stale reports whether the live state cannot answer for branch under v.
-// Callers hold l.mu.
+// stale reports whether the live state cannot answer for branch under v,
+// and otherwise records v's forks. Callers hold l.mu.
 func (l *live) stale(v *View, branch string) bool {
+	if l.st != nil && v == l.checked {
+		return false
+	}
 	if l.st == nil || l.key != liveKey(v, branch) {
 		return true
 	}
@@ -87,6 +93,7 @@ func (l *live) stale(v *View, branch string) bool {
 			return true
 		}
 	}
+	l.forks, l.checked = forksOf(v), v
 	return false
 }
 
@@ -123,7 +130,6 @@ func (l *live) feed(v *View, branch string, batch []eventlog.Committed, lookup s
 		}
 		l.st.Add(c.Seq, c.Event, lookup)
 	}
-	l.forks = forksOf(v)
 }
 
 // onCommit keeps the live state current (the core's commit hook). With no
@@ -254,7 +260,7 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 	for _, se := range evs {
 		st.Add(se.seq, se.e, nil)
 	}
-	l.st, l.key, l.through, l.strays, l.forks = st, liveKey(v, branch), through, strays, forksOf(v)
+	l.st, l.key, l.through, l.strays, l.forks, l.checked = st, liveKey(v, branch), through, strays, forksOf(v), v
 	l.builds++
 	l.feed(v, branch, pending, m.branchLookup(v, branch))
 	return nil
