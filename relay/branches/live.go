@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -100,7 +99,7 @@ func (l *live) stale(v *View, branch string) bool {
 // inBranch reports whether e is one of branch's events under v, as the
 // per-branch states count them (kind 11 is ephemeral).
 func inBranch(v *View, branch string, e *protocol.Event) bool {
-	return e.Kind != protocol.KindHealth && slices.Contains(v.Members(e), branch)
+	return e.Kind != protocol.KindHealth && v.In(e, branch)
 }
 
 // strayForks returns the b- ids e tags that v does not know.

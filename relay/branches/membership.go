@@ -43,6 +43,27 @@ func (v View) Members(e *protocol.Event) []string {
 	return out
 }
 
+// In reports whether e belongs to branch under v: slices.Contains(
+// v.Members(e), branch), without computing the other branches.
+func (v View) In(e *protocol.Event, branch string) bool {
+	if !v.Known(branch) {
+		return false
+	}
+	tags := v.knownTags(branchTags(e))
+	if !strings.HasPrefix(branch, "b-") {
+		return slices.Contains(v.lines(e.CreatedAt, e.Kind, tags), branch)
+	}
+	if slices.Contains(tags, branch) {
+		return true
+	}
+	for _, r := range v.roots {
+		if r.fork == branch {
+			return e.ID == r.id || r.before(e) && intersects(v.lines(e.CreatedAt, e.Kind, tags), r.line)
+		}
+	}
+	return false
+}
+
 // knownTags keeps the tags naming a branch of v.
 func (v View) knownTags(all []string) []string {
 	var tags []string

@@ -73,6 +73,11 @@ func TestForkRootsOrderIndependent(t *testing.T) {
 			out := map[string][]string{}
 			for _, e := range evs {
 				out[e.ID] = v.Members(e)
+				for _, b := range v.Branches { // In is Members for one branch
+					if v.In(e, b.ID) != slices.Contains(out[e.ID], b.ID) {
+						t.Fatalf("In(%s, %s) = %v, members %v", e.ID, b.ID, v.In(e, b.ID), out[e.ID])
+					}
+				}
 			}
 			return out
 		}

@@ -118,11 +118,8 @@ func BranchState(v *View, branch string, at int64, opts state.Options, each func
 func BranchFold(v *View, branch string, opts state.Options, each func(func(*protocol.Event) error) error) (*state.State, error) {
 	var evs []*protocol.Event
 	err := each(func(e *protocol.Event) error {
-		for _, b := range v.Members(e) {
-			if b == branch && e.Kind != protocol.KindHealth {
-				evs = append(evs, e)
-				break
-			}
+		if inBranch(v, branch, e) {
+			evs = append(evs, e)
 		}
 		return nil
 	})
