@@ -79,13 +79,18 @@ type Module struct {
 	first     map[string]int64
 	noProfile map[string]bool
 	lastReply map[string]time.Time
+
+	// standingOpts configure §8.2's PoW bypass (standing.go).
+	standingOpts StandingOptions
+	bypassCounters
 }
 
 var _ relay.Module = (*Module)(nil)
 
 // NewModule returns the tiers module with opts.
 func NewModule(opts Options) *Module {
-	m := &Module{opts: opts, first: map[string]int64{}, noProfile: map[string]bool{}, lastReply: map[string]time.Time{}}
+	m := &Module{opts: opts, first: map[string]int64{}, noProfile: map[string]bool{}, lastReply: map[string]time.Time{},
+		standingOpts: DefaultStandingOptions()}
 	m.Configure(opts.Enabled, opts.Whitelist)
 	for i, t := range []Tier{opts.New, opts.Normal} {
 		m.posts[i] = relay.NewLimiter(t.PerMinute, time.Minute)
@@ -110,12 +115,19 @@ func (m *Module) Configure(enabled bool, whitelist []string) {
 func (m *Module) Name() string { return "tiers" }
 
 // Mount installs the publish gate, learns first profiles as they commit,
-// and serves GET /agents/{agent_id}/tier.
+// and serves GET /agents/{agent_id}/tier and /standing; with the
+// standing-based PoW bypass on, it installs it (SPEC §12.1) and fails
+// when the log cannot judge standing under its writer lock.
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
 	core.OnPublish(m.gate)
 	core.OnCommit(m.learn)
 	core.Route(http.MethodGet, "/agents/:agent_id/tier", m.getTier)
+	core.Route(http.MethodGet, "/agents/:agent_id/standing", m.getStanding)
+	core.AddMetrics(m.writeMetrics)
+	if m.standingOpts.Bypass {
+		return core.SetPoWBypass(m)
+	}
 	return nil
 }
 
