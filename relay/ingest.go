@@ -238,7 +238,7 @@ func (s *Server) dryRun(c echo.Context) error {
 	if err := s.chargeIP(c.RealIP(), now); err != nil {
 		return s.reject(err)
 	}
-	errs := s.cfg.Checker.CheckAll(e, now.Unix())
+	errs := s.bypassDryRun(e, now, s.cfg.Checker.CheckAll(e, now.Unix()))
 	logErrs, err := s.logViolations(ctx, e)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -72,4 +73,15 @@ func (s *Server) checkAfterID(e *protocol.Event, now time.Time) (admit func() er
 func bypassable(err error) bool {
 	code := protocol.CodeOf(err)
 	return code == protocol.CodePoWRequired || code == protocol.CodePoWBelowMinimum
+}
+
+// bypassDryRun drops a forgivable PoW shortfall from a dry run's
+// violations when the author passes the bypass's pre-check and the
+// signature holds (the commit-time check may still refuse it).
+func (s *Server) bypassDryRun(e *protocol.Event, now time.Time, errs []error) []error {
+	if s.powBypass == nil || !slices.ContainsFunc(errs, bypassable) || e.CheckSig() != nil ||
+		!s.powBypass.Eligible(e.AgentID, now.Unix()) {
+		return errs
+	}
+	return slices.DeleteFunc(errs, bypassable)
 }

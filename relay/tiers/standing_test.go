@@ -2,6 +2,7 @@ package tiers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -149,6 +150,17 @@ func TestStandingPoWBypass(t *testing.T) {
 	bad := c.provider.Sign(protocol.KindTaskRequest, now, `{"capability": 5}`)
 	if ans := on.Post(t, bad); ans.Status != 400 || ans.Code(t) == protocol.CodePoWRequired {
 		t.Fatalf("a malformed request: %d %s", ans.Status, ans.Body)
+	}
+
+	// A dry run agrees with the publish.
+	dry := func(e *protocol.Event) map[string]any {
+		return on.Do(t, "POST", "/events/dry-run", "application/json", protocol.AppendJSON(nil, e)).JSON(t)
+	}
+	if d := dry(unmined(c.provider, 6)); d["valid"] != true {
+		t.Fatalf("dry run of a bypassed request: %v", d)
+	}
+	if d := dry(unmined(c.nobody, 7)); d["valid"] != false || !strings.Contains(fmt.Sprint(d["violations"]), protocol.CodePoWRequired) {
+		t.Fatalf("dry run of a low-standing request: %v", d)
 	}
 
 	// Low standing: nobody has no tasks; lone's two tasks were passed by
