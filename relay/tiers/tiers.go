@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -248,7 +249,7 @@ func (m *Module) roomLimit(ctx context.Context, e *protocol.Event, now time.Time
 	if e.Kind == protocol.KindDM {
 		return nil
 	}
-	for _, topic := range e.TagValues("t") {
+	for _, topic := range distinct(e.TagValues("t")) {
 		bodies, err := m.core.Log().Query(ctx, eventlog.Filter{Tags: map[string][]string{"t": {topic}}, Limit: 1, IncludeRevoked: true})
 		if err != nil {
 			return err
@@ -261,6 +262,18 @@ func (m *Module) roomLimit(ctx context.Context, e *protocol.Event, now time.Time
 		}
 	}
 	return nil
+}
+
+// distinct returns vals without repeats, in order: a topic tagged twice
+// opens one room.
+func distinct(vals []string) []string {
+	out := vals[:0:0]
+	for _, v := range vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func retry(code string, after int, format string, args ...any) error {

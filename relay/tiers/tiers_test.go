@@ -134,9 +134,10 @@ func TestReplyCooldownAndRooms(t *testing.T) {
 		}
 	}
 	// Rooms: a new agent opens one a day, an established one one an hour;
-	// posting in an existing room costs nothing.
-	if _, n := burst(t, r, fresh, 1, []string{"t", "fresh-room"}); n != 1 {
-		t.Fatal("fresh's first room refused")
+	// posting in an existing room costs nothing. A topic tagged twice is
+	// one room.
+	if ans, n := burst(t, r, fresh, 1, []string{"t", "fresh-room"}, []string{"t", "fresh-room"}); n != 1 {
+		t.Fatalf("fresh's first room refused: %d %s", ans.Status, ans.Body)
 	}
 	ans, _ := burst(t, r, fresh, 1, []string{"t", "fresh-room-2"})
 	expect429(t, ans, tiers.CodeNewRoom)
