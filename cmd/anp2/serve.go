@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func (c *serveCmd) Start() error {
 	}
 	mods.funding.SetReport(report)
 	var whitelist []string
-	for _, a := range strings.Split(c.seedWhitelist, ",") {
+	for _, a := range strings.Split(c.whitelist(), ",") {
 		if a = strings.TrimSpace(a); a != "" && !protocol.IsHex64(a) {
 			ln.Close()
 			st.Close()
@@ -211,4 +212,14 @@ func (c *serveCmd) checkStanding() error {
 		return fmt.Errorf("--standing-pow-bypass needs the SQLite log: standing must be read under the writer lock of the insert, and a PostgreSQL log has one writer per process")
 	}
 	return nil
+}
+
+// whitelist is --seed-agent-whitelist (ANP2_SEED_AGENT_WHITELIST), else the
+// reference relay's SEED_AGENT_WHITELIST (seed §8.1), so an operator's
+// existing setting carries over.
+func (c *serveCmd) whitelist() string {
+	if c.seedWhitelist != "" {
+		return c.seedWhitelist
+	}
+	return os.Getenv("SEED_AGENT_WHITELIST")
 }
