@@ -1,12 +1,14 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // PoWBypass decides seed §8.2's standing-based PoW bypass (SPEC §12.1): an
@@ -84,4 +86,43 @@ func (s *Server) bypassDryRun(e *protocol.Event, now time.Time, errs []error) []
 		return errs
 	}
 	return slices.DeleteFunc(errs, bypassable)
+}
+
+// appendPublished appends a publish batch's records: those without an
+// admission rule in one group commit, each with one alone (Append judges
+// it under the writer lock), so a refusal answers that event only. errs[i]
+// is record i's refusal; err is a failure of the log.
+func (s *Server) appendPublished(ctx context.Context, recs []eventlog.Record) (results []eventlog.Result, errs []error, err error) {
+	results, errs = make([]eventlog.Result, len(recs)), make([]error, len(recs))
+	var plain []eventlog.Record
+	var at []int
+	for i, rec := range recs {
+		if rec.Admit == nil {
+			plain, at = append(plain, rec), append(at, i)
+		}
+	}
+	if len(plain) > 0 {
+		res, err := s.store.AppendBatch(ctx, plain)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, i := range at {
+			results[i] = res[k]
+		}
+	}
+	for i, rec := range recs {
+		if rec.Admit == nil {
+			continue
+		}
+		res, err := s.store.Append(ctx, rec)
+		var pe *protocol.Error
+		switch {
+		case errors.As(err, &pe):
+			errs[i] = err
+		case err != nil:
+			return nil, nil, err
+		}
+		results[i] = res
+	}
+	return results, errs, nil
 }

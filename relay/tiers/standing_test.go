@@ -3,6 +3,7 @@ package tiers_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,17 @@ func TestStandingPoWBypass(t *testing.T) {
 		t.Fatalf("dry run of a low-standing request: %v", d)
 	}
 
+	// In a batch, the bypass answers each event alone.
+	batch := []*protocol.Event{unmined(c.provider, 8), unmined(c.nobody, 9), c.nobody.Sign(protocol.KindPost, now, "hello")}
+	ba := on.Do(t, "POST", "/events/batch", "application/json", batchBody(batch...)).JSON(t)
+	res, _ := ba["results"].([]any)
+	code := func(i int) any { return res[i].(map[string]any)["code"] }
+	status := func(i int) any { return res[i].(map[string]any)["status"] }
+	if ba["accepted"] != float64(2) || ba["rejected"] != float64(1) || status(0) != float64(200) ||
+		status(1) != float64(400) || code(1) != protocol.CodePoWRequired || status(2) != float64(200) {
+		t.Fatalf("batch: %v", ba)
+	}
+
 	// Low standing: nobody has no tasks; lone's two tasks were passed by
 	// one trusted verifier only, short of the two the consensus needs.
 	expect400(t, on.Post(t, unmined(c.nobody, 3)), protocol.CodePoWRequired)
@@ -174,12 +186,46 @@ func TestStandingPoWBypass(t *testing.T) {
 	// A negative vote that takes v2's trust to zero or below drops the
 	// provider's standing at once (the commit-time check computes trust
 	// for the current votes).
-	postOK(t, on, c.voter.Sign(protocol.KindTrustVote, now+2, map[string]any{"score": -1}, []string{"p", c.v2.ID}))
-	expect400(t, on.Post(t, unmined(c.provider, 5)), protocol.CodePoWRequired)
-	metrics := string(on.Do(t, "GET", "/metrics", "", nil).Body)
-	if !strings.Contains(metrics, "anp2_pow_bypassed_total 3\n") {
-		t.Fatalf("metrics: want 3 bypassed publishes:\n%s", grepLines(metrics, "pow_bypass"))
+	// Sent in one batch with the request, the vote passes the pre-check's
+	// stale snapshot but not the check at commit, which sees it.
+	ba = on.Do(t, "POST", "/events/batch", "application/json", batchBody(
+		c.voter.Sign(protocol.KindTrustVote, now+2, map[string]any{"score": -1}, []string{"p", c.v2.ID}),
+		unmined(c.provider, 5))).JSON(t)
+	res, _ = ba["results"].([]any)
+	if status(0) != float64(200) || status(1) != float64(400) || code(1) != protocol.CodePoWRequired {
+		t.Fatalf("vote and request in one batch: %v", ba)
 	}
+	// Alone too (the published snapshot may still trail the vote: the
+	// check at commit refuses it then).
+	expect400(t, on.Post(t, unmined(c.provider, 10)), protocol.CodePoWRequired)
+	metrics := string(on.Do(t, "GET", "/metrics", "", nil).Body)
+	if metricValue(metrics, "anp2_pow_bypassed_total") != 4 || metricValue(metrics, "anp2_pow_bypass_refused_at_commit_total") < 1 {
+		t.Fatalf("metrics: want 4 bypassed publishes and refusals at commit:\n%s", grepLines(metrics, "pow_bypass"))
+	}
+}
+
+func batchBody(evs ...*protocol.Event) []byte {
+	body := []byte("[")
+	for i, e := range evs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = protocol.AppendJSON(body, e)
+	}
+	return append(body, ']')
+}
+
+// metricValue returns the value of the unlabelled metric name, or -1.
+func metricValue(metrics, name string) int {
+	for _, l := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			n, err := strconv.Atoi(v)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 func grepLines(s, sub string) string {
