@@ -3,6 +3,7 @@ package tiers_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/tiers"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
@@ -373,4 +376,25 @@ func TestBypassedEventsStayLocal(t *testing.T) {
 		t.Fatalf("IngestMirrored: rejected %d, %v", rejected, err)
 	}
 	postOK(t, b, bypassed)
+}
+
+// TestBypassNeedsAWriterLock: over a log that cannot judge a rule under
+// its writer lock (here the real SQLite log seen only through the
+// eventlog.Log interface, as a PostgreSQL log is), a relay with the bypass
+// on refuses to start.
+func TestBypassNeedsAWriterLock(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "relay.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := relaytest.Config(relaytest.NewClock(relaytest.VectorTime))
+	cfg.Modules = []relay.Module{tiersWith(t, standingOn())}
+	if _, err := relay.New(cfg, struct{ eventlog.Log }{st}); err == nil || !strings.Contains(err.Error(), "writer lock") {
+		t.Fatalf("relay.New over a log without Admits: %v", err)
+	}
+	cfg.Modules = []relay.Module{tiersWith(t, standingOn())}
+	if _, err := relay.New(cfg, st); err != nil {
+		t.Fatalf("over the SQLite log itself: %v", err)
+	}
 }
