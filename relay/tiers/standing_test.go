@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -397,4 +398,29 @@ func TestBypassNeedsAWriterLock(t *testing.T) {
 	if _, err := relay.New(cfg, st); err != nil {
 		t.Fatalf("over the SQLite log itself: %v", err)
 	}
+}
+
+// TestHiddenAgentLosesBypass: seed §8.2 — the relay re-enables PoW for an
+// agent whose event moderation hides.
+func TestHiddenAgentLosesBypass(t *testing.T) {
+	c := newCast()
+	r := relaytest.Start(t, []relay.Module{tiersWith(t, standingOn())}, powRequired)
+	evs, _ := c.history(t, r.Clock.Now().Unix()-600)
+	postOK(t, r, evs...)
+	now := r.Clock.Now().Unix()
+	post := c.provider.Sign(protocol.KindPost, now, "buy my tokens")
+	postOK(t, r, post, taskstest.Request(c.provider, now, now+3600, taskstest.Reward{Amount: 50}, false))
+	for _, f := range taskstest.Pool(10)[7:] {
+		postOK(t, r, f.Sign(protocol.KindFlag, now, map[string]any{"category": "spam"}, []string{"e", post.ID}, []string{"p", c.provider.ID}))
+	}
+	// Moderation, like trust, is evaluated at the start of the minute
+	// (§5.1): the flags count from the next one, and the check at commit
+	// sees them then, whatever the published snapshot says.
+	r.Clock.Add(time.Minute)
+	now += 60
+	expect400(t, r.Post(t, taskstest.Request(c.provider, now, now+3600, taskstest.Reward{Amount: 51}, false)), protocol.CodePoWRequired)
+	relaytest.Eventually(t, "the hidden post in the published standing", func() bool {
+		s := standingOf(t, r, c.provider)
+		return s["hidden_events"] == float64(1) && s["pow_bypass"] == false && s["confirmed_provider_tasks"] == float64(2)
+	})
 }
