@@ -424,3 +424,25 @@ func TestHiddenAgentLosesBypass(t *testing.T) {
 		return s["hidden_events"] == float64(1) && s["pow_bypass"] == false && s["confirmed_provider_tasks"] == float64(2)
 	})
 }
+
+// TestBypassAfterAddressCharge: forged requests in a high-standing agent's
+// name are refused on their signature and still cost their address its
+// allowance (SPEC §1.3 step 4a comes before the bypass).
+func TestBypassAfterAddressCharge(t *testing.T) {
+	c := newCast()
+	r := relaytest.Start(t, []relay.Module{tiersWith(t, standingOn())}, powRequired)
+	evs, _ := c.history(t, r.Clock.Now().Unix()-600)
+	postOK(t, r, evs...)
+	r2 := relaytest.On(t, r.Store, []relay.Module{tiersWith(t, standingOn())}, powRequired, func(cfg *relay.Config) { cfg.RatePerIP = 3 })
+	now := r2.Clock.Now().Unix()
+	for i := range 4 {
+		forged := taskstest.Request(c.provider, now, now+3600, taskstest.Reward{Amount: 300 + i}, false)
+		forged.Sig = strings.Repeat("0", 128)
+		ans := r2.Post(t, forged)
+		if i < 3 {
+			expect400(t, ans, protocol.CodeBadSignature)
+		} else if ans.Status != 429 || ans.Code(t) != relay.CodeRateLimited {
+			t.Fatalf("forged request %d: %d %s, want 429 rate_limited", i, ans.Status, ans.Body)
+		}
+	}
+}
