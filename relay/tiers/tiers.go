@@ -80,6 +80,9 @@ type Module struct {
 	first     map[string]int64
 	noProfile map[string]bool
 	lastReply map[string]time.Time
+	// profiles counts committed kind 0s: a lookup that found no profile
+	// caches that only if none committed while it read the log.
+	profiles uint64
 
 	// standingOpts configure §8.2's PoW bypass (standing.go).
 	standingOpts StandingOptions
@@ -132,7 +135,9 @@ func (m *Module) Mount(core *relay.Server) error {
 	return nil
 }
 
-// learn records the first kind 0 of an agent not seen with one yet.
+// learn records the first kind 0 of an agent the log showed none for.
+// An agent not looked up yet is left to firstProfile: the log may hold an
+// older profile (stored before a restart) that this commit only updates.
 func (m *Module) learn(batch []eventlog.Committed) {
 	now := m.core.Now()
 	m.mu.Lock()
@@ -141,9 +146,11 @@ func (m *Module) learn(batch []eventlog.Committed) {
 		if c.Event.Kind != protocol.KindProfile {
 			continue
 		}
-		if _, ok := m.first[c.Event.AgentID]; !ok {
-			m.first[c.Event.AgentID] = now
+		m.profiles++
+		if !m.noProfile[c.Event.AgentID] {
+			continue
 		}
+		m.first[c.Event.AgentID] = now
 		delete(m.noProfile, c.Event.AgentID)
 	}
 }
@@ -153,6 +160,7 @@ func (m *Module) firstProfile(ctx context.Context, agent string) (int64, bool, e
 	m.mu.Lock()
 	at, ok := m.first[agent]
 	none := m.noProfile[agent]
+	gen := m.profiles
 	m.mu.Unlock()
 	if ok || none {
 		return at, ok, nil
@@ -182,9 +190,10 @@ func (m *Module) firstProfile(ctx context.Context, agent string) (int64, bool, e
 	if prev, ok := m.first[agent]; ok {
 		return prev, true, nil
 	}
-	if found {
+	switch {
+	case found:
 		m.first[agent] = at
-	} else {
+	case m.profiles == gen:
 		m.noProfile[agent] = true
 	}
 	return at, found, nil
