@@ -332,38 +332,45 @@ func TestStandingDropRace(t *testing.T) {
 	expect400(t, r.Post(t, taskstest.Request(c.provider, now, now+3600, taskstest.Reward{Amount: 5000}, false)), protocol.CodePoWRequired)
 }
 
-// TestBypassedEventsStayLocal runs two relays, both with the bypass on:
-// the one that admitted a bypassed request keeps it; the other, mirroring
-// it, judges the event by its own proof of work like every mirrored event
-// and refuses it, while everything else mirrors.
+// TestBypassedEventsStayLocal: the relay that admitted a bypassed request
+// keeps it; a peer mirroring it, with the bypass off or on, judges the
+// event by its own proof of work like every mirrored event and refuses
+// it, while everything else mirrors.
 func TestBypassedEventsStayLocal(t *testing.T) {
 	c := newCast()
-	relayOf := func(name string) (*relaytest.Relay, *federation.Module) {
+	relayOf := func(name string, o tiers.StandingOptions) (*relaytest.Relay, *federation.Module) {
 		fed, err := federation.NewModule(federation.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := relaytest.Start(t, []relay.Module{tiersWith(t, standingOn()), struct{ relay.Module }{fed}}, powRequired,
+		r := relaytest.Start(t, []relay.Module{tiersWith(t, o), struct{ relay.Module }{fed}}, powRequired,
 			func(cfg *relay.Config) { cfg.RelayKey = taskstest.NewAgent("relay-" + name).Key })
 		return r, fed
 	}
-	a, _ := relayOf("a")
-	b, fedB := relayOf("b")
+	a, _ := relayOf("a", standingOn())
+	b, fedB := relayOf("b", standingOn())
+	plain, fedPlain := relayOf("plain", tiers.DefaultStandingOptions())
 	evs, _ := c.history(t, a.Clock.Now().Unix()-600)
 	postOK(t, a, evs...)
 	now := a.Clock.Now().Unix()
 	bypassed := taskstest.Request(c.provider, now, now+3600, taskstest.Reward{Amount: 77}, false)
 	postOK(t, a, bypassed)
 
-	res, err := fedB.MirrorOnce(context.Background(), a.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Rejected != 1 || res.Accepted != len(evs) {
-		t.Fatalf("mirror: %+v, want %d accepted and the bypassed event rejected", res, len(evs))
-	}
-	if ans := b.Do(t, "GET", "/events/"+bypassed.ID, "", nil); ans.Status != 404 {
-		t.Fatalf("the mirroring relay holds the bypassed event: %d", ans.Status)
+	// A peer without the bypass and one with it refuse it alike.
+	for _, p := range []struct {
+		r   *relaytest.Relay
+		fed *federation.Module
+	}{{plain, fedPlain}, {b, fedB}} {
+		res, err := p.fed.MirrorOnce(context.Background(), a.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rejected != 1 || res.Accepted != len(evs) {
+			t.Fatalf("mirror: %+v, want %d accepted and the bypassed event rejected", res, len(evs))
+		}
+		if ans := p.r.Do(t, "GET", "/events/"+bypassed.ID, "", nil); ans.Status != 404 {
+			t.Fatalf("the mirroring relay holds the bypassed event: %d", ans.Status)
+		}
 	}
 	if ans := a.Do(t, "GET", "/events/"+bypassed.ID, "", nil); ans.Status != 200 {
 		t.Fatalf("the admitting relay lost it: %d", ans.Status)
