@@ -200,6 +200,7 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	s.wg.Add(3)
 	go s.writer()
 	go s.finisher()
+	s.wakeCheckpointer() // whatever opening the log wrote (a migration, a merge)
 	go s.checkpointer()
 	return s, nil
 }
@@ -520,13 +521,8 @@ func (s *Store) writer() {
 		}
 		s.last = len(batch)
 		s.commit(batch)
-		s.sinceCkpt += len(batch)
-		if s.sinceCkpt >= s.ckptEvery {
-			s.sinceCkpt = 0
-			select {
-			case s.kick <- struct{}{}:
-			default:
-			}
+		if s.sinceCkpt += len(batch); s.sinceCkpt >= s.ckptEvery {
+			s.wakeCheckpointer()
 		}
 		if ctl != nil {
 			ctl.done <- appendRes{err: ctl.ctl()}
@@ -580,6 +576,18 @@ const (
 	walLimit   = 256 << 20
 )
 
+// wakeCheckpointer wakes the checkpointer (after ckptEvery events, at
+// open, and after each index build and tag merge of a bulk load's end,
+// which write a great many pages) without waiting for it. Writer only
+// (or Open before the writer starts).
+func (s *Store) wakeCheckpointer() {
+	s.sinceCkpt = 0
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
 // checkpointer copies the WAL's pages back into the log on a connection
 // of its own, woken by the writer every ckptEvents events, so that no
 // commit waits for a checkpoint (an autocheckpoint of 8,000 frames held
@@ -588,26 +596,50 @@ const (
 // once it has copied every frame, the writer's next transaction starts
 // the WAL over from its beginning. Readers pinning old snapshots can keep
 // a passive checkpoint from finishing: when the WAL file passes walLimit
-// a TRUNCATE checkpoint waits for them (holding the writer back, for at
-// most ckptBusyMS, else it tries again at the next wake-up) and empties
-// it, so the WAL stays bounded once long readers end. The WAL's frames are durable
+// a TRUNCATE checkpoint waits for them (holding the writer back for at
+// most ckptBusyMS) and empties it; held off, it tries again a second
+// later, so the WAL stays bounded once long readers end. The WAL's frames are durable
 // before a checkpoint reads them (synchronous=FULL), so a crash at any
 // point of one loses nothing: the next open replays the WAL.
 func (s *Store) checkpointer() {
 	defer s.wg.Done()
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-s.kick:
+		case <-retry:
 		case <-s.closed:
 			return
 		}
-		if _, err := s.ckpt.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-			continue // busy or failing: the next kick tries again
-		}
-		if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.walLimit {
-			s.ckpt.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+		retry = nil
+		s.walCheckpoint("PASSIVE") // busy or failing: the next wake-up tries again
+		if s.walSize() > s.walLimit {
+			s.walCheckpoint("TRUNCATE")
+			if s.walSize() > s.walLimit {
+				// Readers or the writer held it off: try again soon even
+				// if no more events come.
+				retry = time.After(time.Second)
+			}
 		}
 	}
+}
+
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on the checkpointer's
+// connection and reads its row to the end: a statement left unfinished
+// would keep a read snapshot open on that connection, and with it the
+// WAL from ever being emptied.
+func (s *Store) walCheckpoint(mode string) {
+	var busy, frames, done int
+	s.ckpt.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &done)
+}
+
+// walSize is the size of the WAL file (0 when it cannot be read).
+func (s *Store) walSize() int64 {
+	fi, err := os.Stat(s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // control runs fn on the writer goroutine between transactions.
@@ -698,6 +730,7 @@ func (s *Store) EndBulk(step func(string)) error {
 			if indexName(ddl) == "events_id" {
 				s.ids.Store(nil) // ids are unique by the index again
 			}
+			s.wakeCheckpointer() // the index's pages are in the WAL
 			return nil
 		}); err != nil {
 			return fmt.Errorf("end bulk: %w", err)
@@ -718,6 +751,7 @@ func (s *Store) EndBulk(step func(string)) error {
 			return fmt.Errorf("end bulk: %w", err)
 		}
 		s.bulkOn.Store(s.bulk > 0)
+		s.wakeCheckpointer()
 		return nil
 	})
 }
