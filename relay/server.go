@@ -112,6 +112,8 @@ type Server struct {
 	index *reconcile.Index
 	// streamFilters are modules' extra stream parameters (AddStreamFilter).
 	streamFilters map[string]func(string) (func(*protocol.Event) bool, error)
+	// readerRules are modules' per-reader visibility rules (AddReaderRule).
+	readerRules []ReaderRule
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
 	// dryChecks report, without side effects, what gates would refuse in

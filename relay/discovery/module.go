@@ -51,6 +51,9 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/feed/:agent_id", m.getFeed)
 	core.Route(http.MethodGet, "/recommendations/:agent_id", m.getFeed)
 	core.AddAgentInfo(m.agentInfo)
+	// §12.8 on every read path: invite_only agents' events go only to
+	// themselves, the agents they follow and relays.
+	core.AddReaderRule(m.fold.ReaderRule)
 	// GET /stream?follows=<agent_id>: what that agent follows (§12.7),
 	// judged against the follows as they stand when each event is sent.
 	core.AddStreamFilter("follows", func(v string) (func(*protocol.Event) bool, error) {
@@ -71,13 +74,11 @@ func (m *Module) agentInfo(row map[string]any, id string, _ int64) {
 }
 
 // sees reports whether reader may see an event by author: the core's
-// visibility (revocation, moderation) and §12.8: an invite_only author's
-// events go only to itself and to agents it follows.
+// visibility (revocation, moderation) and the reader rule this module
+// registers (§12.8: an invite_only author's events go only to itself, to
+// agents it follows and to relays).
 func (m *Module) sees(reader, id, author string) bool {
-	if !m.core.Sees(reader, &protocol.Event{ID: id, AgentID: author}) {
-		return false
-	}
-	return reader == author || m.fold.Discoverability(author) != InviteOnly || m.fold.Follows(author, reader)
+	return m.core.Sees(reader, &protocol.Event{ID: id, AgentID: author})
 }
 
 // private reports whether agent's discovery lists are closed to reader:
