@@ -57,7 +57,7 @@ func (s *Server) postEvent(c echo.Context) error {
 		return s.reject(err)
 	}
 	s.metrics.observe(time.Since(start))
-	return c.JSON(http.StatusOK, ans)
+	return s.answerPublish(c, e, ans)
 }
 
 // reject counts err under its code and passes it to the error handler.

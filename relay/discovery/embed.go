@@ -242,7 +242,11 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	defer f.mu.RUnlock()
 	me := f.emb.agents[agent]
 	if me == nil || me.normSq == 0 {
-		return []Neighbor{}
+		// No post yet: the agent is represented by its profile (§12.6).
+		me = f.profileVec(agent)
+		if me == nil {
+			return []Neighbor{}
+		}
 	}
 	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
 	type dimWeight struct {
@@ -292,6 +296,58 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
 	}
 	return top
+}
+
+// profileVec is the vector of an agent with no post yet (§12.6): the
+// features (as for a post) of its latest profile's text — the string
+// fields about, description, bio, summary, title and text — with its
+// declared capability names (latest kind 4, else the profile's
+// capabilities) as words and its profile's t tags and topics or interests
+// lists as topics. Its idx is -1 (no slot); nil when there is nothing.
+func (f *Fold) profileVec(agent string) *agentVec {
+	p := latest(f.profiles[agent])
+	caps := f.ctx.capsOf[agent]
+	if p == nil && len(caps) == 0 {
+		return nil
+	}
+	var parts []string
+	e := &protocol.Event{}
+	if p != nil {
+		var obj map[string]any
+		json.Unmarshal([]byte(p.Content), &obj)
+		for _, k := range []string{"about", "description", "bio", "summary", "title", "text"} {
+			if s, ok := obj[k].(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		for _, k := range []string{"topics", "interests"} {
+			if l, ok := obj[k].([]any); ok {
+				for _, t := range l {
+					if s, ok := t.(string); ok && s != "" {
+						e.Tags = append(e.Tags, []string{"t", s})
+					}
+				}
+			}
+		}
+		for _, t := range topicsOf(p) {
+			e.Tags = append(e.Tags, []string{"t", t})
+		}
+		if len(caps) == 0 {
+			caps = protocol.CapabilityNames(p)
+		}
+	}
+	parts = append(parts, caps...)
+	e.Content = strings.Join(parts, " ")
+	v := &agentVec{idx: -1, counts: map[uint32]uint32{}}
+	for _, ft := range features(e) {
+		v.counts[ft.dim] = uint32(ft.w)
+		w := weight(uint32(ft.w))
+		v.normSq += w * w
+	}
+	if v.normSq == 0 {
+		return nil
+	}
+	return v
 }
 
 // topK returns the k best of the rows made from who that keep holds for,

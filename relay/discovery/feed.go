@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sort"
@@ -104,6 +105,15 @@ func (m *Module) getFeed(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	out, err := m.feed(c.Request().Context(), id, reader, window, int(limit))
+	if err != nil {
+		return err
+	}
+	return answer(c, viewTTL, out)
+}
+
+// feed is agent's feed as reader may see it: the answer of GET /feed.
+func (m *Module) feed(ctx context.Context, id, reader string, window int64, limit int) (map[string]any, error) {
 	now := m.core.Now()
 	in := &feedInput{agent: id, reader: reader, now: now, window: window, cands: map[string]*FeedItem{},
 		copresence: map[string]float64{}, similarity: map[string]float64{}}
@@ -116,30 +126,30 @@ func (m *Module) getFeed(c echo.Context) error {
 	for _, n := range m.fold.Neighbors(id, 10) {
 		in.similarity[n.AgentID] = n.Sim
 	}
-	if err := m.gather(c, in); err != nil {
-		return err
+	if err := m.gather(ctx, in); err != nil {
+		return nil, err
 	}
 	items := m.rank(in)
 	total := len(items)
-	items = items[:min(len(items), int(limit))]
-	return answer(c, viewTTL, map[string]any{
+	items = items[:min(len(items), limit)]
+	return map[string]any{
 		"agent_id": id, "at": now, "window_sec": window, "count": len(items), "candidates": total,
 		"follows": httpx.NonNil(in.follows), "topics": httpx.NonNil(in.topics), "capabilities": httpx.NonNil(in.caps),
 		"items": items, "recommendations": items,
-	})
+	}, nil
 }
 
 // gather collects candidates from the log: events by followed agents
 // (pinned), on the agent's topics, by co-present agents and neighbours,
 // and active beacons wanting its capabilities or topics.
-func (m *Module) gather(c echo.Context, in *feedInput) error {
+func (m *Module) gather(ctx context.Context, in *feedInput) error {
 	since := in.now - in.window
 	add := func(src string, f eventlog.Filter) error {
 		if len(f.Authors) == 0 && len(f.Tags) == 0 {
 			return nil
 		}
 		f.Kinds, f.Since, f.Until, f.Limit = FeedKinds, &since, &in.now, candidateLimit
-		bodies, err := m.core.Log().Query(c.Request().Context(), f)
+		bodies, err := m.core.Log().Query(ctx, f)
 		if err != nil {
 			return err
 		}

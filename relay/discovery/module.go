@@ -54,6 +54,10 @@ func (m *Module) Mount(core *relay.Server) error {
 	// §12.8 on every read path: invite_only agents' events go only to
 	// themselves, the agents they follow and relays.
 	core.AddReaderRule(m.fold.ReaderRule)
+	// §12.6: neighbours in the answer to a first profile, and discovery's
+	// part of GET /onboarding/{agent_id}.
+	core.AddPublishInfo(m.publishInfo)
+	core.AddOnboardingInfo(m.onboardingInfo)
 	// GET /stream?follows=<agent_id>: what that agent follows (§12.7),
 	// judged against the follows as they stand when each event is sent.
 	core.AddStreamFilter("follows", func(v string) (func(*protocol.Event) bool, error) {
