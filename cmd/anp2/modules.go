@@ -70,7 +70,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
-		directory.NewModule(),
+		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),

@@ -1,9 +1,6 @@
 package discovery
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -178,34 +175,5 @@ func windowParam(v url.Values, def int64) (int64, error) {
 }
 
 // answer writes v as JSON with Cache-Control max-age ttl and a strong ETag
-// (the first 128 bits of the body's SHA-256, hex). A request whose
-// If-None-Match names the ETag (or is *) gets 304 with no body. Because
-// the tag hashes the answer itself, it changes the moment the answer does
-// (§12.9.5: a new event, a revocation or a kind 23 takes effect at once).
-func answer(c echo.Context, ttl int, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := c.Response().Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
-	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	return c.JSONBlob(http.StatusOK, body)
-}
-
-// etagMatches reports whether an If-None-Match list names etag (weak
-// comparison, RFC 9110 §13.1.2).
-func etagMatches(list, etag string) bool {
-	for _, t := range strings.Split(list, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
-}
+// (httpx.Cached): a 304 for a matching If-None-Match.
+func answer(c echo.Context, ttl int, v any) error { return httpx.Cached(c, ttl, v) }
