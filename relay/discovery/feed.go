@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
@@ -126,12 +125,24 @@ func (m *Module) feed(ctx context.Context, id, reader string, window int64, limi
 	for _, n := range m.fold.Neighbors(id, 10) {
 		in.similarity[n.AgentID] = n.Sim
 	}
-	if err := m.gather(ctx, in); err != nil {
-		return nil, err
-	}
+	m.gather(in)
 	items := m.rank(in)
 	total := len(items)
 	items = items[:min(len(items), limit)]
+	// Candidates are the fold's stubs; only the returned items' bodies are read.
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.Event.ID
+	}
+	bodies, err := m.core.EventsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if e := bodies[items[i].Event.ID]; e != nil {
+			items[i].Event = e
+		}
+	}
 	return map[string]any{
 		"agent_id": id, "at": now, "window_sec": window, "count": len(items), "candidates": total,
 		"follows": httpx.NonNil(in.follows), "topics": httpx.NonNil(in.topics), "capabilities": httpx.NonNil(in.caps),
@@ -142,40 +153,17 @@ func (m *Module) feed(ctx context.Context, id, reader string, window int64, limi
 // gather collects candidates from the log: events by followed agents
 // (pinned), on the agent's topics, by co-present agents and neighbours,
 // and active beacons wanting its capabilities or topics.
-func (m *Module) gather(ctx context.Context, in *feedInput) error {
+func (m *Module) gather(in *feedInput) {
 	since := in.now - in.window
-	add := func(src string, f eventlog.Filter) error {
-		if len(f.Authors) == 0 && len(f.Tags) == 0 {
-			return nil
-		}
-		f.Kinds, f.Since, f.Until, f.Limit = FeedKinds, &since, &in.now, candidateLimit
-		bodies, err := m.core.Log().Query(ctx, f)
-		if err != nil {
-			return err
-		}
-		for _, b := range bodies {
-			e, err := protocol.DecodeJSON(b)
-			if err != nil {
-				continue
-			}
+	add := func(src string, authors, topics []string) {
+		for _, e := range m.fold.Recent(authors, topics, since, in.now, candidateLimit) {
 			in.candidate(e, src)
 		}
-		return nil
 	}
-	if err := add("follow", eventlog.Filter{Authors: in.follows}); err != nil {
-		return err
-	}
-	if len(in.topics) > 0 {
-		if err := add("topic", eventlog.Filter{Tags: map[string][]string{"t": in.topics}}); err != nil {
-			return err
-		}
-	}
-	if err := add("copresence", eventlog.Filter{Authors: keys(in.copresence)}); err != nil {
-		return err
-	}
-	if err := add("neighbor", eventlog.Filter{Authors: keys(in.similarity)}); err != nil {
-		return err
-	}
+	add("follow", in.follows, nil)
+	add("topic", nil, in.topics)
+	add("copresence", keys(in.copresence), nil)
+	add("neighbor", keys(in.similarity), nil)
 	beacons, _ := m.fold.Active(BeaconQuery{}, in.now)
 	for _, b := range beacons {
 		if b.CreatedAt >= since && (overlap(b.CapWanted, in.caps) || overlap(b.Topics, in.topics)) {
@@ -187,7 +175,6 @@ func (m *Module) gather(ctx context.Context, in *feedInput) error {
 			delete(in.cands, id)
 		}
 	}
-	return nil
 }
 
 func (in *feedInput) candidate(e *protocol.Event, src string) {

@@ -36,6 +36,7 @@ type Fold struct {
 	disc     map[string]string            // the latest profile's discoverability, when not public
 	caps     map[string][]*protocol.Event // every kind 4 revision
 	relays   map[string]int               // non-revoked kind 10 announcements per relay key
+	recent   recentIndex                  // the feed's candidates by author and topic
 	// invite counts the invite_only agents, read without the lock: while
 	// it is 0 the reader rule (§12.8) restricts nothing.
 	invite atomic.Int64
@@ -47,7 +48,7 @@ func New() *Fold {
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
 		ctx: newContexts(), emb: newEmbeddings(),
 		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
-		relays: map[string]int{},
+		relays: map[string]int{}, recent: newRecentIndex(),
 	}
 }
 
@@ -106,6 +107,7 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.cites.apply(e, add)
 	f.ctx.apply(e, add)
+	f.recent.apply(e, add)
 	if isPost(e) {
 		f.emb.apply(e, add)
 	}
