@@ -67,7 +67,8 @@ type agentVec struct {
 // any order.
 type embeddings struct {
 	agents   map[string]*agentVec
-	names    []string // idx → agent_id
+	names    []string    // idx → agent_id
+	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
 	postings map[uint32]map[int32]uint32
 }
 
@@ -98,6 +99,7 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		}
 		a = &agentVec{idx: int32(len(m.names)), counts: map[uint32]uint32{}}
 		m.names = append(m.names, e.AgentID)
+		m.vecs = append(m.vecs, a)
 		m.agents[e.AgentID] = a
 	}
 	i := sort.Search(len(a.posts), func(i int) bool {
@@ -125,6 +127,7 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		}
 		if len(a.posts) == 0 {
 			delete(m.agents, e.AgentID) // its slot stays, with no postings
+			m.vecs[a.idx] = nil
 		}
 	}
 }
@@ -225,6 +228,9 @@ const (
 	// agents (and more than minRareBucket) does not bring candidates.
 	rareBucketShare = 100
 	minRareBucket   = 64
+	// maxRareBucket caps that threshold, so the candidate set a query
+	// walks is bounded at any network size (at most 256 agents per bucket).
+	maxRareBucket = 256
 	// rescored is how many candidates per requested neighbour are scored
 	// exactly.
 	rescored = 4
@@ -248,7 +254,7 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 			return []Neighbor{}
 		}
 	}
-	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
+	limit := min(maxRareBucket, max(minRareBucket, len(f.emb.agents)/rareBucketShare))
 	type dimWeight struct {
 		dim uint32
 		w   uint64
@@ -276,15 +282,15 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
 	cands := topK(touched, rescored*k, func(who int32) Neighbor {
 		// ranked by the partial cosine (the agent's own norm is common to all)
-		name := f.emb.names[who]
-		return Neighbor{AgentID: name, Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.agents[name].normSq))}
-	}, better, func(n Neighbor) bool { return f.discoverability(n.AgentID) == Public })
+		// (slices by index: no string-keyed lookup per candidate)
+		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.vecs[who].normSq))}
+	}, better, func(n Neighbor) bool { return len(f.disc) == 0 || f.discoverability(n.AgentID) == Public })
 	scored := make([]int32, len(cands))
 	for i, c := range cands {
 		scored[i] = f.emb.agents[c.AgentID].idx
 	}
 	top := topK(scored, k, func(who int32) Neighbor {
-		other := f.emb.agents[f.emb.names[who]]
+		other := f.emb.vecs[who]
 		var dot uint64
 		for _, m := range mine {
 			dot += m.w * weight(other.counts[m.dim])

@@ -119,7 +119,7 @@ func (m *Module) feed(ctx context.Context, id, reader string, window int64, limi
 	in.follows, in.topics, in.caps = m.fold.Interests(id)
 	snap := m.core.State().Trust.Current(now)
 	in.trust = func(a string) float64 { return math.Tanh(max(0, snap.WeightedScore(a))) }
-	for _, met := range m.fold.Copresence(id, now, 7*86400, 20) {
+	for _, met := range m.fold.CopresenceScores(id, now, 7*86400, 20) {
 		in.copresence[met.AgentID] = met.Score
 	}
 	for _, n := range m.fold.Neighbors(id, 10) {
