@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -23,6 +24,9 @@ const (
 	NegativeTTL = 30
 	// maxNegative bounds the negative cache (unknown ids cost memory).
 	maxNegative = 100_000
+	// ResolvesPerMinute bounds the resolutions one client address may
+	// cause (each may ask up to 3 relays): past it, 429 rate_limited.
+	ResolvesPerMinute = 30
 )
 
 // A Resolver fetches agent's latest profile from elsewhere — its home
@@ -149,18 +153,22 @@ func hasHomeRelays(p *protocol.Event) bool {
 // names home_relays is fetched again from them once its profile's TTL has
 // run out since it was last resolved or stored (or after a kind 23). A
 // failure is cached like an absence, NegativeTTL.
-func (m *Module) resolveAgent(c echo.Context, id string, now int64) {
+func (m *Module) resolveAgent(c echo.Context, id string, now int64) error {
 	if m.resolve == nil {
-		return
+		return nil
 	}
 	a, known := m.dir.Agent(id)
 	switch {
 	case !known:
 		if e, ok := m.cache.absent(id, now); ok && e.resolved {
-			return
+			return nil
 		}
 	case a.Profile == nil || !hasHomeRelays(a.Profile) || m.cache.isFresh(id, now):
-		return
+		return nil
+	}
+	if ok, wait := m.resolves.AllowN(c.RealIP(), time.Unix(now, 0), 1); !ok {
+		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited,
+			"at most %d resolutions a minute from one address", ResolvesPerMinute), After: wait}
 	}
 	p, err := m.resolve(c.Request().Context(), id, a.Profile)
 	if err != nil || p == nil {
@@ -169,12 +177,13 @@ func (m *Module) resolveAgent(c echo.Context, id string, now int64) {
 		} else {
 			m.cache.setFresh(id, now+NegativeTTL)
 		}
-		return
+		return nil
 	}
 	if latest, _ := m.dir.Agent(id); latest.Profile != nil {
 		p = latest.Profile
 	}
 	m.cache.setFresh(id, now+int64(profileTTL(p)))
+	return nil
 }
 
 // notFound answers an unknown agent: a 404 cached NegativeTTL seconds.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
@@ -26,16 +27,19 @@ var MentionKinds = []int64{1, 2, 22, 50, 51, 52, 53}
 // /state, since it holds no derived judgement); its adapter serves
 // GET /agents, /agents/{agent_id}, /capabilities, /rooms and /home.
 type Module struct {
-	dir     *Directory
-	core    *relay.Server
-	cache   caches
-	resolve Resolver
+	dir      *Directory
+	core     *relay.Server
+	cache    caches
+	resolve  Resolver
+	resolves *relay.Limiter // resolutions per client address
 }
 
 var _ relay.Folder = (*Module)(nil)
 
 // NewModule returns the directory module over an empty fold.
-func NewModule() *Module { return &Module{dir: New(), cache: newCaches()} }
+func NewModule() *Module {
+	return &Module{dir: New(), cache: newCaches(), resolves: relay.NewLimiter(ResolvesPerMinute, time.Minute)}
+}
 
 // Name is "directory".
 func (m *Module) Name() string { return "directory" }
@@ -107,7 +111,9 @@ func (m *Module) getAgent(c echo.Context) error {
 	}
 	now := m.core.Now()
 	if resolve {
-		m.resolveAgent(c, id, now)
+		if err := m.resolveAgent(c, id, now); err != nil {
+			return err
+		}
 	}
 	if _, absent := m.cache.absent(id, now); absent {
 		return notFound(c, id)

@@ -160,3 +160,23 @@ func TestCapabilityTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRateLimited: one address may cause ResolvesPerMinute
+// resolutions a minute; the next is 429 rate_limited with Retry-After,
+// and a failed resolution is remembered (asking again costs nothing).
+func TestResolveRateLimited(t *testing.T) {
+	r := resolvingRelay(t, "lonely") // no peers: every resolution fails at once
+	pool := taskstest.Pool(directory.ResolvesPerMinute + 1)
+	for _, a := range pool[:directory.ResolvesPerMinute] {
+		if ans := r.Do(t, "GET", "/agents/"+a.ID+"?resolve=true", "", nil); ans.Status != 404 {
+			t.Fatalf("resolve: %d %s", ans.Status, ans.Body)
+		}
+	}
+	if ans := r.Do(t, "GET", "/agents/"+pool[0].ID+"?resolve=true", "", nil); ans.Status != 404 {
+		t.Fatalf("a cached failure was charged: %d %s", ans.Status, ans.Body)
+	}
+	ans := r.Do(t, "GET", "/agents/"+pool[directory.ResolvesPerMinute].ID+"?resolve=true", "", nil)
+	if ans.Status != 429 || ans.Code(t) != relay.CodeRateLimited || ans.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the limit: %d %v %s", ans.Status, ans.Header, ans.Body)
+	}
+}
