@@ -233,7 +233,7 @@ func (s *Server) export(c echo.Context) error {
 	var mod *trust.ModSnapshot
 	var rule func(reader, author string) bool
 	if reader == "" {
-		mod = s.state.Moderation.Current(s.now())
+		mod = s.viewsState().Moderation.Current(s.now())
 		rule = s.readerRule()
 	}
 	ctx := c.Request().Context()

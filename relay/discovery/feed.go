@@ -117,7 +117,7 @@ func (m *Module) feed(ctx context.Context, id, reader string, window int64, limi
 	in := &feedInput{agent: id, reader: reader, now: now, window: window, cands: map[string]*FeedItem{},
 		copresence: map[string]float64{}, similarity: map[string]float64{}}
 	in.follows, in.topics, in.caps = m.fold.Interests(id)
-	snap := m.core.State().Trust.Current(now)
+	snap := m.core.Views().Trust.Current(now)
 	in.trust = func(a string) float64 { return math.Tanh(max(0, snap.WeightedScore(a))) }
 	for _, met := range m.fold.CopresenceScores(id, now, 7*86400, 20) {
 		in.copresence[met.AgentID] = met.Score

@@ -67,7 +67,7 @@ func (m *Module) onboardingInfo(row map[string]any, agent, reader string) {
 	open := []tasks.TaskView{}
 	w := m.core.Weights(now)
 	for _, c := range caps {
-		for _, t := range m.core.State().Tasks.List(tasks.Filter{Capability: c, Status: tasks.StatusPending, Limit: onboardTasks}, now, w) {
+		for _, t := range m.core.Views().Tasks.List(tasks.Filter{Capability: c, Status: tasks.StatusPending, Limit: onboardTasks}, now, w) {
 			if len(open) < onboardTasks && t.Requester != agent && m.sees(reader, t.TaskID, t.Requester) &&
 				!slices.ContainsFunc(open, func(x tasks.TaskView) bool { return x.TaskID == t.TaskID }) {
 				open = append(open, t)
