@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/anp2net/relay/protocol"
@@ -222,6 +223,8 @@ type Neighbor struct {
 	SampleTopics []string `json:"sample_topics"`
 }
 
+var partialPool = sync.Pool{New: func() any { return new([]uint64) }}
+
 // Candidate selection of the neighbour query (SPEC §10.5).
 const (
 	// rareBucketShare: a bucket used by more than 1/rareBucketShare of the
@@ -260,8 +263,21 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		w   uint64
 	}
 	mine := make([]dimWeight, 0, len(me.counts))
-	partial := make([]uint64, len(f.emb.names))
+	// One partial dot product per slot, from a pool: at 100,000 agents a
+	// fresh one is 800 KB of garbage per query; only touched slots are
+	// non-zero and they are cleared before the buffer goes back.
+	buf := partialPool.Get().(*[]uint64)
+	if len(*buf) < len(f.emb.names) {
+		*buf = make([]uint64, len(f.emb.names)+len(f.emb.names)/4)
+	}
+	partial := *buf
 	var touched []int32
+	defer func() {
+		for _, who := range touched {
+			partial[who] = 0
+		}
+		partialPool.Put(buf)
+	}()
 	for dim, c := range me.counts {
 		w := weight(c)
 		mine = append(mine, dimWeight{dim, w})

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -143,10 +144,14 @@ func (m *Module) feed(ctx context.Context, id, reader string, window int64, limi
 			items[i].Event = e
 		}
 	}
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{
 		"agent_id": id, "at": now, "window_sec": window, "count": len(items), "candidates": total,
 		"follows": httpx.NonNil(in.follows), "topics": httpx.NonNil(in.topics), "capabilities": httpx.NonNil(in.caps),
-		"items": items, "recommendations": items,
+		"items": json.RawMessage(raw), "recommendations": json.RawMessage(raw), // marshalled once, sent under both names
 	}, nil
 }
 
