@@ -395,8 +395,9 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 // newClient returns the webhook client: no redirects, and unless
 // allowPrivate, no connection to a loopback, private, link-local or
 // unspecified address (checked on the resolved address at dial time, so
-// DNS cannot rebind around it).
-func newClient(allowPrivate bool) *http.Client {
+// DNS cannot rebind around it). It keeps up to workers idle connections
+// per host.
+func newClient(allowPrivate bool, workers int) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	if !allowPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
@@ -415,6 +416,10 @@ func newClient(allowPrivate bool) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = d.DialContext
 	tr.Proxy = nil
+	// Many triggers often share one receiver: keep a connection per
+	// worker alive (the default keeps 2 per host, so the others paid a
+	// new TCP connection, and a TIME_WAIT, per delivery).
+	tr.MaxIdleConnsPerHost = workers
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 

@@ -162,7 +162,7 @@ func (m *Module) Mount(core *relay.Server) error {
 			return err
 		}
 	}
-	m.client = newClient(m.opts.AllowPrivate)
+	m.client = newClient(m.opts.AllowPrivate, m.opts.Workers)
 	relay.RegisterStatus(CodeTooManyTriggers, http.StatusTooManyRequests)
 	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
 	core.OnCommit(func([]eventlog.Committed) { signal(m.matchWake) })
