@@ -27,37 +27,77 @@ import (
 // restarts it on the same database and requires every acknowledged event
 // to reach the receiver, with a second copy only for the few attempts
 // that were in flight at the kill (at least once, never lost).
-func TestKill9DeliversEveryMatch(t *testing.T) {
+func TestKill9DeliversEveryMatch(t *testing.T) { kill9(t, delivery.TargetWebhook) }
+
+// TestKill9DeliversEveryA2AMatch is TestKill9DeliversEveryMatch with an
+// A2A agent as the target: message/send to its card's JSON-RPC url.
+func TestKill9DeliversEveryA2AMatch(t *testing.T) { kill9(t, delivery.TargetA2A) }
+
+// eventOf returns the event id a webhook body or an A2A message/send
+// carries.
+func eventOf(body []byte) string {
+	var e struct {
+		ID string `json:"id"`
+	}
+	var hook delivery.Payload
+	var rpc struct {
+		Params struct {
+			Message struct {
+				Parts []struct {
+					Data json.RawMessage `json:"data"`
+				} `json:"parts"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &hook) == nil && hook.Event != nil {
+		_ = json.Unmarshal(hook.Event, &e)
+	} else if json.Unmarshal(body, &rpc) == nil && len(rpc.Params.Message.Parts) == 1 {
+		_ = json.Unmarshal(rpc.Params.Message.Parts[0].Data, &e)
+	}
+	return e.ID
+}
+
+func kill9(t *testing.T, target string) {
 	t.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
 	var mu sync.Mutex
 	byKey := map[string]int{}
 	events := map[string]bool{}
 	var slow atomic.Int64
 	slow.Store(40)
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var p delivery.Payload
-		var e struct {
-			ID string `json:"id"`
+	var recv *httptest.Server
+	recv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/card" {
+			fmt.Fprintf(w, `{"name":"receiver","url":%q,"preferredTransport":"JSONRPC"}`, recv.URL+"/rpc")
+			return
 		}
-		_ = json.Unmarshal(body, &p)
-		_ = json.Unmarshal(p.Event, &e)
+		body, _ := io.ReadAll(r.Body)
 		// Before the kill the receiver is slow (40 ms an answer), so a
 		// backlog is sure to be queued when the relay dies however busy
 		// the machine is; after the restart it answers at once.
 		time.Sleep(time.Duration(slow.Load()) * time.Millisecond)
 		mu.Lock()
 		byKey[r.Header.Get(delivery.HeaderIdempotencyKey)]++
-		events[e.ID] = true
+		events[eventOf(body)] = true
 		mu.Unlock()
+		if r.URL.Path == "/rpc" {
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &req)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"kind":"message","role":"agent","messageId":"ok","parts":[{"kind":"text","text":"ok"}]}}`, req.ID)
+		}
 	}))
 	defer recv.Close()
+	url := recv.URL + "/hook"
+	if target == delivery.TargetA2A {
+		url = recv.URL + "/card"
+	}
 
 	db := filepath.Join(t.TempDir(), "push.db")
 	flags := []string{"--rate-agent", "0", "--rate-ip", "0"}
 	p := startProc(t, db, flags...)
 	owner := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
-	spec := []byte(`{"match":{"kinds":[1],"tags":{"t":["push"]}},"target":{"type":"webhook","url":"` + recv.URL + `/hook"}}`)
+	spec := []byte(`{"match":{"kinds":[1],"tags":{"t":["push"]}},"target":{"type":"` + target + `","url":"` + url + `"}}`)
 	req, _ := http.NewRequest("POST", p.base+"/triggers", bytes.NewReader(spec))
 	req.Header.Set("Authorization", protocol.HTTPAuth(owner, "POST", p.base+"/triggers", spec, time.Now().Unix()))
 	resp, err := http.DefaultClient.Do(req)

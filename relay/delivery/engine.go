@@ -155,10 +155,10 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 			return 0, nil
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries(`+deliveryCols+`, owner, throttle_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, '', ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`,
+	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries(`+deliveryCols+`, owner, throttle_key, target_type)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, '', ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`,
 		newID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, seq, t.Spec.Target.URL, depth, StatusPending,
-		now, now, now, t.Owner, key)
+		now, now, now, t.Owner, key, t.Spec.Target.Type)
 	if err != nil {
 		return 0, err
 	}
@@ -216,6 +216,7 @@ func (m *Module) depth(ctx context.Context, tx *sql.Tx, ev *protocol.Event) (int
 // claimed is a delivery a worker owns under lease.
 type claimed struct {
 	id, eventID, triggerID, idemKey, target string
+	targetType                              string
 	lease                                   int64
 	escalated                               bool
 	attempts                                int
@@ -237,7 +238,7 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 // an escalated one stays escalated; each gets a new lease and a deadline
 // (an escalated one is not due again before it).
 func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
-	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, owner_lease, status, attempts, body, token
+	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, target_type, owner_lease, status, attempts, body, token
 		FROM deliveries WHERE status IN (?, ?) AND next_at <= ? ORDER BY next_at LIMIT ?`, StatusPending, StatusEscalated, now, n)
 	if err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 	for rows.Next() {
 		var c claimed
 		var st string
-		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
+		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -335,15 +336,25 @@ const (
 	HeaderDelivery       = "X-ANP2-Delivery"
 )
 
-// Payload is a webhook body.
+// Attempt says which delivery and which attempt a request is.
+type Attempt struct {
+	DeliveryID     string `json:"delivery_id"`
+	InvocationID   string `json:"invocation_id"`
+	TriggerID      string `json:"trigger_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	OwnerLease     int64  `json:"owner_lease"`
+	Attempt        int    `json:"attempt"`
+}
+
+// Payload is a webhook body: the attempt's fields and the event.
 type Payload struct {
-	DeliveryID     string          `json:"delivery_id"`
-	InvocationID   string          `json:"invocation_id"`
-	TriggerID      string          `json:"trigger_id"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	OwnerLease     int64           `json:"owner_lease"`
-	Attempt        int             `json:"attempt"`
-	Event          json.RawMessage `json:"event"`
+	Attempt
+	Event json.RawMessage `json:"event"`
+}
+
+func (c claimed) attempt() Attempt {
+	return Attempt{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
+		OwnerLease: c.lease, Attempt: c.attempts + 1}
 }
 
 // SignedMessage is what the webhook signature covers: the timestamp, a
@@ -352,24 +363,40 @@ func SignedMessage(ts string, body []byte) []byte {
 	return append([]byte(ts+"."), body...)
 }
 
-// send POSTs the delivery to its webhook; nil on a 2xx answer.
+// send runs one attempt: a POST to the webhook, or message/send to the
+// A2A agent; nil on success (a 2xx answer; for A2A, a JSON-RPC result).
 func (m *Module) send(ctx context.Context, c claimed) error {
+	if c.targetType == TargetA2A {
+		return m.sendA2A(ctx, c)
+	}
 	body := c.body
 	if body == nil {
 		st, err := m.core.Log().Get(ctx, c.eventID)
 		if err != nil {
 			return fmt.Errorf("read event: %w", err)
 		}
-		body, _ = json.Marshal(Payload{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
-			OwnerLease: c.lease, Attempt: c.attempts + 1, Event: st.Body})
+		body, _ = json.Marshal(Payload{Attempt: c.attempt(), Event: st.Body})
 	}
+	status, _, err := m.post(ctx, c, c.target, body, 64<<10)
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("webhook answered %d", status)
+	}
+	return nil
+}
+
+// post sends body to url with the delivery's headers, signed by the relay
+// key, and returns the status and up to limit bytes of the answer.
+func (m *Module) post(ctx context.Context, c claimed, url string, body []byte, limit int64) (int, []byte, error) {
 	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
 	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
 	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, c.idemKey)
@@ -382,14 +409,16 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	ans, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	// The rest is drained so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer: %w", err)
 	}
-	return nil
+	return resp.StatusCode, ans, nil
 }
 
 // newClient returns the webhook client: no redirects, and unless

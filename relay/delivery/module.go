@@ -100,6 +100,9 @@ type Module struct {
 
 	matchWake, dispatchWake chan struct{}
 
+	// cards caches A2A targets' JSON-RPC endpoints.
+	cards cardCache
+
 	throttled, cascadeRejected, staleAcks atomic.Int64
 	// pushes counts the stored A2A push configs (HasPushConfigs).
 	pushes atomic.Int64

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS deliveries(
   status TEXT NOT NULL, owner_lease INTEGER NOT NULL, attempts INTEGER NOT NULL,
   next_at INTEGER NOT NULL, deadline INTEGER NOT NULL, last_error TEXT NOT NULL,
   created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-  body BLOB, token TEXT NOT NULL DEFAULT '');
+  body BLOB, token TEXT NOT NULL DEFAULT '', target_type TEXT NOT NULL DEFAULT 'webhook');
 CREATE TABLE IF NOT EXISTS push_configs(
   task_id TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL, token TEXT NOT NULL,
   created_at INTEGER NOT NULL, PRIMARY KEY (task_id, id));
@@ -68,7 +68,25 @@ func openStore(path string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("delivery schema: %w", err)
 	}
+	if err := migrate(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("delivery schema: %w", err)
+	}
 	return &store{db: db}, nil
+}
+
+// migrate adds the columns a queue made by an older relay lacks:
+// target_type (every older delivery is a webhook's).
+func migrate(db *sql.DB) error {
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('deliveries') WHERE name = 'target_type'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		_, err := db.Exec(`ALTER TABLE deliveries ADD COLUMN target_type TEXT NOT NULL DEFAULT 'webhook'`)
+		return err
+	}
+	return nil
 }
 
 func (s *store) close() error { return s.db.Close() }
@@ -122,6 +140,7 @@ type Delivery struct {
 	EventID        string `json:"event_id"`
 	Seq            int64  `json:"seq"`
 	Target         string `json:"target"`
+	TargetType     string `json:"target_type"`
 	Depth          int    `json:"depth"`
 	Status         string `json:"status"`
 	OwnerLease     int64  `json:"owner_lease"`
@@ -135,16 +154,19 @@ type Delivery struct {
 
 const deliveryCols = `id, idem_key, trigger_id, event_id, seq, target, depth, status, owner_lease, attempts, next_at, deadline, last_error, created_at, updated_at`
 
+// viewCols are the columns scanDelivery reads.
+const viewCols = deliveryCols + `, target_type`
+
 func scanDelivery(sc interface{ Scan(...any) error }) (*Delivery, error) {
 	d := &Delivery{}
 	err := sc.Scan(&d.ID, &d.IdempotencyKey, &d.TriggerID, &d.EventID, &d.Seq, &d.Target, &d.Depth, &d.Status,
-		&d.OwnerLease, &d.Attempts, &d.NextAttemptAt, &d.Deadline, &d.LastError, &d.CreatedAt, &d.UpdatedAt)
+		&d.OwnerLease, &d.Attempts, &d.NextAttemptAt, &d.Deadline, &d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.TargetType)
 	return d, err
 }
 
 // list returns owner's deliveries, newest first, optionally of one status.
 func (s *store) list(ctx context.Context, owner, status string, limit int) ([]*Delivery, error) {
-	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE owner = ?`
+	q := `SELECT ` + viewCols + ` FROM deliveries WHERE owner = ?`
 	args := []any{owner}
 	if status != "" {
 		q += ` AND status = ?`
@@ -169,7 +191,7 @@ func (s *store) list(ctx context.Context, owner, status string, limit int) ([]*D
 
 // get returns one delivery, or nil.
 func (s *store) get(ctx context.Context, id string) (*Delivery, error) {
-	d, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, id))
+	d, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+viewCols+` FROM deliveries WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
