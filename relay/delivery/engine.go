@@ -46,7 +46,7 @@ const matchChunk = 512
 func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	m.matchMu.Lock()
 	defer m.matchMu.Unlock()
-	if len(m.snapshot()) == 0 {
+	if m.ix.Load().all == 0 {
 		// Nothing to match: no read, no write. A trigger created later
 		// first moves the cursor to the log's end (postTrigger, skipTo).
 		return true, nil
@@ -79,7 +79,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if last == after {
 		return true, nil
 	}
-	trigs := m.snapshot()
+	ix := m.ix.Load()
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -88,7 +88,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	defer tx.Rollback()
 	made := 0
 	for _, it := range items {
-		for _, t := range trigs {
+		for _, t := range ix.candidates(it.ev) {
 			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
 			if err != nil {
 				return false, err

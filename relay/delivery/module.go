@@ -94,6 +94,8 @@ type Module struct {
 
 	mu    sync.RWMutex
 	trigs map[string]*storedTrigger
+	// ix files trigs for the matcher; rebuilt (under mu) at each change.
+	ix atomic.Pointer[index]
 	// matchMu is held by each matcher pass and by a trigger's creation,
 	// so a new trigger starts exactly at the matcher's cursor.
 	matchMu sync.Mutex
@@ -113,8 +115,10 @@ var _ relay.Runner = (*Module)(nil)
 // NewModule returns the delivery module.
 func NewModule(opts Options) *Module {
 	opts.defaults()
-	return &Module{opts: opts, trigs: map[string]*storedTrigger{},
+	m := &Module{opts: opts, trigs: map[string]*storedTrigger{},
 		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1)}
+	m.ix.Store(newIndex(nil))
+	return m
 }
 
 // Name is "delivery".
@@ -154,6 +158,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	for _, t := range trigs {
 		m.trigs[t.ID] = t
 	}
+	m.ix.Store(newIndex(m.trigs))
 	if _, ok, err := st.cursor(ctx); err != nil {
 		return err
 	} else if !ok { // a new queue matches from the log's end on
@@ -252,7 +257,7 @@ func (m *Module) dispatcher(ctx context.Context) {
 	sem := make(chan struct{}, m.opts.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var pruned int64
+	var pruned, watched int64
 	for {
 		now := m.now()
 		if now-pruned >= time.Hour.Milliseconds() {
@@ -261,8 +266,13 @@ func (m *Module) dispatcher(ctx context.Context) {
 			}
 			pruned = now
 		}
-		if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
-			m.log.Warn("delivery: watchdog failed", "err", err)
+		// Deadlines are a watchdog TTL (a minute) away: one pass a second
+		// of the relay clock is enough, not one per wake-up.
+		if now-watched >= 1000 || now < watched {
+			if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
+				m.log.Warn("delivery: watchdog failed", "err", err)
+			}
+			watched = now
 		}
 		free := m.opts.Workers - len(sem)
 		var batch []claimed
@@ -370,6 +380,7 @@ func (m *Module) postTrigger(c echo.Context) error {
 		return fmt.Errorf("store trigger: %w", err)
 	}
 	m.trigs[t.ID] = t
+	m.ix.Store(newIndex(m.trigs))
 	return c.JSON(http.StatusCreated, triggerView{t, canon})
 }
 
@@ -410,6 +421,7 @@ func (m *Module) deleteTrigger(c echo.Context) error {
 		return err
 	}
 	delete(m.trigs, id)
+	m.ix.Store(newIndex(m.trigs))
 	return c.JSON(http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
