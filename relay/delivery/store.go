@@ -51,7 +51,12 @@ CREATE TABLE IF NOT EXISTS cursor(k INTEGER PRIMARY KEY CHECK (k = 1), seq INTEG
 // tolerates (the cursor rolls back with the deliveries it queued, so the
 // matcher queues them again from the fsynced log, and a rolled-back
 // outcome only means one more attempt, which at-least-once allows).
-type store struct{ db *sql.DB }
+type store struct {
+	db *sql.DB
+	// ops feeds the group-commit writer (cas); quit and done stop it.
+	ops        chan *casOp
+	quit, done chan struct{}
+}
 
 func openStore(path string) (*store, error) {
 	q := url.Values{}
@@ -72,7 +77,9 @@ func openStore(path string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("delivery schema: %w", err)
 	}
-	return &store{db: db}, nil
+	s := &store{db: db, ops: make(chan *casOp, maxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
 // migrate adds the columns a queue made by an older relay lacks:
@@ -89,7 +96,11 @@ func migrate(db *sql.DB) error {
 	return nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+func (s *store) close() error {
+	close(s.quit)
+	<-s.done
+	return s.db.Close()
+}
 
 // cursor returns the last log sequence matched against the triggers, and
 // whether one was ever recorded.
@@ -217,11 +228,101 @@ func (s *store) counts(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
+// casOp is one transition waiting for the group-commit writer.
+type casOp struct {
+	id    string
+	lease int64
+	from  []string
+	set   string
+	args  []any
+	ok    bool
+	err   error
+	done  chan struct{}
+}
+
+// maxGroup is the most transitions one writer transaction commits.
+const maxGroup = 256
+
 // cas applies one state transition if the row still holds lease and one
 // of the from statuses; it reports whether it did (false: a stale lease
-// or a state already moved on, seed 000 §6.3).
+// or a state already moved on, seed 000 §6.3). The transitions of
+// concurrent workers are committed together (one transaction for all
+// that wait), each still a compare-and-swap of its own; cas returns once
+// its transaction has committed.
 func (s *store) cas(ctx context.Context, id string, lease int64, from []string, set string, args ...any) (bool, error) {
-	return casOn(ctx, s.db, id, lease, from, set, args...)
+	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, done: make(chan struct{})}
+	select {
+	case s.ops <- op:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-s.quit:
+		return false, errors.New("delivery store closed")
+	}
+	select {
+	case <-op.done:
+	case <-s.done:
+		// The writer left at close: it answered op first, or never saw it.
+		select {
+		case <-op.done:
+		default:
+			return false, errors.New("delivery store closed")
+		}
+	}
+	return op.ok, op.err
+}
+
+// writer commits waiting transitions in groups until close.
+func (s *store) writer() {
+	defer close(s.done)
+	batch := make([]*casOp, 0, maxGroup)
+	for {
+		select {
+		case op := <-s.ops:
+			batch = append(batch[:0], op)
+		case <-s.quit:
+			for {
+				select {
+				case op := <-s.ops:
+					op.err = errors.New("delivery store closed")
+					close(op.done)
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < maxGroup {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		err := s.commitGroup(batch)
+		for _, op := range batch {
+			if err != nil {
+				op.ok, op.err = false, err
+			}
+			close(op.done)
+		}
+	}
+}
+
+// commitGroup runs the batch's transitions in one transaction.
+func (s *store) commitGroup(batch []*casOp) error {
+	ctx := context.Background() // one caller's end must not undo the others'
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, op := range batch {
+		if op.ok, err = casOn(ctx, tx, op.id, op.lease, op.from, op.set, op.args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // execer is a *sql.DB or a *sql.Tx.
