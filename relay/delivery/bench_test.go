@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/delivery"
@@ -67,4 +68,29 @@ func BenchmarkPush(b *testing.B) {
 	b.ReportMetric(res.RateLoaded, "pub/s_loaded")
 	b.ReportMetric(pushload.Pct(res.WS, .99), "ws_p99_ms")
 	b.ReportMetric(pushload.Pct(res.Hooks, .99), "hook_p99_ms")
+}
+
+// TestPushLoadSmall runs the load generator small (5 subscribers, 6
+// triggers over 3 topics, 30 events), so BenchmarkPush's counting is
+// checked: every frame and delivery the topics call for arrives, none
+// more, and the publishes all succeed.
+func TestPushLoadSmall(t *testing.T) {
+	wm := ws.NewModule(ws.Options{})
+	dm := delivery.NewModule(delivery.Options{AllowPrivate: true, Poll: 10 * time.Millisecond})
+	r := relaytest.Start(t, []relay.Module{wm, dm}, func(c *relay.Config) { c.RelayKey = relayKey })
+	res, err := pushload.Run(context.Background(), pushload.Options{Base: r.URL, Now: r.Clock.Now,
+		Subscribers: 5, Triggers: 6, Rate: 300, Events: 30, Topics: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Event j goes to the subscribers i ≡ j (mod 3): 2, 2, 1 of them for
+	// j mod 3 = 0, 1, 2, and to 2 triggers each.
+	if res.WantWS != 50 || res.WantHooks != 60 || len(res.WS) != res.WantWS || len(res.Hooks) != res.WantHooks {
+		t.Fatalf("want %d frames and %d deliveries, got %d and %d", res.WantWS, res.WantHooks, len(res.WS), len(res.Hooks))
+	}
+	for _, d := range append(res.PubIdle, res.PubLoaded...) {
+		if d < 0 {
+			t.Fatal("a publish failed")
+		}
+	}
 }

@@ -374,7 +374,10 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "  publish latency p50/p99: %.1f/%.1f ms | %.1f/%.1f ms; failed %d | %d\n",
 		Pct(pi, .5), Pct(pi, .99), Pct(pl, .5), Pct(pl, .99), len(r.PubIdle)-len(pi), len(r.PubLoaded)-len(pl))
 	if r.CPUIdle > 0 || r.CPULoaded > 0 {
-		fmt.Fprintf(w, "  relay CPU: %.2f cores | %.2f cores\n", r.CPUIdle.Seconds()/r.ElapsedIdle.Seconds(), r.CPULoaded.Seconds()/r.ElapsedLoaded.Seconds())
+		fmt.Fprintf(w, "  relay CPU: %.2f cores | %.2f cores; %.1f µs per event published | %.1f µs per event published and %.2f µs per frame or delivery\n",
+			r.CPUIdle.Seconds()/r.ElapsedIdle.Seconds(), r.CPULoaded.Seconds()/r.ElapsedLoaded.Seconds(),
+			float64(r.CPUIdle.Microseconds())/float64(o.Events), float64(r.CPULoaded.Microseconds())/float64(o.Events),
+			float64(r.CPULoaded.Microseconds()-r.CPUIdle.Microseconds())/float64(max(1, len(r.WS)+len(r.Hooks))))
 	}
 	fmt.Fprintf(w, "  WebSocket: %d/%d frames, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.WS), r.WantWS, Pct(r.WS, .5), Pct(r.WS, .99))
 	fmt.Fprintf(w, "  webhooks:  %d/%d deliveries, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.Hooks), r.WantHooks, Pct(r.Hooks, .5), Pct(r.Hooks, .99))
