@@ -173,9 +173,9 @@ type rpcAnswer struct {
 // every attempt. A JSON-RPC result is success; a JSON-RPC error, a non-2xx
 // answer or anything else is a failed attempt.
 func (m *Module) sendA2A(ctx context.Context, c claimed) error {
-	st, err := m.core.Log().Get(ctx, c.eventID)
+	ev, err := m.eventBody(ctx, c.eventID)
 	if err != nil {
-		return fmt.Errorf("read event: %w", err)
+		return err
 	}
 	rpc, err := m.resolveCard(ctx, c.target)
 	if err != nil {
@@ -183,7 +183,7 @@ func (m *Module) sendA2A(ctx context.Context, c claimed) error {
 	}
 	body, _ := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: c.id, Method: "message/send", Params: sendParams{Message: a2aMessage{
 		Kind: "message", Role: "user", MessageID: c.idemKey,
-		Parts:    []a2aPart{{Kind: "data", Data: st.Body}},
+		Parts:    []a2aPart{{Kind: "data", Data: ev}},
 		Metadata: map[string]Attempt{A2AMetadataKey: c.attempt()},
 	}}})
 	status, ans, err := m.post(ctx, c, rpc, body, maxRPCAnswer)

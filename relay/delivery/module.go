@@ -30,7 +30,7 @@ type Options struct {
 	// addresses, and http:// targets (default: https to public addresses
 	// only).
 	AllowPrivate bool
-	// Workers is how many deliveries are sent at once (default 16).
+	// Workers is how many deliveries are sent at once (default 64).
 	Workers int
 	// WatchdogTTL is how long an attempt may stay without outcome before
 	// the watchdog escalates it (default 60 s).
@@ -56,7 +56,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 64
 	}
 	if o.WatchdogTTL <= 0 {
 		o.WatchdogTTL = time.Minute
@@ -104,6 +104,9 @@ type Module struct {
 
 	// cards caches A2A targets' JSON-RPC endpoints.
 	cards cardCache
+	// bodies caches event bodies for attempts (eventBody).
+	bodyMu sync.Mutex
+	bodies map[string][]byte
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
 	// pushes counts the stored A2A push configs (HasPushConfigs).
