@@ -63,6 +63,7 @@ func kill9(t *testing.T, target string) {
 	byKey := map[string]int{}
 	events := map[string]bool{}
 	var slow atomic.Int64
+	var serial sync.Mutex
 	slow.Store(40)
 	var recv *httptest.Server
 	recv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,10 +72,15 @@ func kill9(t *testing.T, target string) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		// Before the kill the receiver is slow (40 ms an answer), so a
+		// Before the kill the receiver is slow (one request at a time,
+		// 40 ms each, whatever the relay's number of workers), so a
 		// backlog is sure to be queued when the relay dies however busy
 		// the machine is; after the restart it answers at once.
-		time.Sleep(time.Duration(slow.Load()) * time.Millisecond)
+		if d := slow.Load(); d > 0 {
+			serial.Lock()
+			time.Sleep(time.Duration(d) * time.Millisecond)
+			serial.Unlock()
+		}
 		mu.Lock()
 		byKey[r.Header.Get(delivery.HeaderIdempotencyKey)]++
 		events[eventOf(body)] = true
@@ -134,7 +140,7 @@ func kill9(t *testing.T, target string) {
 		amu.Lock()
 		n := len(acked)
 		amu.Unlock()
-		if n >= 300 && got >= 30 || time.Since(start) > 30*time.Second {
+		if n >= 300 && got >= 10 || time.Since(start) > 30*time.Second {
 			break
 		}
 	}
@@ -177,7 +183,7 @@ func kill9(t *testing.T, target string) {
 			dups++
 		}
 	}
-	if dups > 16 { // at most one per worker in flight at the kill
+	if dups > 64 { // at most one per worker (64) in flight at the kill
 		t.Fatalf("%d idempotency keys delivered more than once", dups)
 	}
 	t.Logf("%d events acknowledged, %d delivered before the kill, all delivered after the restart, %d delivered twice", len(acked), before, dups)
