@@ -117,6 +117,8 @@ type Server struct {
 	// dryChecks report, without side effects, what gates would refuse in
 	// a dry run (OnDryRun).
 	dryChecks []func(e *protocol.Event, now int64) error
+	// powBypass is the standing-based PoW bypass (SetPoWBypass); nil: off.
+	powBypass PoWBypass
 }
 
 // New builds a relay over store: it folds the stored log into the derived
