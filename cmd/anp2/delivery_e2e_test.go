@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -187,4 +188,25 @@ func kill9(t *testing.T, target string) {
 		t.Fatalf("%d idempotency keys delivered more than once", dups)
 	}
 	t.Logf("%d events acknowledged, %d delivered before the kill, all delivered after the restart, %d delivered twice", len(acked), before, dups)
+}
+
+// TestBenchPush runs anp2 bench --push small against its own anp2 serve
+// process: 60 WebSocket clients (from two loopback addresses, 50 per
+// address), 60 webhook triggers (two owners) and 40 events over 3
+// topics, so 20 subscribers and 20 triggers follow each event: every one
+// of the 800 frames and 800 deliveries must arrive.
+func TestBenchPush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a relay process and 60 clients")
+	}
+	out, err := exec.Command(binary, "bench", "--push", "--push-subscribers", "60", "--push-triggers", "60",
+		"--push-events", "40", "--push-rate", "200", "--push-topics", "3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	for _, want := range []string{"WebSocket: 800/800 frames", "webhooks:  800/800 deliveries", "publish rate: ", "failed 0 | 0", "relay CPU: "} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
 }
