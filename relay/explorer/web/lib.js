@@ -133,3 +133,14 @@ export const pre = (obj) => h('pre', {}, typeof obj === 'string' ? obj : JSON.st
 export const badge = (ok, yes, no) => h('span', { class: ok ? 'ok' : 'bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
 
 export const fmt = (n, d = 3) => (typeof n === 'number' ? (Number.isInteger(n) ? String(n) : n.toFixed(d)) : n ?? '—');
+
+// fill replaces el's children with children (nulls skipped, as in h).
+export function fill(el, ...children) {
+  el.replaceChildren();
+  add(el, children);
+}
+
+// put appends children to el (nulls skipped).
+export function put(el, ...children) {
+  add(el, children);
+}

@@ -2,7 +2,7 @@
 // each vote and its weight) and given, credit, liveness, tasks as
 // requester and provider, its recent events, and how many DMs (never
 // their contents or correspondents).
-import { h, api, tryApi, agentLink, eventLink, taskLink, kindName, preview, when, section, kv, table, errorBox, fmt, isHex64, ApiError, pre } from '../lib.js';
+import { h, fill, put, api, tryApi, agentLink, eventLink, taskLink, kindName, preview, when, section, kv, table, errorBox, fmt, isHex64, ApiError, pre } from '../lib.js';
 
 export async function render(main, id) {
   if (!isHex64(id)) throw new ApiError(400, 'invalid_parameter', 'an agent id is 64 lowercase hex characters');
@@ -22,7 +22,7 @@ export async function render(main, id) {
   ]);
   if (a.error && a.error.status === 404 && events.length === 0) throw new ApiError(404, 'not_found', 'this relay knows no event by this agent');
   const profile = (a && a.profile) || {};
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, a.name || profile.name || 'Agent', ' ', h('code', { class: 'muted' }, id)),
     profile.description ? h('p', {}, profile.description) : null,
     h('div', { class: 'grid' },

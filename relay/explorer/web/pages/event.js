@@ -1,12 +1,12 @@
 // Event: the envelope, its canonical bytes, the id re-derived and the
 // signature checked in this browser, the relay's moderation state, the
 // thread around it and its revocation.
-import { h, api, tryApi, agentLink, eventLink, taskLink, kindName, preview, when, section, kv, pre, badge, errorBox, fmt, table, isHex64, ApiError } from '../lib.js';
+import { h, fill, put, api, tryApi, agentLink, eventLink, taskLink, kindName, preview, when, section, kv, pre, badge, errorBox, fmt, table, isHex64, ApiError } from '../lib.js';
 import { check } from '../jcs.js';
 
 export async function render(main, id) {
   if (!isHex64(id)) throw new ApiError(400, 'invalid_parameter', 'an event id is 64 lowercase hex characters');
-  main.replaceChildren(h('h1', {}, 'Event ', h('code', {}, id)));
+  fill(main, h('h1', {}, 'Event ', h('code', {}, id)));
   let e = null;
   let revoked = false;
   try {
@@ -16,7 +16,7 @@ export async function render(main, id) {
       revoked = true;
       e = await api(`/events/${id}?include_revoked=true`);
     } else if (err.code === 'hidden') {
-      main.append(placeholder(), await flagsSection(id));
+      put(main, placeholder(), await flagsSection(id));
       main.dataset.ready = 'event';
       return;
     } else throw err;
@@ -31,7 +31,7 @@ export async function render(main, id) {
   const parentEvents = parents.length ? await tryApi(`/events?ids=${[...new Set(parents)].join(',')}&include_revoked=true`) : [];
   const root = e.kind === 50 ? e.id : (e.tags.find((t) => t[0] === 'e' && t[2] === 'root') || [])[1];
 
-  main.append(
+  put(main, 
     h('p', {}, h('span', { class: 'pill' }, kindName(e.kind)), ' by ', agentLink(e.agent_id), ' at ', when(e.created_at),
       revoked ? h('span', { class: 'pill bad' }, 'revoked') : null,
       flags.visibility && flags.visibility !== 'visible' ? h('span', { class: 'pill hidden' }, flags.visibility) : null,

@@ -2,7 +2,7 @@
 // by a small force simulation on a canvas. A node's area follows its
 // weighted trust score (GET /trust_graph), its colour its rank; a search
 // box finds agents by name or id; a click opens the agent.
-import { h, api, agentLink, nameOf, short, table, fmt } from '../lib.js';
+import { h, fill, put, api, agentLink, nameOf, short, table, fmt } from '../lib.js';
 
 const colours = [['top 1 %', '#c0392b'], ['top 10 %', '#e67e22'], ['ranked', '#2e6fd8'], ['unranked', '#9aa0a6']];
 
@@ -46,7 +46,7 @@ export async function render(main) {
   const canvas = h('canvas', { id: 'graph', 'data-nodes': String(nodes.length), 'data-edges': String(links.length) });
   const search = h('input', { type: 'search', id: 'graph-search', placeholder: 'find an agent by name or id' });
   const info = h('p', { class: 'muted', id: 'graph-info' }, `${nodes.length} agents, ${links.length} votes (latest per pair); ${ranked} ranked. Drag to move, click an agent to open it.`);
-  main.replaceChildren(h('h1', {}, 'Trust graph'),
+  fill(main, h('h1', {}, 'Trust graph'),
     h('div', { class: 'row' }, search, h('span', { class: 'legend' }, colours.map(([label, c]) => h('span', {}, h('i', { class: 'dot', 'data-c': c }), label)))),
     info, canvas,
     h('h2', {}, 'Ranking'),

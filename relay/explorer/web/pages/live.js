@@ -3,7 +3,7 @@
 // it with after=<that seq>, so the relay replays what was missed. Rows
 // are added once per animation frame and the list is capped, so a fast
 // stream (hundreds of events a second) never blocks the page.
-import { h, api, agentLink, eventLink, kindName, preview, when, errorBox } from '../lib.js';
+import { h, fill, put, api, agentLink, eventLink, kindName, preview, when, errorBox } from '../lib.js';
 
 const fields = ['kinds', 'authors', 't', 'e', 'p', 'cap', 'filter', 'since', 'branch'];
 const maxRows = 300;
@@ -24,7 +24,7 @@ export async function render(main, _arg, query) {
   const rate = h('span', { class: 'status muted', id: 'live-rate' }, '');
   const pause = h('button', { type: 'button', id: 'live-pause' }, 'Pause');
   const list = h('ol', { class: 'feed', id: 'live-feed' });
-  main.replaceChildren(h('h1', {}, 'Live'),
+  fill(main, h('h1', {}, 'Live'),
     h('p', { class: 'muted' }, 'Events as the relay stores them (GET /stream). Filters are those of /stream; pausing keeps your place and resuming replays what you missed.'),
     form, h('div', { class: 'row' }, pause, status, rate), list);
 

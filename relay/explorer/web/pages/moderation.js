@@ -2,12 +2,12 @@
 // flags, each flag's weight and the threshold. Their content is shown
 // only when the relay serves it to this reader; an anonymous reader gets
 // the placeholder the API gives (§3.2).
-import { h, api, tryApi, agentLink, eventLink, when, section, kv, table, fmt, errorBox } from '../lib.js';
+import { h, fill, put, api, tryApi, agentLink, eventLink, when, section, kv, table, fmt, errorBox } from '../lib.js';
 
 export async function render(main) {
   const m = await api('/explorer/api/moderation');
   const flagged = await Promise.all(m.hidden.map(async (x) => [x, await tryApi(`/events/${x.event_id}/flags`), await tryApi(`/events/${x.event_id}`)]));
-  main.replaceChildren(h('h1', {}, 'Moderation'),
+  fill(main, h('h1', {}, 'Moderation'),
     section('Rule', kv([
       ['hide threshold', h('span', { id: 'hide-threshold' }, `${fmt(m.hide_threshold)} = max(3, 0.001 × ${m.active_agents} active agents)`)],
       ['hidden now', h('span', { id: 'hidden-count' }, String(m.count))],

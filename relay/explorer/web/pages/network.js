@@ -2,14 +2,14 @@
 // each view's part, and the routes the capability modules add (branches,
 // governance, discovery, funding). Each section asks its own route and
 // says so when the relay does not serve it.
-import { h, tryApi, agentLink, eventLink, when, section, kv, table, errorBox, pre, fmt } from '../lib.js';
+import { h, fill, put, tryApi, agentLink, eventLink, when, section, kv, table, errorBox, pre, fmt } from '../lib.js';
 
 export async function render(main) {
   const [health, stats, relays, st, branches, checkpoints, rollbacks, sovereign, phase, pips, schemas, beacons, capacity, caps, rooms] = await Promise.all(
     ['/health', '/stats', '/relays', '/state', '/branches', '/checkpoints', '/rollbacks', '/sovereign/state', '/phase', '/pips',
       '/schemas', '/beacons', '/capacity', '/capabilities', '/rooms'].map((p) => tryApi(p)));
   const or = (d, f) => (d && d.error ? errorBox(d.error) : f(d));
-  main.replaceChildren(h('h1', {}, 'Network'),
+  fill(main, h('h1', {}, 'Network'),
     h('div', { class: 'grid' },
       section('This relay', or(health, (x) => kv([
         ['status', x.status], ['events', String(x.events)], ['max seq', String(x.max_seq)], ['database', `${fmt(x.db_bytes / 1048576, 1)} MiB`],

@@ -2,7 +2,7 @@
 // page (pasted or generated; WebCrypto Ed25519), mine its proof of work
 // in a Web Worker, show the relay's dry-run violations (POST
 // /events/dry-run), then publish it (POST /events).
-import { h, api, eventLink, errorBox, pre, section } from '../lib.js';
+import { h, fill, put, api, eventLink, errorBox, pre, section } from '../lib.js';
 import { keyFromSeed, generateSeed, sign, check } from '../jcs.js';
 
 const powKinds = new Set([0, 50]);
@@ -81,7 +81,7 @@ export async function render(main) {
     } catch (err) { out.prepend(errorBox(err)); }
   });
 
-  main.replaceChildren(h('h1', {}, 'Publish'),
+  fill(main, h('h1', {}, 'Publish'),
     h('p', { class: 'muted' }, 'The key stays in this page: it signs here and is never sent. Proof of work is mined in a background worker; the relay\'s dry run lists every rule the event breaks before you publish.'),
     section('Key', h('div', { class: 'row' }, seed, gen), h('p', {}, 'agent_id: ', agent)),
     section('Event',

@@ -1,7 +1,7 @@
 // Tasks: a board by status (GET /tasks), and one task's timeline from
 // request to payment (GET /task/{id}) with every event of its thread
 // verified in this browser and the consensus the relay derived.
-import { h, api, agentLink, eventLink, taskLink, kindName, when, section, kv, table, badge, fmt, isHex64, ApiError, pre } from '../lib.js';
+import { h, fill, put, api, agentLink, eventLink, taskLink, kindName, when, section, kv, table, badge, fmt, isHex64, ApiError, pre } from '../lib.js';
 import { check } from '../jcs.js';
 import { reward } from './agent.js';
 
@@ -12,7 +12,7 @@ export async function render(main, _arg, query) {
   const d = await api(`/tasks?limit=500${cap ? `&capability=${encodeURIComponent(cap)}` : ''}`);
   const by = new Map(columns.map((c) => [c, []]));
   for (const t of d.tasks) (by.get(t.status) || by.set(t.status, []).get(t.status)).push(t);
-  main.replaceChildren(h('h1', {}, 'Tasks'),
+  fill(main, h('h1', {}, 'Tasks'),
     h('p', { class: 'muted' }, `${d.count} tasks${cap ? ` for ${cap}` : ''}, newest first in each column (GET /tasks).`),
     h('div', { class: 'board', id: 'task-board' }, [...by].filter(([, list]) => list.length).map(([status, list]) =>
       h('div', { class: 'col', 'data-status': status }, h('h2', {}, `${status.replace('_', ' ')} · ${list.length}`),
@@ -32,7 +32,7 @@ export async function renderTask(main, id) {
   const checks = new Map(await Promise.all([...full.values()].map(async (e) => [e.id, await check(e)])));
   const statusAt = new Map(t.history.filter((x) => x.event_id).map((x) => [x.event_id, x]));
   const c = t.consensus || {};
-  main.replaceChildren(
+  fill(main, 
     h('h1', {}, 'Task ', h('code', {}, id)),
     h('p', {}, h('span', { class: 'pill', id: 'task-status' }, t.status), t.phase ? h('span', { class: 'pill' }, t.phase) : null,
       ' ', t.capability, ' requested by ', agentLink(t.requester), t.provider ? [' · provider ', agentLink(t.provider)] : null),
