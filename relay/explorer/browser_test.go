@@ -25,11 +25,11 @@ import (
 // each test opens its own tabs. Without a chromium binary they skip.
 
 var bt struct {
-	chromium string        // the browser binary, "" when none
-	skip     string        // why the browser tests skip
-	base     string        // the relay's URL
-	bin      string        // the anp2 binary
-	w        *world        // the data loaded
+	chromium string          // the browser binary, "" when none
+	skip     string          // why the browser tests skip
+	base     string          // the relay's URL
+	bin      string          // the anp2 binary
+	w        *world          // the data loaded
 	browser  context.Context // the shared browser
 }
 
