@@ -178,7 +178,13 @@ export async function render(main) {
   const onResize = () => { size(); draw(); };
   window.addEventListener('resize', onResize);
   size();
-  for (let i = 0; i < 120; i++) step(); // settle before the first frame
+  for (let i = 0; i < 200; i++) step(); // settle before the first frame
+  // Fit the settled layout into the canvas.
+  if (nodes.length) {
+    const xs = nodes.map((n) => n.x), ys = nodes.map((n) => n.y);
+    const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+    view = { x: (x0 + x1) / 2, y: (y0 + y1) / 2, k: Math.min(3, 0.8 * Math.min(canvas.clientWidth / (x1 - x0 + 200), canvas.clientHeight / (y1 - y0 + 40))) };
+  }
   frame = requestAnimationFrame(loop);
   return () => { if (frame) cancelAnimationFrame(frame); window.removeEventListener('resize', onResize); };
 }

@@ -11,7 +11,7 @@ const maxRows = 300;
 export async function render(main, _arg, query) {
   const params = new URLSearchParams();
   for (const f of fields) if (query.get(f)) params.set(f, query.get(f));
-  const form = h('form', { class: 'filters' },
+  const form = h('form', { class: 'filters', id: 'live-filters' },
     fields.map((f) => h('label', {}, f, h('input', { name: f, value: params.get(f) || '', size: f === 'filter' ? 22 : 9 }))),
     h('button', { type: 'submit' }, 'Apply'));
   form.addEventListener('submit', (ev) => {
@@ -26,7 +26,8 @@ export async function render(main, _arg, query) {
   const list = h('ol', { class: 'feed', id: 'live-feed' });
   fill(main, h('h1', {}, 'Live'),
     h('p', { class: 'muted' }, 'Events as the relay stores them (GET /stream). Filters are those of /stream; pausing keeps your place and resuming replays what you missed.'),
-    form, h('div', { class: 'row' }, pause, status, rate), list);
+    h('details', { open: [...params].length > 0 || window.innerWidth > 600 }, h('summary', {}, 'Filters'), form),
+    h('div', { class: 'row' }, pause, status, rate), list);
 
   let es = null;
   let lastSeq = 0; // the last log sequence seen (resume point)
