@@ -195,6 +195,7 @@ func tab(t *testing.T) context.Context {
 func open(t *testing.T, ctx context.Context, hash, page string) string {
 	t.Helper()
 	var text string
+	start := time.Now()
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(bt.base+"/#/"+hash),
 		chromedp.WaitVisible(fmt.Sprintf(`main[data-ready]`), chromedp.ByQuery),
@@ -203,6 +204,7 @@ func open(t *testing.T, ctx context.Context, hash, page string) string {
 	if err != nil {
 		t.Fatalf("open #/%s: %v", hash, err)
 	}
+	t.Logf("#/%s shown in %v (navigation to data on screen)", hash, time.Since(start).Round(time.Millisecond))
 	var ready string
 	chromedp.Run(ctx, chromedp.AttributeValue("main", "data-ready", &ready, nil, chromedp.ByQuery))
 	if ready != page {
