@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -187,6 +188,10 @@ func tab(t *testing.T) context.Context {
 	listenConsole(ctx, &logs)
 	ctx, cancelT := context.WithTimeout(ctx, 45*time.Second)
 	t.Cleanup(cancelT)
+	// Every tab loads as a first visit would: nothing from the cache.
+	if err := chromedp.Run(ctx, network.Enable(), network.SetCacheDisabled(true)); err != nil {
+		t.Fatal(err)
+	}
 	return ctx
 }
 
@@ -204,7 +209,15 @@ func open(t *testing.T, ctx context.Context, hash, page string) string {
 	if err != nil {
 		t.Fatalf("open #/%s: %v", hash, err)
 	}
-	t.Logf("#/%s shown in %v (navigation to data on screen)", hash, time.Since(start).Round(time.Millisecond))
+	took := time.Since(start).Round(time.Millisecond)
+	// What the first load transferred: the page, its scripts and styles,
+	// and the JSON it read (compressed sizes, as sent).
+	var bytes int
+	chromedp.Run(ctx, chromedp.Evaluate(`performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).reduce((s, e) => s + e.transferSize, 0)`, &bytes))
+	t.Logf("#/%s shown in %v (navigation to data on screen), %d bytes transferred", hash, took, bytes)
+	if bytes > 200_000 {
+		t.Errorf("#/%s: the first load transferred %d bytes, over the 200 KB budget", hash, bytes)
+	}
 	var ready string
 	chromedp.Run(ctx, chromedp.AttributeValue("main", "data-ready", &ready, nil, chromedp.ByQuery))
 	if ready != page {

@@ -92,3 +92,36 @@ func TestCanonicalBytesOnEventPage(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestGraphSearch: typing in the trust graph's search box finds agents by
+// name and by id prefix.
+func TestGraphSearch(t *testing.T) {
+	needBrowser(t)
+	ctx := tab(t)
+	open(t, ctx, "graph", "graph")
+	for q, want := range map[string]string{"carol": "1", bt.w.bob.ID[:10]: "1", "e": "5", "nobody here": "0"} {
+		var got string
+		err := chromedp.Run(ctx,
+			chromedp.SetValue("#graph-search", q, chromedp.ByQuery),
+			chromedp.Evaluate(`document.getElementById('graph-search').dispatchEvent(new Event('input')); true`, nil),
+			chromedp.AttributeValue("#graph-info", "data-matches", &got, nil, chromedp.ByQuery))
+		if err != nil || got != want {
+			t.Errorf("search %q: %q matches (%v), want %s", q, got, err, want)
+		}
+	}
+}
+
+// TestLiveRefusedFilter: a filter the relay refuses shows the relay's
+// error code instead of an empty feed.
+func TestLiveRefusedFilter(t *testing.T) {
+	needBrowser(t)
+	ctx := tab(t)
+	open(t, ctx, "live?filter=colour:red", "live")
+	var s string
+	if _, ok := waitFor(10*time.Second, func() bool {
+		chromedp.Run(ctx, chromedp.Text("#live-status", &s, chromedp.ByQuery))
+		return strings.Contains(s, "filter-axis-unknown")
+	}); !ok {
+		t.Fatalf("live status %q", s)
+	}
+}

@@ -72,13 +72,15 @@ export function when(t) {
 
 export const isHex64 = (s) => typeof s === 'string' && /^[0-9a-f]{64}$/.test(s);
 
-// Agent names from the directory, loaded once per page load.
+// Agent names from the directory (its 200 most recently active agents,
+// which keeps a first load small on a large network), loaded once per
+// page load; other agents show as a short id.
 let namesPromise = null;
 const names = new Map();
 
 export function loadNames() {
   if (!namesPromise) {
-    namesPromise = tryApi('/agents?limit=1000').then((d) => {
+    namesPromise = tryApi('/agents?limit=200').then((d) => {
       for (const a of (d && d.agents) || []) if (a.name) names.set(a.agent_id, a.name);
       return names;
     });
