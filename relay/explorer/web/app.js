@@ -27,7 +27,8 @@ export function parseHash(hash) {
 }
 
 async function route() {
-  const { page, arg, query } = parseHash(location.hash);
+  const hash = location.hash;
+  const { page, arg, query } = parseHash(hash);
   const gen = ++generation;
   if (stop) { try { stop(); } catch { /* already stopped */ } stop = null; }
   const main = document.getElementById('app');
@@ -48,7 +49,8 @@ async function route() {
     if (gen !== generation) return;
     const render = page === 'task' ? mod.renderTask : mod.render;
     const s = await render(main, arg, query, () => gen !== generation);
-    if (gen !== generation) { if (typeof s === 'function') s(); return; }
+    // A page that sent the reader elsewhere (search) is not ready.
+    if (gen !== generation || location.hash !== hash) { if (typeof s === 'function') s(); return; }
     stop = typeof s === 'function' ? s : null;
     if (!main.dataset.ready) main.dataset.ready = page;
   } catch (err) {
