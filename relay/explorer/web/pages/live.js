@@ -68,6 +68,7 @@ export async function render(main, _arg, query) {
       let e;
       try { e = JSON.parse(m.data); } catch { return; }
       if (seen.has(e.id)) return;
+      if (seen.size > 20000) seen.clear(); // duplicates can only come at a reconnection
       seen.add(e.id);
       received++;
       queue.push(e);
