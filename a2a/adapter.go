@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -37,6 +38,11 @@ type Options struct {
 	PublicBaseURL string
 	// Tasks is the native task source; nil serves A2A-originated tasks only.
 	Tasks Tasks
+	// Branch, when set, returns the native task source of one branch for
+	// tasks/get's and tasks/list's branch param (SPEC §9, §17.5); its
+	// error's text is shown as invalid params. Nil: a branch param other
+	// than "" is invalid.
+	Branch func(branch string) (Tasks, error)
 	// Now is the clock for A2A task timestamps (default time.Now).
 	Now func() time.Time
 	// MaxTasks bounds the in-memory A2A task store (default 512, FIFO).
@@ -258,8 +264,58 @@ func (a *Adapter) now() time.Time { return a.opts.Now() }
 
 // lookupNative returns the native task with id from the task source.
 func (a *Adapter) lookupNative(id string) (tasks.TaskView, bool) {
-	if a.opts.Tasks == nil || !protocol.IsHex64(id) {
+	return lookupIn(a.opts.Tasks, id)
+}
+
+// lookupIn returns the native task with id from src.
+func lookupIn(src Tasks, id string) (tasks.TaskView, bool) {
+	if src == nil || !protocol.IsHex64(id) {
 		return tasks.TaskView{}, false
 	}
-	return a.opts.Tasks.Task(id)
+	return src.Task(id)
+}
+
+// source returns the native task source of branch ("": the default, the
+// relay's preferred branch).
+func (a *Adapter) source(branch string) (Tasks, *Error) {
+	if branch == "" || a.opts.Tasks == nil {
+		return a.opts.Tasks, nil
+	}
+	if a.opts.Branch == nil {
+		return nil, invalidParams("this relay serves no branches: omit branch")
+	}
+	src, err := a.opts.Branch(branch)
+	if err != nil {
+		return nil, invalidParams("branch: %s", protocolDetail(err))
+	}
+	return src, nil
+}
+
+// protocolDetail is err's detail without its code.
+func protocolDetail(err error) string {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Detail
+	}
+	return err.Error()
+}
+
+// branchOf reads the branch param: params.branch or params.metadata.branch
+// (both strings; when both are given they must agree).
+func branchOf(top *string, metadata map[string]any) (string, *Error) {
+	var b string
+	if top != nil {
+		b = *top
+	}
+	if m, ok := metadata["branch"]; ok && m != nil {
+		s, ok := m.(string)
+		if !ok {
+			return "", invalidParams("metadata.branch must be a string")
+		}
+		if b != "" && s != b {
+			return "", invalidParams("branch and metadata.branch disagree")
+		}
+		b = s
+	}
+	return b, nil
 }

@@ -24,6 +24,8 @@ func FuzzRPC(f *testing.F) {
 		`{"jsonrpc":"2.0","id":3,"method":"tasks/list","params":{"limit":5,"page_token":"YW5wMi50YXNrcy5vZmZzZXQuNQ"}}`,
 		`[{"jsonrpc":"2.0","method":"x"},{"jsonrpc":"2.0","id":null,"method":"tasks/get","params":{"id":"q"}}]`,
 		`{"jsonrpc":"2.0","id":4,"method":"tasks/resubscribe","params":{"id":"x"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tasks/list","params":{"branch":"main","metadata":{"branch":7}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"id":"q","branch":"b-0123abcd","metadata":{"branch":"all"}}}`,
 	} {
 		f.Add([]byte(s))
 	}

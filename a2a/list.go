@@ -22,6 +22,7 @@ const (
 // listParams are the parsed tasks/list params.
 type listParams struct {
 	capability, requester, provider, contextID string
+	branch                                     string       // "" the relay's preferred branch
 	native                                     tasks.Status // filter on the native status
 	state                                      TaskState    // filter on the projected A2A state
 	size, offset, history                      int
@@ -37,7 +38,7 @@ var listKeys = map[string]string{
 	"include_artifacts": "include_artifacts", "includeArtifacts": "include_artifacts",
 	"context_id": "context_id", "contextId": "context_id", "requester": "requester", "provider": "provider",
 	"last_updated_after": "last_updated_after", "lastUpdatedAfter": "last_updated_after",
-	"statusTimestampAfter": "last_updated_after", "metadata": "", "tenant": "",
+	"statusTimestampAfter": "last_updated_after", "metadata": "metadata", "tenant": "", "branch": "branch",
 }
 
 // collectList groups the raw params by canonical name; two spellings of
@@ -59,7 +60,7 @@ func collectList(raw json.RawMessage) (map[string]json.RawMessage, *Error) {
 		if !ok {
 			return nil, invalidParams("unknown tasks/list param %q; accepted: capability, state, status, limit (page_size, pageSize), "+
 				"page_token (pageToken), history_length (historyLength), include_artifacts (includeArtifacts), "+
-				"context_id (contextId), requester, provider", k)
+				"context_id (contextId), requester, provider, branch (or metadata.branch)", k)
 		}
 		v := in[k]
 		if canon == "" || string(v) == "null" {
@@ -100,10 +101,33 @@ func parseList(raw json.RawMessage) (listParams, *Error) {
 	if err := p.setStates(state, status); err != nil {
 		return p, err
 	}
+	if err := p.setBranch(in); err != nil {
+		return p, err
+	}
 	if p.requester != "" && !protocol.IsHex64(p.requester) || p.provider != "" && !protocol.IsHex64(p.provider) {
 		return p, invalidParams("requester and provider must be 64 lowercase hex characters")
 	}
 	return p, p.setNumbers(in, token)
+}
+
+// setBranch reads branch or metadata.branch (a metadata that is not an
+// object is ignored, as before).
+func (p *listParams) setBranch(in map[string]json.RawMessage) *Error {
+	var top *string
+	if v, ok := in["branch"]; ok {
+		var b string
+		if json.Unmarshal(v, &b) != nil {
+			return invalidParams("branch must be a string")
+		}
+		top = &b
+	}
+	var md map[string]any
+	if v, ok := in["metadata"]; ok && json.Unmarshal(v, &md) != nil {
+		md = nil
+	}
+	b, err := branchOf(top, md)
+	p.branch = b
+	return err
 }
 
 // setStates reads state (§19.3: the native status; an A2A state is also
@@ -208,7 +232,11 @@ func (a *Adapter) tasksList(raw json.RawMessage, base string) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	views, more := a.listNative(p)
+	src, err := a.source(p.branch)
+	if err != nil {
+		return nil, err
+	}
+	views, more := a.listNative(p, src)
 	out := listResult{Tasks: make([]Task, 0, len(views)), PageSize: p.size, PageSizeCamel: p.size}
 	for _, v := range views {
 		out.Tasks = append(out.Tasks, a.nativeTask(v, base, p.history, p.artifacts))
@@ -223,12 +251,12 @@ func (a *Adapter) tasksList(raw json.RawMessage, base string) (any, *Error) {
 // listNative returns the page of native tasks p selects, newest first, and
 // whether more follow. An A2A state filter is the union of the native
 // statuses that project onto it.
-func (a *Adapter) listNative(p listParams) ([]tasks.TaskView, bool) {
-	if a.opts.Tasks == nil {
+func (a *Adapter) listNative(p listParams, src Tasks) ([]tasks.TaskView, bool) {
+	if src == nil {
 		return nil, false
 	}
 	if p.contextID != "" {
-		return a.listContext(p)
+		return a.listContext(p, src)
 	}
 	statuses := []tasks.Status{p.native}
 	if p.state != "" {
@@ -238,7 +266,7 @@ func (a *Adapter) listNative(p listParams) ([]tasks.TaskView, bool) {
 	var all []tasks.TaskView
 	for _, s := range statuses {
 		f := tasks.Filter{Capability: p.capability, Status: s, Requester: p.requester, Provider: p.provider, Limit: need}
-		all = append(all, a.opts.Tasks.List(f)...)
+		all = append(all, src.List(f)...)
 	}
 	if len(statuses) > 1 {
 		sort.Slice(all, func(i, j int) bool {
@@ -257,8 +285,8 @@ func (a *Adapter) listNative(p listParams) ([]tasks.TaskView, bool) {
 
 // listContext serves a contextId filter: a native task's contextId is its
 // own id, so at most one task matches.
-func (a *Adapter) listContext(p listParams) ([]tasks.TaskView, bool) {
-	v, ok := a.lookupNative(p.contextID)
+func (a *Adapter) listContext(p listParams, src Tasks) ([]tasks.TaskView, bool) {
+	v, ok := lookupIn(src, p.contextID)
 	if !ok || p.offset > 0 ||
 		p.capability != "" && v.Capability != p.capability ||
 		p.requester != "" && v.Requester != p.requester ||

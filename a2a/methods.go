@@ -240,6 +240,19 @@ type taskQuery struct {
 	Metadata      map[string]any `json:"metadata"`
 }
 
+// parseBranch reads tasks/get's branch param: params.branch or
+// params.metadata.branch ("" the relay's preferred branch, SPEC §17.5).
+func parseBranch(raw json.RawMessage) (string, *Error) {
+	var q struct {
+		Branch   *string        `json:"branch"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := decodeParams(raw, &q); err != nil {
+		return "", err
+	}
+	return branchOf(q.Branch, q.Metadata)
+}
+
 func parseQuery(raw json.RawMessage) (string, int, *Error) {
 	var q taskQuery
 	if err := decodeParams(raw, &q); err != nil {
@@ -263,10 +276,18 @@ func (a *Adapter) tasksGet(raw json.RawMessage, base string) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	branch, err := parseBranch(raw)
+	if err != nil {
+		return nil, err
+	}
+	src, err := a.source(branch)
+	if err != nil {
+		return nil, err
+	}
 	if t, ok := a.store.get(id); ok {
 		return trimHistory(t, history), nil
 	}
-	if v, ok := a.lookupNative(id); ok {
+	if v, ok := lookupIn(src, id); ok {
 		return a.nativeTask(v, base, history, true), nil
 	}
 	return nil, rpcError(CodeTaskNotFound, "no A2A task and no native kind-50 task has this id", "id", id)

@@ -42,6 +42,10 @@ func (m *Module) Mount(core *relay.Server) error {
 		opts.Logger = cfg.Logger
 	}
 	opts.Tasks = core.NativeTasks()
+	opts.Branch = func(branch string) (Tasks, error) {
+		src, err := core.NativeTasksIn(context.Background(), branch)
+		return src, err
+	}
 	m.adapter = New(opts)
 	m.adapter.Mount(core.Route)
 	if opts.Push != nil {

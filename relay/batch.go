@@ -111,12 +111,17 @@ func (s *Server) postBatch(c echo.Context) error {
 		}
 	}
 	if len(recs) > 0 {
-		results, err := s.store.AppendBatch(ctx, recs)
+		results, errs, err := s.appendPublished(ctx, recs)
 		if err != nil {
 			return err
 		}
 		for k, res := range results {
 			r := &ans.Results[at[k]]
+			if errs[k] != nil {
+				s.reject(errs[k])
+				r.Status, r.Code, r.Detail = errorStatus(errs[k])
+				continue
+			}
 			pa := s.stored(evs[at[k]], res)
 			r.Status, r.Accepted, r.Duplicate, r.Stored = http.StatusOK, pa.Accepted, pa.Duplicate, pa.Stored
 		}

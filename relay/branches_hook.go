@@ -24,20 +24,78 @@ type Branches interface {
 	// Views returns the derived state of one branch's events as of now,
 	// for the view routes' ?branch=.
 	Views(ctx context.Context, branch string, now int64) (*state.State, error)
+	// Default returns the derived state of the relay's preferred branch as
+	// of now, for the views without ?branch=: nil when the relay's own
+	// state (every event) is that state.
+	Default(ctx context.Context, now int64) (*state.State, error)
+	// IDs lists the branches the relay can answer for as of now.
+	IDs(now int64) []string
 }
 
-// viewState returns the derived state a view route's ?branch= asks for:
-// the relay's own (every event) without it or with all, else the
-// branch's, from the registered Branches.
+// viewState returns the derived state a view route's ?branch= asks for.
 func (s *Server) viewState(c echo.Context, v url.Values) (*state.State, error) {
-	b := v.Get("branch")
-	if b == "" || b == "all" {
+	return s.ViewState(c.Request().Context(), v.Get("branch"))
+}
+
+// ViewState returns the derived state the views answer from for branch
+// (SPEC §17.5): "" is the relay's preferred branch (its own state while
+// that holds every event), "all" the relay's own state of every event,
+// another id that branch's state. A malformed id is a 400, an unknown one
+// a 404; a failed rebuild from the log is an internal error.
+func (s *Server) ViewState(ctx context.Context, branch string) (*state.State, error) {
+	switch {
+	case branch == "all" || branch == "" && s.branches == nil:
 		return s.state, nil
-	}
-	if s.branches == nil {
+	case s.branches == nil:
 		return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+	case branch == "":
+		st, err := s.branches.Default(ctx, s.now())
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return s.state, nil
+		}
+		return st, nil
 	}
-	return s.branches.Views(c.Request().Context(), b, s.now())
+	return s.branches.Views(ctx, branch, s.now())
+}
+
+// Views returns the derived state the views answer from by default: the
+// relay's preferred branch's (SPEC §17.5), which is State() while the
+// relay has one branch. Modules serving derived views read it; State()
+// stays the state of every event (GET /state, the folds).
+func (s *Server) Views() *state.State { return s.viewsState() }
+
+// viewsState is ViewState(ctx, ""): the state of the preferred branch the
+// views, moderation's hiding included, answer from by default. A failed
+// rebuild from the log is logged and answered from every event.
+func (s *Server) viewsState() *state.State {
+	st, err := s.ViewState(context.Background(), "")
+	if err != nil {
+		s.cfg.Logger.Error("views: the preferred branch's state", "err", err)
+		return s.state
+	}
+	return st
+}
+
+// NativeTasksIn answers task queries from branch's state (ViewState's
+// rules and errors; "" is NativeTasks).
+func (s *Server) NativeTasksIn(ctx context.Context, branch string) (TaskSource, error) {
+	if branch == "" {
+		return s.NativeTasks(), nil
+	}
+	st, err := s.ViewState(ctx, branch)
+	return TaskSource{s: s, st: st}, err
+}
+
+// BranchIDs lists the branches this relay can answer for (its preferred
+// one first), or nil when it serves no branches.
+func (s *Server) BranchIDs() []string {
+	if s.branches == nil {
+		return nil
+	}
+	return s.branches.IDs(s.now())
 }
 
 // ServeBranches makes b judge ?branch= (one module; the last call wins).

@@ -218,7 +218,7 @@ func (s *Server) export(c echo.Context) error {
 	// decides for the whole transfer.
 	var mod *trust.ModSnapshot
 	if reader == "" {
-		mod = s.state.Moderation.Current(s.now())
+		mod = s.viewsState().Moderation.Current(s.now())
 	}
 	ctx := c.Request().Context()
 	res := c.Response()

@@ -111,7 +111,8 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 	if err := s.chargeIP(ip, now); err != nil {
 		return nil, nil, err
 	}
-	if err := s.cfg.Checker.CheckAfterID(e); err != nil {
+	admit, err := s.checkAfterID(e, now)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := s.checkAgainstLog(ctx, e); err != nil {
@@ -134,6 +135,7 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 		return nil, &PublishAnswer{ID: e.ID, Accepted: true}, nil
 	}
 	rec := eventlog.NewRecord(e, raw, rawType, now.Unix())
+	rec.Admit = admit
 	return &rec, nil, nil
 }
 
@@ -236,7 +238,7 @@ func (s *Server) dryRun(c echo.Context) error {
 	if err := s.chargeIP(c.RealIP(), now); err != nil {
 		return s.reject(err)
 	}
-	errs := s.cfg.Checker.CheckAll(e, now.Unix())
+	errs := s.bypassDryRun(e, now, s.cfg.Checker.CheckAll(e, now.Unix()))
 	logErrs, err := s.logViolations(ctx, e)
 	if err != nil {
 		return err

@@ -117,6 +117,8 @@ type Server struct {
 	// dryChecks report, without side effects, what gates would refuse in
 	// a dry run (OnDryRun).
 	dryChecks []func(e *protocol.Event, now int64) error
+	// powBypass is the standing-based PoW bypass (SetPoWBypass); nil: off.
+	powBypass PoWBypass
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -293,7 +295,7 @@ func (s *Server) AgentInfo(row map[string]any, id string) {
 }
 
 // Weights returns the trust weight function at now (the published trust
-// snapshot), as the task views use it.
+// snapshot of Views), as the task views use it.
 func (s *Server) Weights(now int64) tasks.WeightFunc { return s.weights(now) }
 
 // BaseURL is the configured public base URL, or the one the request came
@@ -306,8 +308,8 @@ func (s *Server) BaseURL(c echo.Context) string {
 }
 
 // NativeTasks answers task queries (GET /task, A2A's tasks/get) at the
-// relay clock with the current trust weights.
-func (s *Server) NativeTasks() TaskSource { return TaskSource{s} }
+// relay clock from the preferred branch's state (SPEC §17.5).
+func (s *Server) NativeTasks() TaskSource { return TaskSource{s: s} }
 
 // Handler returns the relay's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.echo }

@@ -68,26 +68,40 @@ func (s *Server) apply(batch []eventlog.Committed) {
 // weights returns the verifier weight function at now: the published trust
 // snapshot, refreshed in the background when stale.
 func (s *Server) weights(now int64) tasks.WeightFunc {
-	return s.state.Trust.Current(now).Weight
+	return s.viewsState().Trust.Current(now).Weight
 }
 
-// TaskSource answers task queries at the relay clock with the current trust
-// weights (the A2A module reads native tasks through it).
-type TaskSource struct{ s *Server }
+// TaskSource answers task queries at the relay clock with the trust
+// weights of the same state: the preferred branch's (SPEC §17.5), or the
+// branch NativeTasksIn named. The A2A module reads native tasks through it.
+type TaskSource struct {
+	s *Server
+	// st is the state of the branch asked for; nil: the preferred
+	// branch's, resolved at each call.
+	st *state.State
+}
 
 // taskSource is the handlers' name for TaskSource.
 type taskSource = TaskSource
 
+// state returns the state t answers from.
+func (t TaskSource) state() *state.State {
+	if t.st != nil {
+		return t.st
+	}
+	return t.s.viewsState()
+}
+
 // Task returns the task with id, or false.
 func (t TaskSource) Task(id string) (tasks.TaskView, bool) {
-	now := t.s.cfg.Now().Unix()
-	return t.s.state.Tasks.Task(id, now, t.s.weights(now))
+	now, st := t.s.cfg.Now().Unix(), t.state()
+	return st.Tasks.Task(id, now, st.Trust.Current(now).Weight)
 }
 
 // List returns the tasks matching f, newest first.
 func (t TaskSource) List(f tasks.Filter) []tasks.TaskView {
-	now := t.s.cfg.Now().Unix()
-	return t.s.state.Tasks.List(f, now, t.s.weights(now))
+	now, st := t.s.cfg.Now().Unix(), t.state()
+	return st.Tasks.List(f, now, st.Trust.Current(now).Weight)
 }
 
 // ItemOf is an event's reconciliation item.

@@ -27,13 +27,13 @@ type viewer struct {
 // event on the stream's fan-out, so it reads only the published moderation
 // snapshot; listing handlers add the reader's rank (withRank).
 func (s *Server) viewer(reader string, includeHidden bool) viewer {
-	return viewer{mod: s.state.Moderation.Current(s.now()), reader: reader, includeHidden: includeHidden}
+	return viewer{mod: s.viewsState().Moderation.Current(s.now()), reader: reader, includeHidden: includeHidden}
 }
 
 // withRank marks a top-1% reader, who gets hidden-event metadata (§7.1).
 func (v viewer) withRank(s *Server) viewer {
 	if v.reader != "" {
-		v.top = s.state.Trust.Current(s.now()).InTopPercent(v.reader, TopReaderPercent)
+		v.top = s.viewsState().Trust.Current(s.now()).InTopPercent(v.reader, TopReaderPercent)
 	}
 	return v
 }

@@ -19,8 +19,9 @@ import (
 // a checkpoint, an attack, a proposal endorsed by four of six, a post
 // after it, all dated in the last hours); `anp2 replay --branch` rebuilds
 // main's and the pre-rollback branch's states from the relay's export and
-// from its database and matches its GET /state?branch=, and the two
-// branches' states differ.
+// from its database and matches its GET /state?branch= (main's answered
+// from the state the default views read, kept current as events commit),
+// and the two branches' states differ.
 func TestReplayBranchCLI(t *testing.T) {
 	db := t.TempDir() + "/branches.db"
 	p := startProc(t, db)
@@ -53,6 +54,28 @@ func TestReplayBranchCLI(t *testing.T) {
 	for _, e := range evs {
 		if _, err := cl.Publish(context.Background(), e, false); err != nil {
 			t.Fatalf("publish kind %d: %v", e.Kind, err)
+		}
+	}
+	// The views default to main, which leaves the sybils' votes out; a
+	// default view read also makes the relay build main's live state, so
+	// GET /state?branch=main below answers from it.
+	voters := func(query string) string {
+		st, _, body := httpDo(t, "GET", p.base+"/trust/"+core[0].ID+query, nil)
+		if st != 200 {
+			t.Fatalf("GET /trust%s: %d %s", query, st, body)
+		}
+		return string(body)
+	}
+	if def := voters(""); !strings.Contains(def, `"voter_count":5`) {
+		t.Fatalf("voters of core 0 by default: %s", def)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		all := voters("?branch=all") // the relay's own trust snapshot refreshes in the background
+		if strings.Contains(all, `"voter_count":25`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("voters of core 0 with all: %s", all)
 		}
 	}
 	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)

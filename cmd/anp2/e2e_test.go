@@ -59,8 +59,17 @@ var listenRe = regexp.MustCompile(`relay listening"? addr=(\S+)`)
 
 func startProc(t *testing.T, db string, extra ...string) *relayProc {
 	t.Helper()
+	return startProcEnv(t, nil, db, extra...)
+}
+
+// startProcEnv is startProc with env added to the process's environment.
+func startProcEnv(t *testing.T, env []string, db string, extra ...string) *relayProc {
+	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, extra...)
 	cmd := exec.Command(binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

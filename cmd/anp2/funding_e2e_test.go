@@ -42,7 +42,8 @@ func TestOperatorAgentAndTiersE2E(t *testing.T) {
 	a := taskstest.Pool(3)
 	fresh, seed, donor := a[0], a[1], a[2]
 	db := filepath.Join(t.TempDir(), "op.db")
-	p := startProc(t, db, "--operator-report", "2s", "--new-agent-tiers", "--seed-agent-whitelist", seed.ID, "--rate-agent", "0")
+	p := startProc(t, db, "--operator-report", "2s", "--new-agent-tiers", "--seed-agent-whitelist", seed.ID, "--rate-agent", "0",
+		"--operator-funding", `{"addresses":[{"chain":"ETH","address":"0x52908400098527886e0f7030069857d2e4169ee7"}],"disclose_totals":true}`)
 	_, self := httpJSON(t, "GET", p.base+"/relays", nil)
 	relayID, _ := self["self"].(map[string]any)["agent_id"].(string)
 	now := time.Now().Unix()
@@ -65,7 +66,9 @@ func TestOperatorAgentAndTiersE2E(t *testing.T) {
 	}
 	_, fund := httpJSON(t, "GET", p.base+"/funding/"+relayID, nil)
 	ds, _ := fund["donations"].([]any)
-	if fund["received_count"] != 1.0 || len(ds) != 1 || ds[0].(map[string]any)["verification"].(map[string]any)["status"] != "unverified" {
+	addrs, _ := fund["addresses"].([]any)
+	if fund["received_count"] != 1.0 || len(ds) != 1 || ds[0].(map[string]any)["verification"].(map[string]any)["status"] != "unverified" ||
+		len(addrs) != 1 || fund["disclose_totals"] != true {
 		t.Fatalf("/funding: %v", fund)
 	}
 	relaytest.Eventually(t, "the operator's capacity report", func() bool {
@@ -76,5 +79,24 @@ func TestOperatorAgentAndTiersE2E(t *testing.T) {
 	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
 	if out := runCLI(t, "replay", at, "--compare", p.base, p.base); !strings.Contains(out, "match: ") {
 		t.Fatalf("replay: %s", out)
+	}
+}
+
+// TestSeedWhitelistFromEnvironment: the whitelist is read from
+// ANP2_SEED_AGENT_WHITELIST, or else from the reference relay's
+// SEED_AGENT_WHITELIST (seed §8.1).
+func TestSeedWhitelistFromEnvironment(t *testing.T) {
+	a := taskstest.Pool(2)
+	for _, c := range []struct{ env, exempt, other string }{
+		{"ANP2_SEED_AGENT_WHITELIST=" + a[0].ID, a[0].ID, a[1].ID},
+		{"SEED_AGENT_WHITELIST=" + a[1].ID, a[1].ID, a[0].ID},
+	} {
+		p := startProcEnv(t, []string{c.env}, filepath.Join(t.TempDir(), "wl.db"), "--new-agent-tiers")
+		if _, tier := httpJSON(t, "GET", p.base+"/agents/"+c.exempt+"/tier", nil); tier["tier"] != "exempt" {
+			t.Fatalf("%s: the listed agent's tier: %v", c.env, tier)
+		}
+		if _, tier := httpJSON(t, "GET", p.base+"/agents/"+c.other+"/tier", nil); tier["tier"] != "new" {
+			t.Fatalf("%s: another agent's tier: %v", c.env, tier)
+		}
 	}
 }

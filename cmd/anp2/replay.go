@@ -39,6 +39,8 @@ type replayCmd struct {
 	keyPath  string
 	gov      govFlags
 	branch   string
+	// powBypass: the log was written under serve --standing-pow-bypass.
+	powBypass bool
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -52,6 +54,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	c.gov.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
 	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §17.5) and compare it with the relay's /state?branch=")
+	fs.BoolVar(&c.powBypass, "standing-pow-bypass", false, "the log comes from a relay serving with --standing-pow-bypass: keep kinds 0 and 50 that lack the mandatory PoW, which it admitted by standing (an over-claiming pow tag is still refused; SPEC §12.1)")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -96,7 +99,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
+	rp := &offline.Replayer{Checker: replayChecker(c.powBypass), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
@@ -283,4 +286,15 @@ func fetchState(ctx context.Context, base string, at int64) (state.Digest, error
 
 func sameRelay(a, b string) bool {
 	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+}
+
+// replayChecker is the default checker; for the log of a relay serving
+// with the standing-based PoW bypass, without the mandatory PoW, which
+// that relay judged by a standing no replay can sample again (SPEC §12.1).
+func replayChecker(powBypass bool) protocol.Checker {
+	c := protocol.DefaultChecker()
+	if powBypass {
+		c.PoW.Kinds = nil
+	}
+	return c
 }

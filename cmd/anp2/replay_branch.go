@@ -44,7 +44,7 @@ func (c *replayCmd) replayBranch(ctx context.Context, path string, named []state
 	if err != nil {
 		return state.Digest{}, err
 	}
-	rp := &offline.Replayer{Checker: protocol.DefaultChecker(), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fresh}}
+	rp := &offline.Replayer{Checker: replayChecker(c.powBypass), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fresh}}
 	st, stats, err := rp.Replay(ctx, members)
 	if err != nil {
 		return state.Digest{}, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
+	"github.com/anp2net/relay/relay/tiers"
 )
 
 // serveCmd runs the relay. Tests drive it through ParseFlags, Start, Addr
@@ -32,6 +34,7 @@ type serveCmd struct {
 	infraCosts, seedWhitelist    string
 	operatorFunding, branch      string
 	newAgentTiers                bool
+	standing                     tiers.StandingOptions
 	gov                          govFlags
 	now                          func() time.Time
 
@@ -65,6 +68,10 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.operatorFunding, "operator-funding", "", "the relay operator agent's kind 16 content (JSON with addresses), published signed by the relay key when it changes")
 	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
+	c.standing = tiers.DefaultStandingOptions()
+	fs.BoolVar(&c.standing.Bypass, "standing-pow-bypass", false, "let agents whose standing meets --standing-pow-threshold publish kinds 0 and 50 without the mandatory PoW (seed §8.2; refused unless --standing-min-verifiers is 2 or more, and with a PostgreSQL log)")
+	fs.IntVar(&c.standing.Threshold, "standing-pow-threshold", tiers.DefaultStandingThreshold, "confirmed provider tasks an agent needs for the PoW bypass")
+	fs.IntVar(&c.standing.MinVerifiers, "standing-min-verifiers", 1, "distinct neutral verifiers of positive trust that must pass a task for it to count toward standing (2 or more: multi-verifier consensus)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
 	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §17.5)")
@@ -74,7 +81,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	if !branches.ValidBranchID(c.branch) {
 		return fmt.Errorf("--branch %q is not main, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", c.branch)
 	}
-	return nil
+	return c.checkStanding()
 }
 
 // Start opens the log and begins listening; Run waits for ctx to end.
@@ -135,7 +142,7 @@ func (c *serveCmd) Start() error {
 	}
 	mods.funding.SetReport(report)
 	var whitelist []string
-	for _, a := range strings.Split(c.seedWhitelist, ",") {
+	for _, a := range strings.Split(c.whitelist(), ",") {
 		if a = strings.TrimSpace(a); a != "" && !protocol.IsHex64(a) {
 			ln.Close()
 			st.Close()
@@ -144,6 +151,11 @@ func (c *serveCmd) Start() error {
 		whitelist = append(whitelist, a)
 	}
 	mods.tiers.Configure(c.newAgentTiers, whitelist)
+	if err := mods.tiers.ConfigureStanding(c.standing); err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
 	if c.relayKey == "" {
 		c.relayKey = relayKeyDefault(c.db)
 	}
@@ -187,4 +199,27 @@ func (c *serveCmd) Close() error {
 		return nil
 	}
 	return c.store.Close()
+}
+
+// checkStanding refuses the standing-based PoW bypass without
+// multi-verifier consensus, and over a PostgreSQL log, whose several
+// writer processes cannot judge standing under one lock (SPEC §12.1).
+func (c *serveCmd) checkStanding() error {
+	if err := c.standing.Validate(); err != nil {
+		return err
+	}
+	if c.standing.Bypass && isPostgres(c.db) {
+		return fmt.Errorf("--standing-pow-bypass needs the SQLite log: standing must be read under the writer lock of the insert, and a PostgreSQL log has one writer per process")
+	}
+	return nil
+}
+
+// whitelist is --seed-agent-whitelist (ANP2_SEED_AGENT_WHITELIST), else the
+// reference relay's SEED_AGENT_WHITELIST (seed §8.1), so an operator's
+// existing setting carries over.
+func (c *serveCmd) whitelist() string {
+	if c.seedWhitelist != "" {
+		return c.seedWhitelist
+	}
+	return os.Getenv("SEED_AGENT_WHITELIST")
 }

@@ -1,8 +1,10 @@
 package branches_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -52,6 +54,13 @@ func BenchmarkNoRollbackCost(b *testing.B) {
 				}
 			}
 		})
+		b.Run(name+"/view", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if ans := r.Do(b, "GET", "/trust/"+agents[i%50].ID, "", nil); ans.Status != 200 {
+					b.Fatal(ans.Status)
+				}
+			}
+		})
 	}
 }
 
@@ -76,6 +85,13 @@ func BenchmarkPerRequestCost(b *testing.B) {
 			}
 		}
 	})
+	b.Run("default-view", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if st, err := m.Default(context.Background(), 1_800_000_000); st != nil || err != nil {
+				b.Fatal("the relay's own state answers without forks")
+			}
+		}
+	})
 	b.Run("select-main", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if keep, _, err := m.Select(nil, 1_800_000_000); keep != nil || err != nil {
@@ -83,4 +99,39 @@ func BenchmarkPerRequestCost(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAfterRollback measures, in one run, a relay after an activated
+// rollback beside the same relay whose proposal fell short: a publish
+// (after the rollback main's live state folds it in as it commits), a
+// default view read (from main's live state after the rollback) and the
+// same read with ?branch=all (the relay's own state).
+func BenchmarkAfterRollback(b *testing.B) {
+	for _, activate := range []bool{false, true} {
+		name := "no-rollback"
+		if activate {
+			name = "rollback"
+		}
+		w := &world{t: b, r: relaytest.Start(b, []relay.Module{newModule()})}
+		rb := proposeRollback(w, 200, activate)
+		w.r.Clock.Add(time.Minute)
+		a := rb.core[4]
+		at := w.now()
+		b.Run(name+"/publish", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if ans := w.r.Post(b, a.Sign(1, at, fmt.Sprintf("after %d", i))); ans.Status != 200 {
+					b.Fatal(ans.Status)
+				}
+			}
+		})
+		for _, q := range []string{"", "?branch=all"} {
+			b.Run(name+"/view"+q, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if ans := w.r.Do(b, "GET", "/trust/"+rb.sybils[i%200].ID+q, "", nil); ans.Status != 200 {
+						b.Fatal(ans.Status)
+					}
+				}
+			})
+		}
+	}
 }

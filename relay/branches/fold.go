@@ -54,6 +54,10 @@ type Fold struct {
 	announces map[string]*protocol.Event
 	// tagged maps a branch id to the events tagging it (id → created_at).
 	tagged map[string]map[string]int64
+	// ids are every folded event's id, time and kind, for the forks' roots
+	// (roots.go); roots remembers each resolved fork's root.
+	ids   []idEntry
+	roots map[string]rootRef
 	// topAt caches the high-trust set over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
 	topAt map[int64]TopSet
@@ -91,7 +95,7 @@ type SovereignRollback struct {
 func NewFold() *Fold {
 	return &Fold{votes: map[string]*protocol.Event{}, special: map[string]*stamped{},
 		announces: map[string]*protocol.Event{}, tagged: map[string]map[string]int64{},
-		topAt: map[int64]TopSet{}}
+		topAt: map[int64]TopSet{}, roots: map[string]rootRef{}}
 }
 
 // Add folds one stored, non-revoked event in.
@@ -139,6 +143,9 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 		setOrDelete(f.special, e.ID, &stamped{e, cs}, add)
 	case protocol.KindRelayAnnounce:
 		setOrDelete(f.announces, e.ID, e, add)
+	}
+	if add || len(f.ids) > 0 {
+		f.indexID(e, add)
 	}
 	for _, b := range tags {
 		if f.tagged[b] == nil {

@@ -2,6 +2,7 @@ package branches
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,43 @@ func FuzzSelect(f *testing.F) {
 		for _, u := range unknown {
 			if !ValidBranchID(u) {
 				t.Fatalf("unknown %q is not a branch id", u)
+			}
+		}
+	})
+}
+
+// FuzzForkRoots adds events whose branch tags are hostile strings and
+// whose ids share prefixes with them: evaluating never panics, every fork
+// root has its fork's prefix, and every event is a member of the forks it
+// tags.
+func FuzzForkRoots(f *testing.F) {
+	for _, s := range []string{"b-00112233", "b-0011223", "b-001122334", "b-0011223344556677", "b-zz", "main", "pre-rollback-00112233", "b-"} {
+		f.Add(s, int64(5))
+	}
+	f.Fuzz(func(t *testing.T, tag string, at int64) {
+		fold := NewFold()
+		ids := []string{hex64, "0011223300000000000000000000000000000000000000000000000000000000", "00112234" + hex64[8:]}
+		var evs []*protocol.Event
+		for i, id := range ids {
+			e := &protocol.Event{ID: id, AgentID: hex64, CreatedAt: at + int64(i), Kind: 1, Tags: [][]string{}}
+			if i == 2 {
+				e.Tags = [][]string{{"branch", tag}}
+			}
+			evs = append(evs, e)
+			fold.Add(e)
+		}
+		v := fold.Evaluate(at + 10)
+		for _, b := range v.Branches {
+			if b.Root != "" && !strings.HasPrefix(b.Root, b.RootPrefix) {
+				t.Fatalf("fork %s rooted at %s", b.ID, b.Root)
+			}
+		}
+		for _, e := range evs {
+			members := v.Members(e)
+			for _, bt := range branchTags(e) {
+				if strings.HasPrefix(bt, "b-") && !slices.Contains(members, bt) {
+					t.Fatalf("%s tags %s but is in %v", e.ID, bt, members)
+				}
 			}
 		}
 	})

@@ -18,36 +18,103 @@ import (
 //     activation): no tag brings those back into main;
 //   - checkpoints, proposals and bans (kinds 12–14) are in main whatever
 //     their time: they are what the branches derive from;
-//   - a voluntary fork b-… holds the events that tag it.
+//   - a voluntary fork b-… holds the events that tag it, its root (the
+//     earliest event by (created_at, id) whose id has its prefix) and the
+//     events before the root, by (created_at, id), that share a main or
+//     pre-rollback branch with the root (its line).
 func (v View) Members(e *protocol.Event) []string {
-	var tags []string
-	for _, t := range branchTags(e) {
-		if v.Known(t) {
-			tags = append(tags, t)
-		}
-	}
-	inWindow := false
-	for _, sp := range v.spans {
-		inWindow = inWindow || (e.CreatedAt > sp.asOf && e.CreatedAt < sp.until)
-	}
-	var out []string
-	governance := e.Kind == protocol.KindCheckpoint || e.Kind == protocol.KindRollback || e.Kind == protocol.KindBan
-	if governance || !inWindow && (len(tags) == 0 || slices.Contains(tags, "main")) {
-		out = append(out, "main")
-	}
-	for _, sp := range v.spans {
-		if e.CreatedAt < sp.until || slices.Contains(tags, sp.id) {
-			out = append(out, sp.id)
-		}
-	}
+	tags := v.knownTags(branchTags(e))
+	out := v.lines(e.CreatedAt, e.Kind, tags)
 	forks := len(out)
 	for _, t := range tags {
 		if strings.HasPrefix(t, "b-") {
 			out = append(out, t)
 		}
 	}
+	for _, r := range v.roots {
+		if slices.Contains(out[forks:], r.fork) {
+			continue
+		}
+		if e.ID == r.id || r.before(e) && intersects(out[:forks], r.line) {
+			out = append(out, r.fork)
+		}
+	}
 	slices.Sort(out[forks:]) // branch order: forks are listed sorted
 	return out
+}
+
+// In reports whether e belongs to branch under v: slices.Contains(
+// v.Members(e), branch), without computing the other branches.
+func (v View) In(e *protocol.Event, branch string) bool {
+	if !v.Known(branch) {
+		return false
+	}
+	tags := v.knownTags(branchTags(e))
+	if !strings.HasPrefix(branch, "b-") {
+		return slices.Contains(v.lines(e.CreatedAt, e.Kind, tags), branch)
+	}
+	if slices.Contains(tags, branch) {
+		return true
+	}
+	for _, r := range v.roots {
+		if r.fork == branch {
+			return e.ID == r.id || r.before(e) && intersects(v.lines(e.CreatedAt, e.Kind, tags), r.line)
+		}
+	}
+	return false
+}
+
+// knownTags keeps the tags naming a branch of v.
+func (v View) knownTags(all []string) []string {
+	var tags []string
+	for _, t := range all {
+		if v.Known(t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}
+
+// lines returns the main and pre-rollback branches of an event created at
+// at, of kind, with the known branch tags tags.
+func (v View) lines(at, kind int64, tags []string) []string {
+	inWindow := false
+	for _, sp := range v.spans {
+		inWindow = inWindow || (at > sp.asOf && at < sp.until)
+	}
+	var out []string
+	governance := kind == protocol.KindCheckpoint || kind == protocol.KindRollback || kind == protocol.KindBan
+	if governance || !inWindow && (len(tags) == 0 || slices.Contains(tags, "main")) {
+		out = append(out, "main")
+	}
+	for _, sp := range v.spans {
+		if at < sp.until || slices.Contains(tags, sp.id) {
+			out = append(out, sp.id)
+		}
+	}
+	return out
+}
+
+// indexRoots records the roots of v's forks (root resolves one) with
+// their lines. Call after index.
+func (v *View) indexRoots(root func(fork string) rootRef) {
+	for _, b := range v.Branches {
+		if b.CreatedFrom != "voluntary_fork" {
+			continue
+		}
+		if r := root(b.ID); r.ok {
+			v.roots = append(v.roots, &forkRoot{fork: b.ID, id: r.id, at: r.at, line: v.lines(r.at, r.kind, v.knownTags(r.tags))})
+		}
+	}
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // span is an activated rollback's pre-rollback branch and rolled-back

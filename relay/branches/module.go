@@ -53,12 +53,15 @@ type Module struct {
 		seq     int64
 		entries map[string]any
 	}
+	// live is the preferred branch's state, kept current (live.go).
+	live live
 }
 
 var (
 	_ relay.Folder   = (*Module)(nil)
 	_ state.Digester = (*Fold)(nil)
 	_ relay.Module   = (*Module)(nil)
+	_ relay.Runner   = (*Module)(nil)
 	_ state.Fold     = (*Fold)(nil)
 )
 
@@ -82,6 +85,7 @@ func (m *Module) View(now int64) View { return *m.fold.Current(now) }
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
 	core.OnCommit(m.invalidate)
+	core.OnCommit(m.onCommitLive)
 	core.Route(http.MethodGet, "/checkpoints", m.getCheckpoints)
 	core.Route(http.MethodGet, "/checkpoints/draft", m.getDraft)
 	core.Route(http.MethodGet, "/rollbacks", m.getRollbacks)

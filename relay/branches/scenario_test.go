@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/branches"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/state"
@@ -33,7 +35,7 @@ func newModule() *branches.Module {
 
 // world is a scenario under construction: its events in publish order.
 type world struct {
-	t   *testing.T
+	t   testing.TB
 	r   *relaytest.Relay
 	evs []*protocol.Event
 }
@@ -61,7 +63,7 @@ func (w *world) get(path string, out any) {
 	}
 }
 
-func cosigns(t *testing.T, kind int64, content string, by ...taskstest.Agent) [][]string {
+func cosigns(t testing.TB, kind int64, content string, by ...taskstest.Agent) [][]string {
 	var out [][]string
 	for _, a := range by {
 		tag, err := protocol.Cosign(a.Key, kind, content)
@@ -167,7 +169,8 @@ func TestRollbackScenario(t *testing.T) {
 	corePost := w.evs[1]
 	reply := sybils[1].Sign(1, w.now(), "reply spam", []string{"e", corePost.ID})
 	sybilTask := taskstest.Request(sybils[2], w.now(), w.now()+86400, taskstest.Reward{}, false)
-	attack = append(attack, reply, sybilTask)
+	sybilFlag := sybils[3].Sign(7, w.now(), `{"category":"spam"}`, []string{"e", corePost.ID}, []string{"p", corePost.AgentID})
+	attack = append(attack, reply, sybilTask, sybilFlag)
 	w.r.PostAll(t, attack, 8)
 	w.evs = append(w.evs, attack...)
 	w.get("/checkpoints", &cps)
@@ -306,6 +309,11 @@ func TestRollbackScenario(t *testing.T) {
 	for query, lines := range map[string]int{"": len(w.evs), "?branch=all": len(w.evs), "?branch=main": int(want["main"].EventCount), "?branch=" + branch: int(want[branch].EventCount)} {
 		a := w.r.Do(t, "GET", "/export"+query, "", nil)
 		if n := strings.Count(string(a.Body), "\n"); a.Status != 200 || n != lines {
+			for _, e := range w.evs {
+				if !strings.Contains(string(a.Body), `"id":"`+e.ID) {
+					t.Logf("not exported: kind %d %s", e.Kind, e.ID)
+				}
+			}
 			t.Fatalf("GET /export%s: %d, %d lines, want %d", query, a.Status, n, lines)
 		}
 	}
@@ -322,30 +330,44 @@ func TestRollbackScenario(t *testing.T) {
 		t.Fatal("pre-rollback state")
 	}
 
-	// The view routes take ?branch= too: on main the sybils' votes are
-	// gone, on the pre-rollback branch and by default (every event) they
-	// count.
-	voters := func(query string) float64 {
+	// The view routes take ?branch= too: on main, the default, the
+	// sybils' votes are gone; on the pre-rollback branch and with all
+	// (every event) they count.
+	voters := func(r *relaytest.Relay, query string) float64 {
 		var tr struct {
 			VoterCount float64 `json:"voter_count"`
 		}
-		w.get("/trust/"+sybils[1].ID+query, &tr)
+		(&world{t: t, r: r}).get("/trust/"+sybils[1].ID+query, &tr)
 		return tr.VoterCount
 	}
-	if n := voters("?branch=main"); n != 0 {
-		t.Fatalf("voters of a sybil on main: %v", n)
+	for query, some := range map[string]bool{"": false, "?branch=main": false, "?branch=" + branch: true, "?branch=all": true} {
+		if n := voters(w.r, query); (n > 0) != some {
+			t.Fatalf("voters of a sybil with %q: %v", query, n)
+		}
 	}
-	if n := voters("?branch=" + branch); n == 0 {
-		t.Fatal("no voters of a sybil on the pre-rollback branch")
-	}
-	relaytest.Eventually(t, "the sybil's voters in the full view", func() bool { return voters("") > 0 })
-	for query, status := range map[string]int{"": 200, "?branch=all": 200, "?branch=" + branch: 200, "?branch=main": 404} {
+	for query, status := range map[string]int{"": 404, "?branch=all": 200, "?branch=" + branch: 200, "?branch=main": 404} {
 		if a := w.r.Do(t, "GET", "/task/"+sybilTask.ID+query, "", nil); a.Status != status {
 			t.Fatalf("GET /task%s: %d, want %d", query, a.Status, status)
 		}
 	}
 	if a := w.r.Do(t, "GET", "/trust_graph?branch=b-00000000", "", nil); a.Status != 404 {
 		t.Fatalf("unknown branch: %d", a.Status)
+	}
+	attackFree(t, w.r, sybils, sybilTask.ID, corePost.ID)
+
+	// A voluntary fork rooted at the core's first post: it inherits the
+	// events before it and holds the one tagging it.
+	fork := "b-" + corePost.ID[:8]
+	inherited := int64(0)
+	for _, e := range expectMembers(w.evs, asOf, activatedAt, branch)["main"] {
+		if e.CreatedAt < corePost.CreatedAt || e.CreatedAt == corePost.CreatedAt && e.ID < corePost.ID {
+			inherited++
+		}
+	}
+	w.post(core[3].Sign(1, w.now(), "a fork of the early days", []string{"branch", fork}))
+	w.get("/branches", &got)
+	if len(got) != 3 || got[2].ID != fork || got[2].EventCount != inherited+2 {
+		t.Fatalf("branches with the fork %+v, want %d events in it", got, inherited+2)
 	}
 
 	// A second relay mirroring the first (set reconciliation, POST
@@ -368,7 +390,13 @@ func TestRollbackScenario(t *testing.T) {
 		if !slices.Equal(got, got2) {
 			t.Fatalf("other relay branches %+v, first %+v", got2, got)
 		}
-		for _, b := range []string{"all", "main", branch} {
+		attackFree(t, other, sybils, sybilTask.ID, corePost.ID)
+		for query, some := range map[string]bool{"": false, "?branch=" + branch: true} {
+			if n := voters(other, query); (n > 0) != some {
+				t.Fatalf("other relay: voters of a sybil with %q: %v", query, n)
+			}
+		}
+		for _, b := range []string{"all", "main", branch, fork} {
 			var s1, s2 state.Digest
 			w.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s1)
 			w2.get(fmt.Sprintf("/state?branch=%s&at=%d", b, w.now()), &s2)
@@ -379,6 +407,84 @@ func TestRollbackScenario(t *testing.T) {
 	}
 }
 
+// attackFree checks that r's views without a branch parameter (main, the
+// default) leave the attack out in every view, and that with branch=all
+// it is there: trust, the trust graph, votes received, flags, tasks,
+// credit and the A2A adapter's task views when r serves it.
+func attackFree(t *testing.T, r *relaytest.Relay, sybils []taskstest.Agent, sybilTask, flagged string) {
+	t.Helper()
+	for _, c := range []struct{ path, attack string }{
+		{"/trust_graph?limit=1000", sybils[1].ID},
+		{"/agents/" + sybils[1].ID + "/trust_received", `"voter":"`},
+		{"/tasks?limit=500", sybilTask},
+		{"/events/" + flagged + "/flags", `"flag_count":0`},
+		{"/agents/" + sybils[2].ID + "/credit", `"locked":10`},
+	} {
+		def, all := r.Do(t, "GET", c.path, "", nil), r.Do(t, "GET", c.path+sepFor(c.path)+"branch=all", "", nil)
+		if def.Status != 200 || all.Status != 200 {
+			t.Fatalf("GET %s: %d, with all %d", c.path, def.Status, all.Status)
+		}
+		if c.attack == `"flag_count":0` { // the sybils' flags count only with all
+			if !strings.Contains(string(def.Body), c.attack) || strings.Contains(string(all.Body), c.attack) {
+				t.Fatalf("GET %s: default %s\nall %s", c.path, def.Body, all.Body)
+			}
+			continue
+		}
+		if strings.Contains(string(def.Body), c.attack) {
+			t.Fatalf("GET %s shows the attack by default: %s", c.path, def.Body)
+		}
+		if !strings.Contains(string(all.Body), c.attack) {
+			t.Fatalf("GET %s with all lacks the attack: %s", c.path, all.Body)
+		}
+	}
+	a2aTasks(t, r, sybilTask)
+	// The directory's profile reads the same default state (its trust
+	// summary; the checks above saw the sybils' votes with all).
+	if a := r.Do(t, "GET", "/agents/"+sybils[1].ID, "", nil); a.Status != 404 && !strings.Contains(string(a.Body), `"voter_count":0}`) {
+		t.Fatalf("directory profile of a sybil: %d %s", a.Status, a.Body)
+	}
+}
+
+// a2aTasks checks the A2A adapter's task views: tasks/get and tasks/list
+// leave the rolled-back task out by default and on main, and show it with
+// branch=all, given as params.branch or params.metadata.branch; a
+// malformed or unknown branch is invalid params.
+func a2aTasks(t *testing.T, r *relaytest.Relay, sybilTask string) {
+	t.Helper()
+	if a := r.Do(t, "GET", "/.well-known/agent-card.json", "", nil); a.Status == 404 {
+		return // no A2A adapter on r
+	}
+	call := func(method, params string) string {
+		a := r.Do(t, "POST", "/a2a", "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+		if a.Status != 200 {
+			t.Fatalf("%s %s: %d %s", method, params, a.Status, a.Body)
+		}
+		return string(a.Body)
+	}
+	for _, c := range []struct {
+		params string
+		shown  bool
+	}{{``, false}, {`"branch":"main"`, false}, {`"branch":"all"`, true}, {`"metadata":{"branch":"all"}`, true}} {
+		get := call("tasks/get", `{"id":"`+sybilTask+`"`+strings.TrimSuffix(","+c.params, ",")+`}`)
+		list := call("tasks/list", `{"limit":200`+strings.TrimSuffix(","+c.params, ",")+`}`)
+		if strings.Contains(get, `"error"`) == c.shown || strings.Contains(list, sybilTask) != c.shown {
+			t.Fatalf("A2A with %s: tasks/get %s\ntasks/list %s", c.params, get, list)
+		}
+	}
+	for _, bad := range []string{`{"branch":"nope"}`, `{"branch":"b-00000000"}`, `{"metadata":{"branch":7}}`} {
+		if got := call("tasks/list", bad); !strings.Contains(got, "-32602") {
+			t.Fatalf("tasks/list %s: %s", bad, got)
+		}
+	}
+}
+
+func sepFor(path string) string {
+	if strings.Contains(path, "?") {
+		return "&"
+	}
+	return "?"
+}
+
 // federated starts a relay with its own key running the branches module
 // and federation (mounted without its Run: no announcement, no loop; the
 // test mirrors once).
@@ -387,7 +493,7 @@ func federated(t *testing.T, name string) (*relaytest.Relay, *federation.Module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule()},
+	r := relaytest.Start(t, []relay.Module{newModule(), struct{ relay.Module }{fed}, stream.NewModule(), a2a.NewModule(a2a.Options{}), directory.NewModule()},
 		func(c *relay.Config) { c.RelayKey = taskstest.NewAgent("relay-" + name).Key })
 	return r, fed
 }

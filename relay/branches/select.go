@@ -54,8 +54,9 @@ func (m *Module) Select(ids []string, now int64) (func(*protocol.Event) (bool, s
 }
 
 // State implements relay.Branches for GET /state?branch=: the state.v1
-// digest at at of the events of branch (SPEC §17.5), rebuilt from the log
-// with fresh folds; an unknown branch is a 404 unknown_branch.
+// digest at at of the events of branch (SPEC §17.5), from the preferred
+// branch's live state when it is that branch under the same membership,
+// else rebuilt from the log with fresh folds; an unknown branch is a 404.
 func (m *Module) State(ctx context.Context, branch string, at int64) (state.Digest, error) {
 	if !ValidBranchID(branch) {
 		return state.Digest{}, protocol.Errorf(httpx.CodeBadParameter, "branch %q is not a branch id", branch)
@@ -64,10 +65,10 @@ func (m *Module) State(ctx context.Context, branch string, at int64) (state.Dige
 	if !v.Known(branch) {
 		return state.Digest{}, protocol.Errorf(relay.CodeNotFound, "unknown branch %q", branch)
 	}
-	opts := state.Options{Treasury: m.core.Config().Treasury}
-	if m.opts.Folds != nil {
-		opts.Folds = m.opts.Folds()
+	if st := m.liveFor(v, branch); st != nil {
+		return st.Digest(at), nil
 	}
+	opts := m.stateOptions()
 	r, err := m.scanned(v, fmt.Sprintf("state %s %d", branch, at), func() (any, error) {
 		return BranchState(v, branch, at, opts, LogEvents(ctx, m.core.Log()))
 	})
@@ -89,10 +90,10 @@ func (m *Module) Views(ctx context.Context, branch string, now int64) (*state.St
 	if !v.Known(branch) {
 		return nil, protocol.Errorf(relay.CodeNotFound, "unknown branch %q", branch)
 	}
-	opts := state.Options{Treasury: m.core.Config().Treasury}
-	if m.opts.Folds != nil {
-		opts.Folds = m.opts.Folds()
+	if st := m.liveFor(v, branch); st != nil {
+		return st, nil
 	}
+	opts := m.stateOptions()
 	r, err := m.scanned(v, "views "+branch, func() (any, error) {
 		return BranchFold(v, branch, opts, LogEvents(ctx, m.core.Log()))
 	})
@@ -117,11 +118,8 @@ func BranchState(v *View, branch string, at int64, opts state.Options, each func
 func BranchFold(v *View, branch string, opts state.Options, each func(func(*protocol.Event) error) error) (*state.State, error) {
 	var evs []*protocol.Event
 	err := each(func(e *protocol.Event) error {
-		for _, b := range v.Members(e) {
-			if b == branch && e.Kind != protocol.KindHealth {
-				evs = append(evs, e)
-				break
-			}
+		if inBranch(v, branch, e) {
+			evs = append(evs, e)
 		}
 		return nil
 	})
@@ -150,4 +148,17 @@ func (m *Module) preferred() string {
 		return m.core.Config().PreferredBranch
 	}
 	return "main"
+}
+
+// IDs implements relay.Branches: the branches this relay can answer for
+// at now — its preferred branch first, then every branch of the view in
+// its order (main, pre-rollback branches, voluntary forks).
+func (m *Module) IDs(now int64) []string {
+	out := []string{m.preferred()}
+	for _, b := range m.fold.Current(now).Branches {
+		if b.ID != out[0] {
+			out = append(out, b.ID)
+		}
+	}
+	return out
 }

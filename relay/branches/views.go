@@ -57,9 +57,10 @@ type View struct {
 	Rollbacks   []RollbackView   `json:"rollbacks"`
 	Branches    []Branch         `json:"branches"`
 	Bans        []BanView        `json:"bans"`
-	// known and spans index Branches for Members and Known (index).
+	// known, spans and roots index Branches for Members and Known (index).
 	known map[string]bool
 	spans []span
+	roots []*forkRoot
 }
 
 // Branch is one branch id with where it comes from. Window is, for main
@@ -72,8 +73,12 @@ type Branch struct {
 	// Until is, for a pre-rollback branch, its activation time: untagged
 	// events created before it belong to the branch.
 	Until int64 `json:"until,omitempty"`
-	// RootPrefix is a voluntary fork's root event id prefix.
+	// RootPrefix is a voluntary fork's root event id prefix; Root the
+	// root event, the earliest by (created_at, id) with that prefix ("" if
+	// none is stored), RootAt its created_at.
 	RootPrefix string `json:"root_prefix,omitempty"`
+	Root       string `json:"root_event_id,omitempty"`
+	RootAt     int64  `json:"root_created_at,omitempty"`
 }
 
 // Evaluate derives the view at time at from the events folded in, only
@@ -86,6 +91,7 @@ func (f *Fold) Evaluate(at int64) View {
 	v.Rollbacks = append(f.rollbacks(at, v.Checkpoints), f.sovereignRollbacks(at, v.Checkpoints)...)
 	v.Branches = f.branchList(v.Rollbacks)
 	v.index()
+	v.indexRoots(f.root)
 	v.Bans = f.bans(at)
 	return v
 }
@@ -287,7 +293,11 @@ func (f *Fold) branchList(rbs []RollbackView) []Branch {
 	}
 	slices.Sort(forks)
 	for _, b := range forks {
-		out = append(out, Branch{ID: b, CreatedFrom: "voluntary_fork", RootPrefix: strings.TrimPrefix(b, "b-")})
+		br := Branch{ID: b, CreatedFrom: "voluntary_fork", RootPrefix: strings.TrimPrefix(b, "b-")}
+		if r := f.root(b); r.ok {
+			br.Root, br.RootAt = r.id, r.at
+		}
+		out = append(out, br)
 	}
 	return out
 }

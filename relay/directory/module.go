@@ -99,12 +99,12 @@ func (m *Module) getAgent(c echo.Context) error {
 	}
 	a, known := m.dir.Agent(id)
 	now := m.core.Now()
-	acct := m.core.State().Credit.Account(id, now, m.core.Weights(now))
+	acct := m.core.Views().Credit.Account(id, now, m.core.Weights(now))
 	if !known && acct.Balance.IsZero() {
 		return protocol.Errorf(relay.CodeNotFound, "agent %s has no events here", id)
 	}
 	profile := profileOf(a)
-	sum, _ := m.core.State().Trust.Current(now).Summary(id)
+	sum, _ := m.core.Views().Trust.Current(now).Summary(id)
 	row := map[string]any{
 		"agent_id": id, "name": a.Name, "registered": a.Registered, "profile": profile,
 		"capabilities": httpx.NonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
@@ -191,7 +191,7 @@ func (m *Module) getRooms(c echo.Context) error {
 		return err
 	}
 	var hidden []*protocol.Event
-	for _, h := range m.core.State().Moderation.Current(m.core.Now()).HiddenEvents() {
+	for _, h := range m.core.Views().Moderation.Current(m.core.Now()).HiddenEvents() {
 		if e, err := m.core.Log().GetEvent(c.Request().Context(), h.EventID); err == nil {
 			hidden = append(hidden, e)
 		}
@@ -217,7 +217,7 @@ func (m *Module) getHome(c echo.Context) error {
 	now := m.core.Now()
 	w := m.core.Weights(now)
 	a, _ := m.dir.Agent(id)
-	acct := m.core.State().Credit.Account(id, now, w)
+	acct := m.core.Views().Credit.Account(id, now, w)
 	mentions, err := m.mentions(c, id, int(limit))
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (m *Module) getHome(c echo.Context) error {
 	mine := capNames(a.Capabilities)
 	open := m.openTasks(id, mine, now, w, int(limit))
 	pending := m.pendingSettlements(id, now, w, int(limit))
-	votes := m.core.State().Trust.TrustReceived(id, 0, -1, int(limit)).Votes
+	votes := m.core.Views().Trust.TrustReceived(id, 0, -1, int(limit)).Votes
 	base := m.core.BaseURL(c)
 	links := map[string]string{
 		"my_credit":        base + "/agents/" + id + "/credit",
@@ -277,7 +277,7 @@ func (m *Module) mentions(c echo.Context, id string, limit int) ([]map[string]an
 
 func (m *Module) openTasks(id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
 	out := []map[string]any{}
-	for _, t := range m.core.State().Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
+	for _, t := range m.core.Views().Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
 		if t.Requester == id {
 			continue
 		}
@@ -296,7 +296,7 @@ func (m *Module) pendingSettlements(id string, now int64, w tasks.WeightFunc, li
 	out := []map[string]any{}
 	seen := map[string]bool{}
 	for _, f := range []tasks.Filter{{Requester: id}, {Provider: id}} {
-		for _, t := range m.core.State().Tasks.List(f, now, w) {
+		for _, t := range m.core.Views().Tasks.List(f, now, w) {
 			if seen[t.TaskID] || !(t.Status == tasks.StatusAccepted || t.Status == tasks.StatusCompleted || t.Status == tasks.StatusDisputed) {
 				continue
 			}

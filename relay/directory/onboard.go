@@ -102,7 +102,7 @@ func (m *Module) getOnboarding(c echo.Context) error {
 func (m *Module) onboarding(ctx context.Context, id string) map[string]any {
 	now := m.core.Now()
 	a, known := m.dir.Agent(id)
-	acct := m.core.State().Credit.Account(id, now, m.core.Weights(now))
+	acct := m.core.Views().Credit.Account(id, now, m.core.Weights(now))
 	posts, _ := m.core.Log().Query(ctx, eventlog.Filter{Authors: []string{id}, Kinds: []int64{protocol.KindPost}, Limit: 1})
 	done := map[string]bool{
 		"key":        known,
@@ -123,7 +123,7 @@ func (m *Module) onboarding(ctx context.Context, id string) map[string]any {
 			next = &steps[i]
 		}
 	}
-	sum, _ := m.core.State().Trust.Current(now).Summary(id)
+	sum, _ := m.core.Views().Trust.Current(now).Summary(id)
 	return map[string]any{
 		"agent_id": id, "known": known, "registered": a.Registered, "name": a.Name, "events": a.Events,
 		"steps": steps, "completed": n, "total": len(steps), "next_step": next,
@@ -138,7 +138,7 @@ func (m *Module) claimable(ctx context.Context, id string) any {
 	now := m.core.Now()
 	a, _ := m.dir.Agent(id)
 	mine := capNames(a.Capabilities)
-	list := m.core.State().Tasks.List(tasks.Filter{Status: tasks.StatusPending, Limit: 200}, now, m.core.Weights(now))
+	list := m.core.Views().Tasks.List(tasks.Filter{Status: tasks.StatusPending, Limit: 200}, now, m.core.Weights(now))
 	type cand struct {
 		t     tasks.TaskView
 		score int

@@ -198,7 +198,7 @@ func (m *Module) searchCapabilities(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap := m.core.State().Trust.Current(m.core.Now())
+	snap := m.core.Views().Trust.Current(m.core.Now())
 	var out []searchResult
 	for _, a := range m.dir.Agents("") {
 		for _, ce := range capEntries(a.Capabilities) {

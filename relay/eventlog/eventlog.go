@@ -45,6 +45,12 @@ type Record struct {
 	RawType string // "json" or "cbor"
 	// ReceivedAt is the relay clock at receipt (unix seconds).
 	ReceivedAt int64
+	// Admit, when set, is a last rule judged under the log's writer lock
+	// (a Log whose Admits method reports true): it runs after every
+	// earlier append has been committed and handed to the hook, with no
+	// other append in between it and this one's insert. A non-nil error
+	// is the append's answer and nothing is stored (SPEC §12.1).
+	Admit func() error
 }
 
 // NewRecord returns the record of e received as raw (of rawType) at

@@ -20,6 +20,11 @@ import (
 // MaxGossipEvents bounds one POST /gossip batch.
 const MaxGossipEvents = relay.MaxBatchEvents
 
+// MaxServedBranches bounds served_branches in the relay's kind 10: the
+// preferred branch, main, the pre-rollback branches, then voluntary forks
+// in order, the first 64.
+const MaxServedBranches = 64
+
 // announcement is the content of the relay's kind 10 (§11.3.5).
 type announcement struct {
 	URL             string   `json:"url"`
@@ -27,15 +32,18 @@ type announcement struct {
 	ServedBranches  []string `json:"served_branches"`
 }
 
-// announce publishes the relay's signed kind 10 unless the latest one it
+// Announce publishes the relay's signed kind 10 unless the latest one it
 // stored already says the same.
-func (s *Module) announce(ctx context.Context) error {
+func (s *Module) Announce(ctx context.Context) error {
 	if s.cfg.RelayKey == nil {
 		return nil
 	}
 	preferred, served := "main", []string{"main"}
 	if b := s.cfg.PreferredBranch; b != "" && b != "main" {
 		preferred, served = b, []string{b, "main"}
+	}
+	if ids := s.core.BranchIDs(); len(ids) > 0 { // every branch it can answer for (§17.5)
+		served = ids[:min(len(ids), MaxServedBranches)]
 	}
 	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: preferred, ServedBranches: served})
 	self := protocol.AgentIDOf(s.cfg.RelayKey)

@@ -110,10 +110,12 @@ func (s *Module) Mount(core *relay.Server) error {
 // Run announces the relay (kind 10) and mirrors every configured peer
 // until ctx ends.
 func (s *Module) Run(ctx context.Context) {
-	if err := s.announce(ctx); err != nil {
+	if err := s.Announce(ctx); err != nil {
 		s.cfg.Logger.Warn("relay announcement failed", "err", err)
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.reannounce(ctx) }()
 	for _, p := range s.opts.Peers {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.MirrorLoop(ctx, p) }()
@@ -122,6 +124,27 @@ func (s *Module) Run(ctx context.Context) {
 }
 
 func (s *Module) now() int64 { return s.core.Now() }
+
+// AnnounceEvery is how often the relay checks whether its kind 10 still
+// says what it serves (the branches change with rollbacks and forks); it
+// publishes a new one only when the content changed.
+const AnnounceEvery = time.Minute
+
+// reannounce keeps the relay's kind 10 current until ctx ends.
+func (s *Module) reannounce(ctx context.Context) {
+	t := time.NewTicker(AnnounceEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Announce(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("relay announcement failed", "err", err)
+			}
+		}
+	}
+}
 
 // revoked reports whether governance has revoked the relay key or URL.
 func (s *Module) revoked(keyOrURL string) bool {

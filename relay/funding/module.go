@@ -124,7 +124,7 @@ func (m *Module) getFunding(c echo.Context) error {
 	}
 	now := m.core.Now()
 	s := m.fold.Summary(id, now-window, now)
-	snap := m.core.State().Trust.Current(now)
+	snap := m.core.Views().Trust.Current(now)
 	donations := make([]donationView, 0, len(s.Donations))
 	for _, d := range s.Donations {
 		dv := donationView{Donation: d, External: make([]externalView, 0, len(d.External))}

@@ -103,7 +103,7 @@ func (f *Fold) Records() []*Record { return f.pips.records() }
 
 // trusted returns the current trust view's trusted agents.
 func (m *Module) trusted(now int64) Trusted {
-	snap := m.core.State().Trust.Current(now)
+	snap := m.core.Views().Trust.Current(now)
 	out := Trusted{}
 	for _, s := range snap.TrustGraph(0, snap.GraphLen()) {
 		if s.WeightedScore > 0 {

@@ -98,6 +98,9 @@ type finishJob struct {
 	results   []Result
 	committed []Committed
 	err       error
+	// barrier, when set, is closed by the finisher in place of a batch
+	// (awaitHook).
+	barrier chan struct{}
 }
 
 // bodyCacheBytes bounds the body cache: about 200,000 typical events.
@@ -372,6 +375,9 @@ func (s *Store) Close() error {
 // is not durable. When the disk is full it returns a *FullError
 // (errors.Is(err, ErrFull)).
 func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
+	if rec.Admit != nil {
+		return s.appendAdmitted(ctx, rec)
+	}
 	req := &appendReq{rec: rec, done: make(chan appendRes, 1)}
 	select {
 	case s.queue <- req:
@@ -387,6 +393,9 @@ func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
 // AppendBatch stores recs and returns once all are committed, letting the
 // writer group them into few transactions (imports, mirrors).
 func (s *Store) AppendBatch(ctx context.Context, recs []Record) ([]Result, error) {
+	if admits(recs) {
+		return s.appendEach(ctx, recs)
+	}
 	return s.appendAll(recs, false)
 }
 
@@ -611,6 +620,10 @@ func (s *Store) commit(batch []*appendReq) {
 func (s *Store) finisher() {
 	defer s.wg.Done()
 	for j := range s.finished {
+		if j.barrier != nil {
+			close(j.barrier)
+			continue
+		}
 		j.err = s.full.classify(j.err)
 		if h := s.hook.Load(); j.err == nil && len(j.committed) > 0 && h != nil {
 			(*h)(j.committed)

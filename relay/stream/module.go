@@ -49,7 +49,7 @@ func (m *Module) Mount(core *relay.Server) error {
 		Visible:        core.Sees,
 		Notices: func(_ context.Context, reader string) ([][]byte, error) {
 			var out [][]byte
-			for _, h := range core.State().Moderation.Current(core.Now()).HiddenBy(reader) {
+			for _, h := range core.Views().Moderation.Current(core.Now()).HiddenBy(reader) {
 				b, _ := json.Marshal(map[string]any{"event_id": h.EventID, "hidden": true,
 					"flag_count": h.FlagCount, "first_hidden_at": h.FirstHiddenAt})
 				out = append(out, b)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,13 +80,21 @@ type Module struct {
 	first     map[string]int64
 	noProfile map[string]bool
 	lastReply map[string]time.Time
+	// profiles counts committed kind 0s: a lookup that found no profile
+	// caches that only if none committed while it read the log.
+	profiles uint64
+
+	// standingOpts configure §8.2's PoW bypass (standing.go).
+	standingOpts StandingOptions
+	bypassCounters
 }
 
 var _ relay.Module = (*Module)(nil)
 
 // NewModule returns the tiers module with opts.
 func NewModule(opts Options) *Module {
-	m := &Module{opts: opts, first: map[string]int64{}, noProfile: map[string]bool{}, lastReply: map[string]time.Time{}}
+	m := &Module{opts: opts, first: map[string]int64{}, noProfile: map[string]bool{}, lastReply: map[string]time.Time{},
+		standingOpts: DefaultStandingOptions()}
 	m.Configure(opts.Enabled, opts.Whitelist)
 	for i, t := range []Tier{opts.New, opts.Normal} {
 		m.posts[i] = relay.NewLimiter(t.PerMinute, time.Minute)
@@ -110,16 +119,25 @@ func (m *Module) Configure(enabled bool, whitelist []string) {
 func (m *Module) Name() string { return "tiers" }
 
 // Mount installs the publish gate, learns first profiles as they commit,
-// and serves GET /agents/{agent_id}/tier.
+// and serves GET /agents/{agent_id}/tier and /standing; with the
+// standing-based PoW bypass on, it installs it (SPEC §12.1) and fails
+// when the log cannot judge standing under its writer lock.
 func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
 	core.OnPublish(m.gate)
 	core.OnCommit(m.learn)
 	core.Route(http.MethodGet, "/agents/:agent_id/tier", m.getTier)
+	core.Route(http.MethodGet, "/agents/:agent_id/standing", m.getStanding)
+	core.AddMetrics(m.writeMetrics)
+	if m.standingOpts.Bypass {
+		return core.SetPoWBypass(m)
+	}
 	return nil
 }
 
-// learn records the first kind 0 of an agent not seen with one yet.
+// learn records the first kind 0 of an agent the log showed none for.
+// An agent not looked up yet is left to firstProfile: the log may hold an
+// older profile (stored before a restart) that this commit only updates.
 func (m *Module) learn(batch []eventlog.Committed) {
 	now := m.core.Now()
 	m.mu.Lock()
@@ -128,9 +146,11 @@ func (m *Module) learn(batch []eventlog.Committed) {
 		if c.Event.Kind != protocol.KindProfile {
 			continue
 		}
-		if _, ok := m.first[c.Event.AgentID]; !ok {
-			m.first[c.Event.AgentID] = now
+		m.profiles++
+		if !m.noProfile[c.Event.AgentID] {
+			continue
 		}
+		m.first[c.Event.AgentID] = now
 		delete(m.noProfile, c.Event.AgentID)
 	}
 }
@@ -140,6 +160,7 @@ func (m *Module) firstProfile(ctx context.Context, agent string) (int64, bool, e
 	m.mu.Lock()
 	at, ok := m.first[agent]
 	none := m.noProfile[agent]
+	gen := m.profiles
 	m.mu.Unlock()
 	if ok || none {
 		return at, ok, nil
@@ -169,9 +190,10 @@ func (m *Module) firstProfile(ctx context.Context, agent string) (int64, bool, e
 	if prev, ok := m.first[agent]; ok {
 		return prev, true, nil
 	}
-	if found {
+	switch {
+	case found:
 		m.first[agent] = at
-	} else {
+	case m.profiles == gen:
 		m.noProfile[agent] = true
 	}
 	return at, found, nil
@@ -236,7 +258,7 @@ func (m *Module) roomLimit(ctx context.Context, e *protocol.Event, now time.Time
 	if e.Kind == protocol.KindDM {
 		return nil
 	}
-	for _, topic := range e.TagValues("t") {
+	for _, topic := range distinct(e.TagValues("t")) {
 		bodies, err := m.core.Log().Query(ctx, eventlog.Filter{Tags: map[string][]string{"t": {topic}}, Limit: 1, IncludeRevoked: true})
 		if err != nil {
 			return err
@@ -249,6 +271,18 @@ func (m *Module) roomLimit(ctx context.Context, e *protocol.Event, now time.Time
 		}
 	}
 	return nil
+}
+
+// distinct returns vals without repeats, in order: a topic tagged twice
+// opens one room.
+func distinct(vals []string) []string {
+	out := vals[:0:0]
+	for _, v := range vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func retry(code string, after int, format string, args ...any) error {

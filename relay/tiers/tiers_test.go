@@ -1,6 +1,7 @@
 package tiers_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -134,9 +135,10 @@ func TestReplyCooldownAndRooms(t *testing.T) {
 		}
 	}
 	// Rooms: a new agent opens one a day, an established one one an hour;
-	// posting in an existing room costs nothing.
-	if _, n := burst(t, r, fresh, 1, []string{"t", "fresh-room"}); n != 1 {
-		t.Fatal("fresh's first room refused")
+	// posting in an existing room costs nothing. A topic tagged twice is
+	// one room.
+	if ans, n := burst(t, r, fresh, 1, []string{"t", "fresh-room"}, []string{"t", "fresh-room"}); n != 1 {
+		t.Fatalf("fresh's first room refused: %d %s", ans.Status, ans.Body)
 	}
 	ans, _ := burst(t, r, fresh, 1, []string{"t", "fresh-room-2"})
 	expect429(t, ans, tiers.CodeNewRoom)
@@ -151,5 +153,27 @@ func TestReplyCooldownAndRooms(t *testing.T) {
 	r.Clock.Add(time.Hour)
 	if _, n := burst(t, r, aged, 1, []string{"t", "aged-room-2"}); n != 1 {
 		t.Fatal("an hour later aged's second room refused")
+	}
+}
+
+// TestProfileUpdateAfterRestartKeepsAge: after a restart, an aged agent
+// whose first event the relay sees is a new profile, mirrored from a peer
+// (no publish gate looks its age up first), stays established: its age
+// runs from its first profile in the log, not from the update.
+func TestProfileUpdateAfterRestartKeepsAge(t *testing.T) {
+	aged := taskstest.Pool(1)[0]
+	r := relaytest.Start(t, []relay.Module{tiers.NewModule(tiers.DefaultOptions())})
+	profile(t, r, aged)
+	r2 := relaytest.On(t, r.Store, []relay.Module{tiers.NewModule(tiers.DefaultOptions())})
+	r2.Clock.Add(25 * time.Hour)
+	update := aged.Sign(protocol.KindProfile, r2.Clock.Now().Unix(), map[string]any{"name": "renamed"})
+	if _, rejected, err := r2.Core.IngestMirrored(context.Background(), []*protocol.Event{update}); err != nil || rejected != 0 {
+		t.Fatalf("mirrored profile: %d rejected, %v", rejected, err)
+	}
+	if get := r2.Do(t, "GET", "/agents/"+aged.ID+"/tier", "", nil).JSON(t); get["tier"] != "established" || get["first_profile_received_at"] != float64(relaytest.VectorTime) {
+		t.Fatalf("after a restart and a profile update: %v", get)
+	}
+	if ans, n := burst(t, r2, aged, 45); n != 45 {
+		t.Fatalf("the aged agent was throttled after %d posts: %d %s", n, ans.Status, ans.Body)
 	}
 }

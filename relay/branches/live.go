@@ -1,0 +1,314 @@
+package branches
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/state"
+)
+
+// live is the derived state of the relay's preferred branch, the one the
+// view routes answer from when no branch is asked for (SPEC §17.5). It is
+// built once from the log (fresh folds over the branch's events) when the
+// branches first leave the relay's own state insufficient — a rollback
+// activates, or the preferred branch is not main — and then kept current:
+// each committed event of the branch is folded in as it commits. It is
+// rebuilt only when the membership rules change (the key of the view, see
+// liveKey: a rollback activating, a branch renamed), so a view read costs
+// what it costs on the relay's own state.
+type live struct {
+	mu sync.Mutex
+	st *state.State
+	// key is the membership key the state was built under; through the
+	// highest log sequence folded in.
+	key     string
+	through int64
+	// forks are the voluntary forks of the view; strays the fork ids
+	// tagged by events folded in while no such fork existed (those events
+	// would leave the branch if the fork appeared: a rebuild).
+	forks, strays map[string]bool
+	// checked is the last view stale found the state good for (views are
+	// cached per minute and event set, so a commit usually sees the same).
+	checked *View
+	// building is set while a rebuild reads the log: commits are kept in
+	// pending and folded in after it.
+	building bool
+	pending  []eventlog.Committed
+	builds   int // rebuilds done (tests, metrics)
+
+	buildMu sync.Mutex // one rebuild at a time
+}
+
+// liveKey is what the membership of an event in branch depends on besides
+// the event: the rolled-back spans, whether branch exists and, for a fork,
+// its root. Other voluntary forks are handled apart (stale).
+func liveKey(v *View, branch string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %t", branch, v.Known(branch))
+	for _, sp := range v.spans {
+		fmt.Fprintf(&b, "|%s %d %d", sp.id, sp.asOf, sp.until)
+	}
+	for _, r := range v.roots {
+		if r.fork == branch { // a fork's history follows its root
+			fmt.Fprintf(&b, "|root %s", r.id)
+		}
+	}
+	return b.String()
+}
+
+// forksOf returns the voluntary forks of v.
+func forksOf(v *View) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range v.Branches {
+		if b.CreatedFrom == "voluntary_fork" {
+			out[b.ID] = true
+		}
+	}
+	return out
+}
+
+// stale reports whether the live state cannot answer for branch under v,
+// and otherwise records v's forks. Callers hold l.mu.
+func (l *live) stale(v *View, branch string) bool {
+	if l.st != nil && v == l.checked {
+		return false
+	}
+	if l.st == nil || l.key != liveKey(v, branch) {
+		return true
+	}
+	for f := range l.forks {
+		if !v.Known(f) { // a fork vanished: its events fall back into main
+			return true
+		}
+	}
+	for f := range l.strays {
+		if v.Known(f) { // a fork appeared that events folded in tag
+			return true
+		}
+	}
+	l.forks, l.checked = forksOf(v), v
+	return false
+}
+
+// inBranch reports whether e is one of branch's events under v, as the
+// per-branch states count them (kind 11 is ephemeral).
+func inBranch(v *View, branch string, e *protocol.Event) bool {
+	return e.Kind != protocol.KindHealth && v.In(e, branch)
+}
+
+// strayForks returns the b- ids e tags that v does not know.
+func strayForks(v *View, e *protocol.Event) []string {
+	var out []string
+	for _, t := range branchTags(e) {
+		if strings.HasPrefix(t, "b-") && !v.Known(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// feed folds the committed events of branch under v not yet folded in.
+// Callers hold l.mu.
+func (l *live) feed(v *View, branch string, batch []eventlog.Committed, lookup state.Lookup) {
+	for _, c := range batch {
+		if c.Seq <= l.through {
+			continue
+		}
+		l.through = c.Seq
+		if !inBranch(v, branch, c.Event) {
+			continue
+		}
+		for _, f := range strayForks(v, c.Event) {
+			l.strays[f] = true
+		}
+		l.st.Add(c.Seq, c.Event, lookup)
+	}
+}
+
+// onCommit keeps the live state current (the core's commit hook). With no
+// live state (the relay's own state answers) it costs one lock.
+func (m *Module) onCommitLive(batch []eventlog.Committed) {
+	l := &m.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.building {
+		l.pending = append(l.pending, batch...)
+		return
+	}
+	if l.st == nil {
+		return
+	}
+	v, b := m.fold.Current(m.core.Now()), m.preferred()
+	if l.stale(v, b) {
+		l.st = nil // rebuilt by the next read or the background loop
+		return
+	}
+	l.feed(v, b, batch, m.branchLookup(v, b))
+}
+
+// branchLookup fetches a stored event for a revocation, only when it is
+// one of branch's events: a revocation does not reach outside its branch.
+func (m *Module) branchLookup(v *View, branch string) state.Lookup {
+	return func(id string) *protocol.Event {
+		e, err := m.core.Log().GetEvent(context.Background(), id)
+		if err != nil || e == nil || !inBranch(v, branch, e) {
+			return nil
+		}
+		return e
+	}
+}
+
+// liveFor returns the live state when it holds branch's events under v
+// (branch is the preferred one and the membership is the same), else nil.
+func (m *Module) liveFor(v *View, branch string) *state.State {
+	if branch != m.preferred() {
+		return nil
+	}
+	l := &m.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.building || l.stale(v, branch) {
+		return nil
+	}
+	return l.st
+}
+
+// Default implements relay.Branches for the view routes without a branch
+// parameter: the state of the relay's preferred branch at now, or nil when
+// the relay's own state (every event) is that state — the preferred
+// branch is main and the relay has one branch (no activated rollback, no
+// voluntary fork), which costs one cached view lookup.
+func (m *Module) Default(ctx context.Context, now int64) (*state.State, error) {
+	v, b := m.fold.Current(now), m.preferred()
+	if b == "main" && v.Simple() {
+		return nil, nil
+	}
+	l := &m.live
+	for range 3 { // the view may change while building: try again
+		l.mu.Lock()
+		if !l.stale(v, b) {
+			st := l.st
+			l.mu.Unlock()
+			return st, nil
+		}
+		l.mu.Unlock()
+		if err := m.buildLive(ctx, v, b); err != nil {
+			return nil, err
+		}
+		v = m.fold.Current(m.core.Now())
+	}
+	return m.Views(ctx, b, now) // views changing faster than builds: the cached rebuild
+}
+
+// buildLive rebuilds the live state of branch under v from the log, then
+// folds in what was committed meanwhile.
+func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
+	l := &m.live
+	l.buildMu.Lock()
+	defer l.buildMu.Unlock()
+	l.mu.Lock()
+	if !l.stale(v, branch) {
+		l.mu.Unlock()
+		return nil
+	}
+	l.st, l.building, l.pending = nil, true, nil
+	l.mu.Unlock()
+	type seqEvent struct {
+		seq int64
+		e   *protocol.Event
+	}
+	var evs []seqEvent
+	var through int64
+	strays := map[string]bool{}
+	var err error
+	if v.Known(branch) { // an unknown branch has no events: no read
+		err = m.core.Log().Export(ctx, 0, func(t int64) error { through = t; return nil }, func(seq int64, body []byte) error {
+			e, err := protocol.DecodeJSON(body)
+			if err != nil {
+				return fmt.Errorf("live branch state: event at seq %d: %w", seq, err)
+			}
+			if inBranch(v, branch, e) {
+				evs = append(evs, seqEvent{seq, e})
+				for _, f := range strayForks(v, e) {
+					strays[f] = true
+				}
+			}
+			return nil
+		})
+	} else {
+		through, err = m.head(ctx)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.building = false
+	pending := l.pending
+	l.pending = nil
+	if err != nil {
+		return err
+	}
+	st := state.New(m.stateOptions())
+	for _, se := range evs {
+		st.Preload(se.e)
+	}
+	for _, se := range evs {
+		st.Add(se.seq, se.e, nil)
+	}
+	l.st, l.key, l.through, l.strays, l.forks, l.checked = st, liveKey(v, branch), through, strays, forksOf(v), v
+	l.builds++
+	l.feed(v, branch, pending, m.branchLookup(v, branch))
+	return nil
+}
+
+// head returns the log's highest sequence.
+func (m *Module) head(ctx context.Context) (int64, error) {
+	var through int64
+	err := m.core.Log().Export(ctx, 0, func(t int64) error { through = t; return errStop }, nil)
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return through, err
+}
+
+var errStop = errors.New("stop")
+
+// stateOptions are the options of a branch's fresh state: the relay's
+// treasury and fresh copies of its registered folds.
+func (m *Module) stateOptions() state.Options {
+	opts := state.Options{Treasury: m.core.Config().Treasury}
+	if m.opts.Folds != nil {
+		opts.Folds = m.opts.Folds()
+	}
+	return opts
+}
+
+// Run builds the live state in the background when the branches make it
+// necessary (at start after a rollback, and when a rollback activates),
+// so that reads seldom wait for a rebuild.
+func (m *Module) Run(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		if _, err := m.Default(ctx, m.core.Now()); err != nil && ctx.Err() == nil {
+			m.core.Config().Logger.Warn("branches: building the preferred branch's state", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// LiveBuilds returns how many times the preferred branch's state was
+// rebuilt from the log.
+func (m *Module) LiveBuilds() int {
+	m.live.mu.Lock()
+	defer m.live.mu.Unlock()
+	return m.live.builds
+}
