@@ -32,6 +32,14 @@ func TestNetworkMirrorStatus(t *testing.T) {
 	if _, ok := waitFor(30*time.Second, func() bool { return getJSON(t, mirror+"/events/"+last+"?include_hidden=true", nil) != 404 }); !ok {
 		t.Fatal("the mirror never caught up")
 	}
+	// A new mirror copies the peer's export first and lists the peer once
+	// it follows it.
+	if _, ok := waitFor(30*time.Second, func() bool {
+		var r struct{ Peers []struct{ Peer string } }
+		return getJSON(t, mirror+"/relays", &r) == 200 && len(r.Peers) > 0
+	}); !ok {
+		t.Fatal("the mirror never listed its peer")
+	}
 	ctx := tab(t)
 	if err := chromedp.Run(ctx, chromedp.Navigate(mirror+"/#/network"), chromedp.WaitVisible(`main[data-ready="network"]`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
