@@ -148,11 +148,13 @@ type hiddenEvent struct {
 }
 
 // getModeration lists the events the published moderation snapshot hides
-// (§5.2), most recently hidden first, with the threshold they crossed.
+// (§5.2), most recently hidden first, with the threshold they crossed, in
+// the state of the requested branch (default the preferred one, as for
+// GET /events/{id}/flags).
 // It gives what a top-1% reader's placeholders give (§3.2), so it tells
 // an anonymous reader no more than GET /events/{id}/flags already does.
 func (m *Module) getModeration(c echo.Context) error {
-	v, err := httpx.Params(c, "limit")
+	v, err := httpx.Params(c, "limit", "branch")
 	if err != nil {
 		return err
 	}
@@ -160,7 +162,12 @@ func (m *Module) getModeration(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap := m.core.State().Moderation.Current(m.core.Now())
+	// The state GET /events/{id}/flags answers from (SPEC §17.5).
+	st, err := m.core.ViewState(c.Request().Context(), v.Get("branch"))
+	if err != nil {
+		return err
+	}
+	snap := st.Moderation.Current(m.core.Now())
 	all := snap.HiddenEvents()
 	out := hiddenList{At: snap.Now, ActiveAgents: snap.ActiveAgents, HideThreshold: snap.HideThreshold,
 		Count: len(all), Hidden: make([]hiddenEvent, 0, min(len(all), int(limit)))}
