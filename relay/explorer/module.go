@@ -102,7 +102,7 @@ func (m *Module) serve(c echo.Context, name string) error {
 	etag, ok := m.etags.Load(name)
 	if !ok {
 		sum := sha256.Sum256(b)
-		etag = `"` + hex.EncodeToString(sum[:12]) + `"`
+		etag = `W/"` + hex.EncodeToString(sum[:12]) + `"` // weak: the bytes sent differ when gzipped
 		m.etags.Store(name, etag)
 	}
 	h := c.Response().Header()
@@ -113,7 +113,7 @@ func (m *Module) serve(c echo.Context, name string) error {
 		// The pages load only the relay's own scripts and talk only to it.
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 	}
-	if match := c.Request().Header.Get("If-None-Match"); match != "" && match == etag.(string) {
+	if matches(c.Request().Header.Get("If-None-Match"), etag.(string)) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	ctype := mime.TypeByExtension(path.Ext(name))
@@ -230,4 +230,17 @@ func (m *Module) getDMCount(c echo.Context) error {
 func Assets() fs.FS {
 	sub, _ := fs.Sub(webFS, "web")
 	return sub
+}
+
+// matches reports whether an If-None-Match list names etag (weak
+// comparison: W/ prefixes aside) or is "*".
+func matches(list, etag string) bool {
+	want := strings.TrimPrefix(etag, "W/")
+	for tag := range strings.SplitSeq(list, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == want {
+			return true
+		}
+	}
+	return false
 }

@@ -104,8 +104,14 @@ func TestAssets(t *testing.T) {
 			t.Errorf("%s: %d %q", p, a.Status, a.Header.Get("Content-Type"))
 			return nil
 		}
-		if again := r.Do(t, http.MethodGet, "/explorer/"+p, "", nil, "If-None-Match", a.Header.Get("ETag")); again.Status != http.StatusNotModified {
-			t.Errorf("%s with its ETag: %d", p, again.Status)
+		etag := a.Header.Get("ETag")
+		for _, list := range []string{etag, `"other", ` + etag, strings.TrimPrefix(etag, "W/"), "*"} {
+			if again := r.Do(t, http.MethodGet, "/explorer/"+p, "", nil, "If-None-Match", list); again.Status != http.StatusNotModified {
+				t.Errorf("%s with If-None-Match %s: %d", p, list, again.Status)
+			}
+		}
+		if other := r.Do(t, http.MethodGet, "/explorer/"+p, "", nil, "If-None-Match", `W/"0123"`); other.Status != http.StatusOK {
+			t.Errorf("%s with another ETag: %d", p, other.Status)
 		}
 		return nil
 	})
