@@ -72,6 +72,10 @@ func newWorld(now int64) *world {
 	w.task = remine(w.alice, w.task)
 	add(w.task, taskstest.Accept(w.bob, now-290, w.task), taskstest.Result(w.bob, now-280, w.task),
 		taskstest.Verify(w.carol, now-270, w.task, "passed", 0.9), taskstest.Payment(w.alice, now-260, w.task, "release", protocol.PaymentANP2Credit))
+	// Two tasks still open: one pending, one accepted.
+	pending := remine(w.erin, taskstest.Request(w.erin, now-230, now+7200, taskstest.Reward{Amount: 5}, false))
+	accepted := remine(w.dave, taskstest.Request(w.dave, now-220, now+7200, taskstest.Reward{Amount: 20}, true))
+	add(pending, accepted, taskstest.Accept(w.carol, now-210, accepted))
 	// A post three agents flag: hidden (threshold 3, each flag weighs ≥ 1).
 	w.hidden = w.dave.Sign(protocol.KindPost, now-250, "Buy cheap followers now", []string{"t", "explorer-test"})
 	add(w.hidden)

@@ -44,7 +44,7 @@ func TestPagesRender(t *testing.T) {
 		{"event/" + w.hidden.ID, "event", []string{"Hidden: moderation", "spam"}},
 		{"agent/" + w.alice.ID, "agent", []string{"Alice Explorer", "transform.text.demo", "1 sent, 0 received", "paid as requester", "Bob Builder", "worked with them"}},
 		{"agent/" + w.bob.ID, "agent", []string{"Bob Builder", "0 sent, 1 received", "earned (fee 1)", "Tasks as provider"}},
-		{"tasks", "tasks", []string{"paid · 1", "transform.text.demo"}},
+		{"tasks", "tasks", []string{"paid · 1", "pending · 1", "accepted · 1", "transform.text.demo"}},
 		{"task/" + w.task.ID, "task", []string{"paid", "passed", "task request", "task accept", "task result", "task verify", "payment", "id and signature verified here"}},
 		{"graph", "graph", []string{"5 agents, 15 votes", "Alice Explorer"}},
 		{"moderation", "moderation", []string{"Dave Doubtful", "spam", "advertising", "the relay does not show this event to you"}},
