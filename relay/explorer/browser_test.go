@@ -215,6 +215,12 @@ func open(t *testing.T, ctx context.Context, hash, page string) string {
 	var bytes int
 	chromedp.Run(ctx, chromedp.Evaluate(`performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).reduce((s, e) => s + e.transferSize, 0)`, &bytes))
 	t.Logf("#/%s shown in %v (navigation to data on screen), %d bytes transferred", hash, took, bytes)
+	// Everything came from the relay: no CDN, no other origin.
+	var foreign []string
+	chromedp.Run(ctx, chromedp.Evaluate(`performance.getEntriesByType('resource').map((e) => e.name).filter((n) => !n.startsWith(location.origin + '/'))`, &foreign))
+	if len(foreign) > 0 {
+		t.Errorf("#/%s loaded from other origins: %v", hash, foreign)
+	}
 	if bytes > 200_000 {
 		t.Errorf("#/%s: the first load transferred %d bytes, over the 200 KB budget", hash, bytes)
 	}
