@@ -12,6 +12,7 @@ import (
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/dms"
+	"github.com/anp2net/relay/relay/explorer"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/governance"
@@ -82,6 +83,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		tier,
 		f,
 		dms.NewModule(),
+		explorer.NewModule(), // the web explorer at / for browsers (SPEC §19)
 		g,
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
 			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),
