@@ -220,6 +220,9 @@ func (c *Client) ExportThrough(ctx context.Context, after, through int64, fn fun
 	if n := resp.Header.Get("X-ANP2-Hidden-Omitted"); n != "" && n != "0" {
 		return after, fmt.Errorf("the relay left out %s hidden events of an anonymous export: set Key to read the whole log", n)
 	}
+	if resp.Header.Get("X-ANP2-Restricted") == "true" {
+		return after, fmt.Errorf("the relay left out invite_only agents' events of an anonymous export: set Key to read the whole log")
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {

@@ -109,7 +109,11 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 		return nil, err
 	}
 	if _, author, ok := BodyIDs(st.Body); ok {
-		if !s.viewer(reader, incHidden).sees(id, author) {
+		v := s.viewer(reader, incHidden)
+		if !v.allowed(author) {
+			return nil, protocol.Errorf(CodeHidden, "event %s is shared by its author only with the agents it follows (discoverability invite_only)", id)
+		}
+		if !v.sees(id, author) {
 			return nil, protocol.Errorf(CodeHidden, "event %s is hidden by moderation; authenticated readers may add include_hidden=true", id)
 		}
 	}
@@ -170,9 +174,16 @@ func (s *Server) getHistory(c echo.Context) error {
 		}
 		kind = n
 	}
+	reader, err := s.reader(c)
+	if err != nil {
+		return err
+	}
 	bodies, err := s.store.History(c.Request().Context(), agent, kind)
 	if err != nil {
 		return err
+	}
+	if v := s.viewer(reader, false); !v.allowed(agent) {
+		bodies = nil
 	}
 	return s.writeEvents(c, bodies)
 }
@@ -216,9 +227,14 @@ func (s *Server) export(c echo.Context) error {
 	// Anonymous readers never get hidden events (§7.1); mirrors and
 	// auditors authenticate (any key) and get the whole log. One snapshot
 	// decides for the whole transfer.
+	// Anonymous readers do not get the events the modules' reader rule
+	// keeps from them either (§12.8 invite_only); X-ANP2-Restricted says
+	// such events may be left out.
 	var mod *trust.ModSnapshot
+	var rule func(reader, author string) bool
 	if reader == "" {
 		mod = s.viewsState().Moderation.Current(s.now())
+		rule = s.readerRule()
 	}
 	ctx := c.Request().Context()
 	res := c.Response()
@@ -234,6 +250,9 @@ func (s *Server) export(c echo.Context) error {
 			}
 			res.Header().Set("X-ANP2-Hidden-Omitted", strconv.Itoa(omitted))
 		}
+		if rule != nil {
+			res.Header().Set("X-ANP2-Restricted", "true")
+		}
 		res.WriteHeader(http.StatusOK)
 		return nil
 	}
@@ -248,7 +267,7 @@ func (s *Server) export(c echo.Context) error {
 			return errExportDone
 		}
 		if mod != nil {
-			if id, _, ok := BodyIDs(body); ok && mod.Hidden(id) {
+			if id, author, ok := BodyIDs(body); ok && (mod.Hidden(id) || rule != nil && !rule("", author)) {
 				return nil
 			}
 		}

@@ -19,7 +19,7 @@ func cors() echo.MiddlewareFunc {
 		AllowHeaders: []string{echo.HeaderContentType, echo.HeaderAuthorization, echo.HeaderAccept,
 			"Last-Event-ID", echo.HeaderAcceptEncoding},
 		ExposeHeaders: []string{echo.HeaderRetryAfter, "X-ANP2-Through-Seq", "X-ANP2-Hidden-Count",
-			"X-ANP2-Hidden-Included", "X-ANP2-Hidden-Omitted"},
+			"X-ANP2-Hidden-Included", "X-ANP2-Hidden-Omitted", "X-ANP2-Restricted"},
 		MaxAge: 86400,
 	})
 }

@@ -109,7 +109,10 @@ func (s *Server) postEvent(c echo.Context) error {
 		return s.reject(err)
 	}
 	s.metrics.observe(time.Since(start))
-	return writeAnswer(c, ans)
+	if len(s.publishInfo) == 0 {
+		return writeAnswer(c, ans) // what answerPublish writes then, without reflection
+	}
+	return s.answerPublish(c, e, ans)
 }
 
 // reject counts err under its code and passes it to the error handler.

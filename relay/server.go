@@ -112,6 +112,12 @@ type Server struct {
 	index *reconcile.Index
 	// streamFilters are modules' extra stream parameters (AddStreamFilter).
 	streamFilters map[string]func(string) (func(*protocol.Event) bool, error)
+	// readerRules are modules' per-reader visibility rules (AddReaderRule).
+	readerRules []ReaderRule
+	// publishInfo and onboardingInfo add modules' fields to answers
+	// (AddPublishInfo, AddOnboardingInfo).
+	publishInfo    []func(e *protocol.Event) map[string]any
+	onboardingInfo []func(row map[string]any, agentID, reader string)
 	// modHooks receive every published moderation snapshot (OnModeration).
 	modHooks []func(*trust.ModSnapshot)
 	// dryChecks report, without side effects, what gates would refuse in

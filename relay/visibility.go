@@ -21,13 +21,16 @@ type viewer struct {
 	reader        string // "" when anonymous
 	includeHidden bool
 	top           bool // reader is in the top 1% by trust rank
+	// rule is the modules' reader rule (AddReaderRule), nil when none
+	// restricts anything.
+	rule func(reader, author string) bool
 }
 
 // viewer decides what reader may see. It is built per request, and per
 // event on the stream's fan-out, so it reads only the published moderation
 // snapshot; listing handlers add the reader's rank (withRank).
 func (s *Server) viewer(reader string, includeHidden bool) viewer {
-	return viewer{mod: s.viewsState().Moderation.Current(s.now()), reader: reader, includeHidden: includeHidden}
+	return viewer{mod: s.viewsState().Moderation.Current(s.now()), reader: reader, includeHidden: includeHidden, rule: s.readerRule()}
 }
 
 // withRank marks a top-1% reader, who gets hidden-event metadata (§7.1).
@@ -42,10 +45,19 @@ func (v viewer) withRank(s *Server) viewer {
 // events always; hidden ones by their author, and by any authenticated
 // reader who asks with include_hidden=true; never by anonymous readers.
 func (v viewer) sees(id, author string) bool {
+	if !v.allowed(author) {
+		return false
+	}
 	if !v.mod.Hidden(id) || v.reader == author {
 		return true
 	}
 	return v.reader != "" && v.includeHidden
+}
+
+// allowed reports whether the modules' reader rule lets the reader see
+// author's events (§12.8 invite_only); include_hidden does not widen it.
+func (v viewer) allowed(author string) bool {
+	return v.rule == nil || v.reader == author || v.rule(v.reader, author)
 }
 
 // filterBodies drops the stored bodies the reader may not see. Where one is
@@ -57,6 +69,13 @@ func (v viewer) filterBodies(bodies [][]byte, placeholders bool) (items [][]byte
 	items = bodies[:0:0]
 	for _, b := range bodies {
 		id, author, ok := BodyIDs(b)
+		if ok && !v.allowed(author) {
+			// §12.8: not counted as hidden; a placeholder keeps a thread whole.
+			if placeholders {
+				items = append(items, []byte(`["hidden","`+id+`"]`))
+			}
+			continue
+		}
 		if !ok || !v.mod.Hidden(id) {
 			items = append(items, b)
 			continue

@@ -7,6 +7,7 @@ require github.com/anp2net/relay v0.0.0
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 )
 
 require (

@@ -55,6 +55,9 @@ type benchCmd struct {
 	// backends and pg: see benchBackends.
 	backends int
 	pg       string
+	// push and its sizes: see benchPush.
+	push                                                     bool
+	pushSubs, pushTriggers, pushRate, pushEvents, pushTopics int
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -78,10 +81,19 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
 	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file); with --backends: the SQLite log to reuse or fill")
+	fs.BoolVar(&c.push, "push", false, "instead, measure push delivery (SPEC §16): WebSocket subscribers and webhook triggers while events are published at --push-rate")
+	fs.IntVar(&c.pushSubs, "push-subscribers", 1000, "with --push: WebSocket clients, one REQ each")
+	fs.IntVar(&c.pushTriggers, "push-triggers", 1000, "with --push: webhook triggers")
+	fs.IntVar(&c.pushRate, "push-rate", 500, "with --push: events published per second")
+	fs.IntVar(&c.pushEvents, "push-events", 5000, "with --push: events per phase (one with nobody listening, one with the listeners)")
+	fs.IntVar(&c.pushTopics, "push-topics", 1000, "with --push: subscriber and trigger i listen to topic i mod this, event j carries topic j mod this (1: every event to everyone)")
 	return parse(fs, args)
 }
 
 func (c *benchCmd) Run(ctx context.Context) error {
+	if c.push {
+		return c.benchPush(ctx)
+	}
 	if c.replay > 0 {
 		return c.benchReplay(ctx)
 	}

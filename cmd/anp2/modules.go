@@ -12,6 +12,7 @@ import (
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/dms"
+	"github.com/anp2net/relay/relay/explorer"
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/governance"
@@ -70,7 +71,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
-		directory.NewModule(),
+		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
 		stream.NewModule(),
@@ -82,6 +83,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		tier,
 		f,
 		dms.NewModule(),
+		explorer.NewModule(), // the web explorer at / for browsers (SPEC §19)
 		g,
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
 			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),

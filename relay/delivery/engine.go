@@ -46,7 +46,7 @@ const matchChunk = 512
 func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	m.matchMu.Lock()
 	defer m.matchMu.Unlock()
-	if len(m.snapshot()) == 0 {
+	if m.ix.Load().all == 0 {
 		// Nothing to match: no read, no write. A trigger created later
 		// first moves the cursor to the log's end (postTrigger, skipTo).
 		return true, nil
@@ -79,7 +79,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if last == after {
 		return true, nil
 	}
-	trigs := m.snapshot()
+	ix := m.ix.Load()
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -88,7 +88,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	defer tx.Rollback()
 	made := 0
 	for _, it := range items {
-		for _, t := range trigs {
+		for _, t := range ix.candidates(it.ev) {
 			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
 			if err != nil {
 				return false, err
@@ -96,7 +96,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 			made += n
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`, last); err != nil {
+	if _, err := m.store.exec(ctx, tx, qCursor, last); err != nil {
 		return false, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -122,7 +122,7 @@ func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 	if through <= after {
 		return true, nil
 	}
-	if _, err := m.store.db.ExecContext(ctx, `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`, through); err != nil {
+	if _, err := m.store.exec(ctx, m.store.db, qCursor, through); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -145,8 +145,7 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 	key := t.Spec.ThrottleKey(ev)
 	if th := t.Spec.Throttle; th != nil {
 		var n int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE trigger_id = ? AND throttle_key = ? AND created_at > ?`,
-			t.ID, key, now-th.WindowSeconds*1000).Scan(&n)
+		err := m.store.queryRow(ctx, tx, qThrottle, t.ID, key, now-th.WindowSeconds*1000).Scan(&n)
 		if err != nil {
 			return 0, err
 		}
@@ -155,10 +154,9 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 			return 0, nil
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries(`+deliveryCols+`, owner, throttle_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, '', ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`,
+	res, err := m.store.exec(ctx, tx, qInsert,
 		newID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, seq, t.Spec.Target.URL, depth, StatusPending,
-		now, now, now, t.Owner, key)
+		now, now, now, t.Owner, key, t.Spec.Target.Type)
 	if err != nil {
 		return 0, err
 	}
@@ -181,7 +179,7 @@ func (m *Module) cascadeGate(ctx context.Context, e *protocol.Event, _ time.Time
 		return nil
 	}
 	var d int
-	err := m.store.db.QueryRowContext(ctx, `SELECT depth FROM deliveries WHERE id = ?`, inv).Scan(&d)
+	err := m.store.queryRow(ctx, m.store.db, qDepth, inv).Scan(&d)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -203,7 +201,7 @@ func (m *Module) depth(ctx context.Context, tx *sql.Tx, ev *protocol.Event) (int
 		return 0, nil
 	}
 	var d int
-	err := tx.QueryRowContext(ctx, `SELECT depth FROM deliveries WHERE id = ?`, inv).Scan(&d)
+	err := m.store.queryRow(ctx, tx, qDepth, inv).Scan(&d)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 1, nil
 	}
@@ -216,6 +214,7 @@ func (m *Module) depth(ctx context.Context, tx *sql.Tx, ev *protocol.Event) (int
 // claimed is a delivery a worker owns under lease.
 type claimed struct {
 	id, eventID, triggerID, idemKey, target string
+	targetType                              string
 	lease                                   int64
 	escalated                               bool
 	attempts                                int
@@ -227,9 +226,7 @@ type claimed struct {
 // deadline, taking ownership with a new lease (seed 000 §6.2): a late
 // acknowledgement of the old attempt then fails its compare-and-swap.
 func (m *Module) watchdog(ctx context.Context, now int64) error {
-	_, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
-		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
-		WHERE status IN (?, ?) AND deadline <= ?`, StatusEscalated, now, now, StatusDispatched, StatusLocked, now)
+	_, err := m.store.exec(ctx, m.store.db, qWatchdog, StatusEscalated, now, now, StatusDispatched, StatusLocked, now)
 	return err
 }
 
@@ -237,8 +234,7 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 // an escalated one stays escalated; each gets a new lease and a deadline
 // (an escalated one is not due again before it).
 func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
-	rows, err := m.store.db.QueryContext(ctx, `SELECT id, event_id, trigger_id, idem_key, target, owner_lease, status, attempts, body, token
-		FROM deliveries WHERE status IN (?, ?) AND next_at <= ? ORDER BY next_at LIMIT ?`, StatusPending, StatusEscalated, now, n)
+	rows, err := m.store.query(ctx, qDue, StatusPending, StatusEscalated, now, n)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +242,7 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 	for rows.Next() {
 		var c claimed
 		var st string
-		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
+		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -267,11 +263,9 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 	for _, c := range due {
 		var ok bool
 		if c.escalated {
-			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusEscalated},
-				`owner_lease = owner_lease + 1, next_at = ?, deadline = ?, updated_at = ?`, deadline, deadline, now)
+			ok, err = m.store.casOn(ctx, tx, c.id, c.lease, fromEscalated, setReclaim, deadline, deadline, now)
 		} else {
-			ok, err = casOn(ctx, tx, c.id, c.lease, []string{StatusPending},
-				`status = 'dispatched', owner_lease = owner_lease + 1, deadline = ?, updated_at = ?`, deadline, now)
+			ok, err = m.store.casOn(ctx, tx, c.id, c.lease, fromPending, setDispatch, deadline, now)
 		}
 		if err != nil {
 			return nil, err
@@ -290,26 +284,25 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 // is discarded).
 func (m *Module) deliver(ctx context.Context, c claimed) {
 	if !c.escalated {
-		ok, err := m.store.cas(ctx, c.id, c.lease, []string{StatusDispatched}, `status = 'locked', updated_at = ?`, m.now())
+		ok, err := m.store.cas(ctx, c.id, c.lease, fromDispatched, setLock, m.now())
 		if err != nil || !ok {
 			return
 		}
 	}
 	sendErr := m.send(ctx, c)
 	now := m.now()
-	from := []string{StatusLocked, StatusEscalated}
+	from := fromAttempt
 	var ok bool
 	var err error
 	switch {
 	case sendErr == nil:
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = ?`, now)
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, setDelivered, now)
 	case c.attempts+1 >= m.opts.MaxAttempts:
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ?`, clipErr(sendErr), now)
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, setFailed, clipErr(sendErr), now)
 	default:
 		// A failed attempt hands the delivery to the fallback path
 		// (escalated) with a new lease, due again after the backoff.
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, `status = 'escalated', owner_lease = owner_lease + 1, attempts = attempts + 1,
-			next_at = ?, last_error = ?, updated_at = ?`, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
+		ok, err = m.store.cas(ctx, c.id, c.lease, from, setEscalate, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
 	}
 	if err != nil && ctx.Err() == nil {
 		m.log.Warn("delivery outcome not recorded", "delivery", c.id, "err", err)
@@ -335,15 +328,25 @@ const (
 	HeaderDelivery       = "X-ANP2-Delivery"
 )
 
-// Payload is a webhook body.
+// Attempt says which delivery and which attempt a request is.
+type Attempt struct {
+	DeliveryID     string `json:"delivery_id"`
+	InvocationID   string `json:"invocation_id"`
+	TriggerID      string `json:"trigger_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	OwnerLease     int64  `json:"owner_lease"`
+	Attempt        int    `json:"attempt"`
+}
+
+// Payload is a webhook body: the attempt's fields and the event.
 type Payload struct {
-	DeliveryID     string          `json:"delivery_id"`
-	InvocationID   string          `json:"invocation_id"`
-	TriggerID      string          `json:"trigger_id"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	OwnerLease     int64           `json:"owner_lease"`
-	Attempt        int             `json:"attempt"`
-	Event          json.RawMessage `json:"event"`
+	Attempt
+	Event json.RawMessage `json:"event"`
+}
+
+func (c claimed) attempt() Attempt {
+	return Attempt{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
+		OwnerLease: c.lease, Attempt: c.attempts + 1}
 }
 
 // SignedMessage is what the webhook signature covers: the timestamp, a
@@ -352,24 +355,67 @@ func SignedMessage(ts string, body []byte) []byte {
 	return append([]byte(ts+"."), body...)
 }
 
-// send POSTs the delivery to its webhook; nil on a 2xx answer.
+// send runs one attempt: a POST to the webhook, or message/send to the
+// A2A agent; nil on success (a 2xx answer; for A2A, a JSON-RPC result).
 func (m *Module) send(ctx context.Context, c claimed) error {
+	if c.targetType == TargetA2A {
+		return m.sendA2A(ctx, c)
+	}
 	body := c.body
 	if body == nil {
-		st, err := m.core.Log().Get(ctx, c.eventID)
+		ev, err := m.eventBody(ctx, c.eventID)
 		if err != nil {
-			return fmt.Errorf("read event: %w", err)
+			return err
 		}
-		body, _ = json.Marshal(Payload{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
-			OwnerLease: c.lease, Attempt: c.attempts + 1, Event: st.Body})
+		body, _ = json.Marshal(Payload{Attempt: c.attempt(), Event: ev})
 	}
+	status, _, err := m.post(ctx, c, c.target, body, 64<<10)
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("webhook answered %d", status)
+	}
+	return nil
+}
+
+// maxBodies is how many event bodies eventBody keeps.
+const maxBodies = 1024
+
+// eventBody returns the stored JSON of event id. An event matched by
+// several triggers is read from the log once: bodies never change, and
+// the last ones read are kept (up to maxBodies; beyond, the cache starts
+// over).
+func (m *Module) eventBody(ctx context.Context, id string) ([]byte, error) {
+	m.bodyMu.Lock()
+	b, ok := m.bodies[id]
+	m.bodyMu.Unlock()
+	if ok {
+		return b, nil
+	}
+	st, err := m.core.Log().Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read event: %w", err)
+	}
+	m.bodyMu.Lock()
+	if m.bodies == nil || len(m.bodies) >= maxBodies {
+		m.bodies = map[string][]byte{}
+	}
+	m.bodies[id] = st.Body
+	m.bodyMu.Unlock()
+	return st.Body, nil
+}
+
+// post sends body to url with the delivery's headers, signed by the relay
+// key, and returns the status and up to limit bytes of the answer.
+func (m *Module) post(ctx context.Context, c claimed, url string, body []byte, limit int64) (int, []byte, error) {
 	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
 	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
 	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, c.idemKey)
@@ -382,21 +428,24 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	ans, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	// The rest is drained so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer: %w", err)
 	}
-	return nil
+	return resp.StatusCode, ans, nil
 }
 
 // newClient returns the webhook client: no redirects, and unless
 // allowPrivate, no connection to a loopback, private, link-local or
 // unspecified address (checked on the resolved address at dial time, so
-// DNS cannot rebind around it).
-func newClient(allowPrivate bool) *http.Client {
+// DNS cannot rebind around it). It keeps up to workers idle connections
+// per host.
+func newClient(allowPrivate bool, workers int) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	if !allowPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
@@ -415,6 +464,10 @@ func newClient(allowPrivate bool) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = d.DialContext
 	tr.Proxy = nil
+	// Many triggers often share one receiver: keep a connection per
+	// worker alive (the default keeps 2 per host, so the others paid a
+	// new TCP connection, and a TIME_WAIT, per delivery).
+	tr.MaxIdleConnsPerHost = workers
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 

@@ -30,7 +30,7 @@ type Options struct {
 	// addresses, and http:// targets (default: https to public addresses
 	// only).
 	AllowPrivate bool
-	// Workers is how many deliveries are sent at once (default 16).
+	// Workers is how many deliveries are sent at once (default 64).
 	Workers int
 	// WatchdogTTL is how long an attempt may stay without outcome before
 	// the watchdog escalates it (default 60 s).
@@ -56,7 +56,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 64
 	}
 	if o.WatchdogTTL <= 0 {
 		o.WatchdogTTL = time.Minute
@@ -94,11 +94,19 @@ type Module struct {
 
 	mu    sync.RWMutex
 	trigs map[string]*storedTrigger
+	// ix files trigs for the matcher; rebuilt (under mu) at each change.
+	ix atomic.Pointer[index]
 	// matchMu is held by each matcher pass and by a trigger's creation,
 	// so a new trigger starts exactly at the matcher's cursor.
 	matchMu sync.Mutex
 
 	matchWake, dispatchWake chan struct{}
+
+	// cards caches A2A targets' JSON-RPC endpoints.
+	cards cardCache
+	// bodies caches event bodies for attempts (eventBody).
+	bodyMu sync.Mutex
+	bodies map[string][]byte
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
 	// pushes counts the stored A2A push configs (HasPushConfigs).
@@ -110,8 +118,10 @@ var _ relay.Runner = (*Module)(nil)
 // NewModule returns the delivery module.
 func NewModule(opts Options) *Module {
 	opts.defaults()
-	return &Module{opts: opts, trigs: map[string]*storedTrigger{},
+	m := &Module{opts: opts, trigs: map[string]*storedTrigger{},
 		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1)}
+	m.ix.Store(newIndex(nil))
+	return m
 }
 
 // Name is "delivery".
@@ -151,6 +161,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	for _, t := range trigs {
 		m.trigs[t.ID] = t
 	}
+	m.ix.Store(newIndex(m.trigs))
 	if _, ok, err := st.cursor(ctx); err != nil {
 		return err
 	} else if !ok { // a new queue matches from the log's end on
@@ -162,7 +173,7 @@ func (m *Module) Mount(core *relay.Server) error {
 			return err
 		}
 	}
-	m.client = newClient(m.opts.AllowPrivate)
+	m.client = newClient(m.opts.AllowPrivate, m.opts.Workers)
 	relay.RegisterStatus(CodeTooManyTriggers, http.StatusTooManyRequests)
 	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
 	core.OnCommit(func([]eventlog.Committed) { signal(m.matchWake) })
@@ -249,7 +260,7 @@ func (m *Module) dispatcher(ctx context.Context) {
 	sem := make(chan struct{}, m.opts.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var pruned int64
+	var pruned, watched int64
 	for {
 		now := m.now()
 		if now-pruned >= time.Hour.Milliseconds() {
@@ -258,8 +269,13 @@ func (m *Module) dispatcher(ctx context.Context) {
 			}
 			pruned = now
 		}
-		if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
-			m.log.Warn("delivery: watchdog failed", "err", err)
+		// Deadlines are a watchdog TTL (a minute) away: one pass a second
+		// of the relay clock is enough, not one per wake-up.
+		if now-watched >= 1000 || now < watched {
+			if err := m.watchdog(ctx, now); err != nil && ctx.Err() == nil {
+				m.log.Warn("delivery: watchdog failed", "err", err)
+			}
+			watched = now
 		}
 		free := m.opts.Workers - len(sem)
 		var batch []claimed
@@ -367,6 +383,7 @@ func (m *Module) postTrigger(c echo.Context) error {
 		return fmt.Errorf("store trigger: %w", err)
 	}
 	m.trigs[t.ID] = t
+	m.ix.Store(newIndex(m.trigs))
 	return c.JSON(http.StatusCreated, triggerView{t, canon})
 }
 
@@ -407,6 +424,7 @@ func (m *Module) deleteTrigger(c echo.Context) error {
 		return err
 	}
 	delete(m.trigs, id)
+	m.ix.Store(newIndex(m.trigs))
 	return c.JSON(http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 

@@ -1,6 +1,7 @@
 // Package delivery is the relay's push capability (SPEC §16): agents
 // register triggers (relay-local rules: a match on kinds, authors and tags,
-// PAP guard filters on the content's JSON, a throttle, a webhook target),
+// PAP guard filters on the content's JSON, a throttle, a webhook or A2A
+// agent target),
 // and every matching event becomes a delivery in a durable queue that
 // follows seed 000's state machine with a fenced owner lease, a watchdog,
 // retries with backoff and dead letters.
@@ -77,7 +78,14 @@ type Throttle struct {
 	keySegs       []string
 }
 
-// Target is where deliveries go: a webhook URL.
+// Target types.
+const (
+	TargetWebhook = "webhook" // URL receives a signed POST of the Payload
+	TargetA2A     = "a2a"     // URL is an A2A agent card; its JSON-RPC url receives message/send
+)
+
+// Target is where deliveries go: a webhook URL, or the agent card URL of
+// an A2A agent.
 type Target struct {
 	Type string `json:"type"`
 	URL  string `json:"url"`
@@ -156,15 +164,21 @@ func (s *Spec) check(allowHTTP bool) error {
 }
 
 func (t *Target) check(allowHTTP bool) error {
-	if t.Type != "webhook" {
-		return bad("target.type must be \"webhook\"")
+	if t.Type != TargetWebhook && t.Type != TargetA2A {
+		return bad("target.type must be \"webhook\" or \"a2a\"")
 	}
-	u, err := url.Parse(t.URL)
-	if err != nil || len(t.URL) > maxURL || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return bad("target.url must be an absolute URL without credentials or fragment, at most %d bytes", maxURL)
+	return checkURL("target.url", t.URL, allowHTTP)
+}
+
+// checkURL checks a URL the relay will call: absolute, without
+// credentials or fragment, https (or http when allowHTTP).
+func checkURL(what, raw string, allowHTTP bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxURL || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return bad("%s must be an absolute URL without credentials or fragment, at most %d bytes", what, maxURL)
 	}
 	if u.Scheme != "https" && !(allowHTTP && u.Scheme == "http") {
-		return protocol.Errorf(CodeTargetRefused, "target.url must be https")
+		return protocol.Errorf(CodeTargetRefused, "%s must be https", what)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -79,6 +80,48 @@ func TestSpecRefusals(t *testing.T) {
 	if _, err := ParseSpec(plain, true); err != nil {
 		t.Errorf("http target allowed: %v", err)
 	}
+	for _, s := range []string{
+		`{"match":{"kinds":[1]},"target":{"type":"mcp","url":"https://a.example/card"}}`,
+		`{"match":{"kinds":[1]},"target":{"type":"a2a"}}`,
+		`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"/card"}}`,
+		`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"https://u:p@a.example/card"}}`,
+		`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"https://a.example/card#x"}}`,
+		`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"https://a.example/card","card":"x"}}`,
+	} {
+		if _, err := ParseSpec([]byte(s), true); !coded(err, CodeInvalidTrigger) {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	a2aPlain := []byte(`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"http://127.0.0.1:9/.well-known/agent-card.json"}}`)
+	if _, err := ParseSpec(a2aPlain, false); !coded(err, CodeTargetRefused) {
+		t.Errorf("http a2a target: %v", err)
+	}
+	if s, err := ParseSpec(a2aPlain, true); err != nil || s.Target.Type != TargetA2A {
+		t.Errorf("http a2a target allowed: %v", err)
+	}
+}
+
+// TestCardEndpoint: the JSON-RPC endpoint is the card's url unless the
+// card prefers another transport, then its JSONRPC additional interface.
+func TestCardEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		card, want string
+	}{
+		{`{"url":"https://a/rpc"}`, "https://a/rpc"},
+		{`{"url":"https://a/rpc","preferredTransport":"JSONRPC"}`, "https://a/rpc"},
+		{`{"url":"https://a/grpc","preferredTransport":"GRPC","additionalInterfaces":[{"url":"https://a/x","transport":"HTTP+JSON"},{"url":"https://a/rpc","transport":"JSONRPC"}]}`, "https://a/rpc"},
+		{`{"url":"https://a/grpc","preferredTransport":"GRPC"}`, ""},
+		{`{"name":"no url"}`, ""},
+	} {
+		var card agentCard
+		if err := json.Unmarshal([]byte(c.card), &card); err != nil {
+			t.Fatal(err)
+		}
+		got, err := card.endpoint()
+		if got != c.want || (err == nil) != (c.want != "") {
+			t.Errorf("%s: %q %v", c.card, got, err)
+		}
+	}
 }
 
 func coded(err error, code string) bool {
@@ -92,6 +135,8 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(`{"match":{"kinds":[1],"tags":{"t":["x"]}},"filter":[{"path":"$.a.0","operator":"regex","value":"^x"}],"throttle":{"max_per_window":1,"window_seconds":60,"window_key":"$.r"},"target":{"type":"webhook","url":"https://e.com"}}`), `{"a":["xy"],"r":1}`)
 	f.Add([]byte(`{"match":{"authors":[]},"target":{}}`), `[]`)
 	f.Add([]byte(`{"match":{"kinds":[1]},"filter":[{"path":"$","operator":"in","value":[1,"a",null,{"b":[]}]}],"target":{"type":"webhook","url":"http://[::1]/"}}`), `1`)
+	f.Add([]byte(`{"match":{"tags":{"t":["x"]}},"target":{"type":"a2a","url":"https://agent.example/.well-known/agent-card.json"}}`), `{}`)
+	f.Add([]byte(`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"ftp://agent.example/card"}}`), `x`)
 	f.Fuzz(func(t *testing.T, body []byte, content string) {
 		s, err := ParseSpec(body, true)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
@@ -26,14 +27,19 @@ var MentionKinds = []int64{1, 2, 22, 50, 51, 52, 53}
 // /state, since it holds no derived judgement); its adapter serves
 // GET /agents, /agents/{agent_id}, /capabilities, /rooms and /home.
 type Module struct {
-	dir  *Directory
-	core *relay.Server
+	dir      *Directory
+	core     *relay.Server
+	cache    caches
+	resolve  Resolver
+	resolves *relay.Limiter // resolutions per client address
 }
 
 var _ relay.Folder = (*Module)(nil)
 
 // NewModule returns the directory module over an empty fold.
-func NewModule() *Module { return &Module{dir: New()} }
+func NewModule() *Module {
+	return &Module{dir: New(), cache: newCaches(), resolves: relay.NewLimiter(ResolvesPerMinute, time.Minute)}
+}
 
 // Name is "directory".
 func (m *Module) Name() string { return "directory" }
@@ -56,6 +62,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/capabilities/search", m.searchCapabilities)
 	core.Route(http.MethodGet, "/welcome", m.getWelcome)
 	core.Route(http.MethodGet, "/onboarding/:agent_id", m.getOnboarding)
+	core.OnCommit(m.cache.commit)
 	return nil
 }
 
@@ -90,18 +97,32 @@ func (m *Module) getAgents(c echo.Context) error {
 }
 
 func (m *Module) getAgent(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
+	v, err := httpx.Params(c, "resolve")
+	if err != nil {
 		return err
 	}
 	id, err := httpx.HexParam(c, "agent_id")
 	if err != nil {
 		return err
 	}
-	a, known := m.dir.Agent(id)
+	resolve, err := httpx.BoolParam(v, "resolve")
+	if err != nil {
+		return err
+	}
 	now := m.core.Now()
+	if resolve {
+		if err := m.resolveAgent(c, id, now); err != nil {
+			return err
+		}
+	}
+	if _, absent := m.cache.absent(id, now); absent {
+		return notFound(c, id)
+	}
+	a, known := m.dir.Agent(id)
 	acct := m.core.Views().Credit.Account(id, now, m.core.Weights(now))
 	if !known && acct.Balance.IsZero() {
-		return protocol.Errorf(relay.CodeNotFound, "agent %s has no events here", id)
+		m.cache.setAbsent(id, now, false)
+		return notFound(c, id)
 	}
 	profile := profileOf(a)
 	sum, _ := m.core.Views().Trust.Current(now).Summary(id)
@@ -112,7 +133,7 @@ func (m *Module) getAgent(c echo.Context) error {
 		"latest_profile": profile, "event_count": a.Events,
 	}
 	m.core.AgentInfo(row, id)
-	return c.JSON(http.StatusOK, row)
+	return httpx.Cached(c, profileTTL(a.Profile), row)
 }
 
 // profileOf returns the content of a's latest profile as JSON (nil when it
@@ -156,7 +177,11 @@ func (m *Module) getCapabilities(c echo.Context) error {
 	}
 	byName := map[string][]string{}
 	last := map[string]int64{}
+	ttl := ProfileTTL
 	for _, a := range m.dir.Agents("") {
+		if a.Capabilities != nil {
+			ttl = capabilityTTL(ttl, a.Capabilities)
+		}
 		for _, n := range capNames(a.Capabilities) {
 			byName[n] = append(byName[n], a.AgentID)
 			last[n] = max(last[n], a.Capabilities.CreatedAt)
@@ -183,7 +208,7 @@ func (m *Module) getCapabilities(c echo.Context) error {
 		}
 		return out[i].Name < out[j].Name
 	})
-	return c.JSON(http.StatusOK, map[string]any{"capabilities": out})
+	return httpx.Cached(c, ttl, map[string]any{"capabilities": out})
 }
 
 func (m *Module) getRooms(c echo.Context) error {

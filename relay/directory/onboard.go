@@ -92,8 +92,13 @@ func (m *Module) getOnboarding(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := m.core.Reader(c)
+	if err != nil {
+		return err
+	}
 	ob := m.onboarding(c.Request().Context(), id)
 	ob["claimable_task"] = m.claimable(c.Request().Context(), id)
+	m.core.OnboardingInfo(ob, id, reader)
 	return c.JSON(http.StatusOK, ob)
 }
 

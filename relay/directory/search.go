@@ -3,7 +3,6 @@ package directory
 import (
 	"encoding/json"
 	"math"
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -210,7 +209,13 @@ func (m *Module) searchCapabilities(c echo.Context) error {
 	q.sort(out)
 	total := len(out)
 	out = out[:min(len(out), q.Limit)]
-	return c.JSON(http.StatusOK, map[string]any{"query": q, "results": httpx.NonNil(out), "count": len(out), "total": total})
+	ttl := ProfileTTL
+	for _, r := range out {
+		if a, ok := m.dir.Agent(r.Provider); ok {
+			ttl = capabilityTTL(ttl, a.Capabilities)
+		}
+	}
+	return httpx.Cached(c, ttl, map[string]any{"query": q, "results": httpx.NonNil(out), "count": len(out), "total": total})
 }
 
 // match builds a's result for ce, or false when a filter excludes it.

@@ -162,6 +162,16 @@ type Met struct {
 // contexts, rounded to 4 decimals; highest first, then by agent_id.
 // Agents whose discoverability is not public are left out (§12.8).
 func (f *Fold) Copresence(agent string, now, window int64, limit int) []Met {
+	return f.copresence(agent, now, window, limit, true)
+}
+
+// CopresenceScores is Copresence without the contexts (one pass over the
+// shared contexts instead of two): what the feed needs.
+func (f *Fold) CopresenceScores(agent string, now, window int64, limit int) []Met {
+	return f.copresence(agent, now, window, limit, false)
+}
+
+func (f *Fold) copresence(agent string, now, window int64, limit int, contexts bool) []Met {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	// First the scores alone, then the contexts of the rows kept.
@@ -171,7 +181,7 @@ func (f *Fold) Copresence(agent string, now, window int64, limit int) []Met {
 	better := func(a, b Met) bool { return a.Score > b.Score || a.Score == b.Score && a.AgentID < b.AgentID }
 	for other, tenths := range score {
 		s := float64(tenths) / 10
-		if f.discoverability(other) != Public {
+		if len(f.disc) > 0 && f.discoverability(other) != Public {
 			continue
 		}
 		m := Met{AgentID: other, Score: round4(s / (1 + s))}
@@ -183,6 +193,9 @@ func (f *Fold) Copresence(agent string, now, window int64, limit int) []Met {
 		if len(out) > limit {
 			out = out[:limit]
 		}
+	}
+	if !contexts {
+		return out
 	}
 	row := make(map[string]int, len(out))
 	for i, m := range out {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/anp2net/relay/protocol"
@@ -67,7 +68,8 @@ type agentVec struct {
 // any order.
 type embeddings struct {
 	agents   map[string]*agentVec
-	names    []string // idx → agent_id
+	names    []string    // idx → agent_id
+	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
 	postings map[uint32]map[int32]uint32
 }
 
@@ -98,6 +100,7 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		}
 		a = &agentVec{idx: int32(len(m.names)), counts: map[uint32]uint32{}}
 		m.names = append(m.names, e.AgentID)
+		m.vecs = append(m.vecs, a)
 		m.agents[e.AgentID] = a
 	}
 	i := sort.Search(len(a.posts), func(i int) bool {
@@ -125,6 +128,7 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 		}
 		if len(a.posts) == 0 {
 			delete(m.agents, e.AgentID) // its slot stays, with no postings
+			m.vecs[a.idx] = nil
 		}
 	}
 }
@@ -219,12 +223,17 @@ type Neighbor struct {
 	SampleTopics []string `json:"sample_topics"`
 }
 
+var partialPool = sync.Pool{New: func() any { return new([]uint64) }}
+
 // Candidate selection of the neighbour query (SPEC §10.5).
 const (
 	// rareBucketShare: a bucket used by more than 1/rareBucketShare of the
 	// agents (and more than minRareBucket) does not bring candidates.
 	rareBucketShare = 100
 	minRareBucket   = 64
+	// maxRareBucket caps that threshold, so the candidate set a query
+	// walks is bounded at any network size (at most 256 agents per bucket).
+	maxRareBucket = 256
 	// rescored is how many candidates per requested neighbour are scored
 	// exactly.
 	rescored = 4
@@ -242,16 +251,33 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	defer f.mu.RUnlock()
 	me := f.emb.agents[agent]
 	if me == nil || me.normSq == 0 {
-		return []Neighbor{}
+		// No post yet: the agent is represented by its profile (§12.6).
+		me = f.profileVec(agent)
+		if me == nil {
+			return []Neighbor{}
+		}
 	}
-	limit := max(minRareBucket, len(f.emb.agents)/rareBucketShare)
+	limit := min(maxRareBucket, max(minRareBucket, len(f.emb.agents)/rareBucketShare))
 	type dimWeight struct {
 		dim uint32
 		w   uint64
 	}
 	mine := make([]dimWeight, 0, len(me.counts))
-	partial := make([]uint64, len(f.emb.names))
+	// One partial dot product per slot, from a pool: at 100,000 agents a
+	// fresh one is 800 KB of garbage per query; only touched slots are
+	// non-zero and they are cleared before the buffer goes back.
+	buf := partialPool.Get().(*[]uint64)
+	if len(*buf) < len(f.emb.names) {
+		*buf = make([]uint64, len(f.emb.names)+len(f.emb.names)/4)
+	}
+	partial := *buf
 	var touched []int32
+	defer func() {
+		for _, who := range touched {
+			partial[who] = 0
+		}
+		partialPool.Put(buf)
+	}()
 	for dim, c := range me.counts {
 		w := weight(c)
 		mine = append(mine, dimWeight{dim, w})
@@ -272,15 +298,15 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
 	cands := topK(touched, rescored*k, func(who int32) Neighbor {
 		// ranked by the partial cosine (the agent's own norm is common to all)
-		name := f.emb.names[who]
-		return Neighbor{AgentID: name, Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.agents[name].normSq))}
-	}, better, func(n Neighbor) bool { return f.discoverability(n.AgentID) == Public })
+		// (slices by index: no string-keyed lookup per candidate)
+		return Neighbor{AgentID: f.emb.names[who], Sim: float64(partial[who]) / math.Sqrt(float64(f.emb.vecs[who].normSq))}
+	}, better, func(n Neighbor) bool { return len(f.disc) == 0 || f.discoverability(n.AgentID) == Public })
 	scored := make([]int32, len(cands))
 	for i, c := range cands {
 		scored[i] = f.emb.agents[c.AgentID].idx
 	}
 	top := topK(scored, k, func(who int32) Neighbor {
-		other := f.emb.agents[f.emb.names[who]]
+		other := f.emb.vecs[who]
 		var dot uint64
 		for _, m := range mine {
 			dot += m.w * weight(other.counts[m.dim])
@@ -292,6 +318,58 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
 	}
 	return top
+}
+
+// profileVec is the vector of an agent with no post yet (§12.6): the
+// features (as for a post) of its latest profile's text — the string
+// fields about, description, bio, summary, title and text — with its
+// declared capability names (latest kind 4, else the profile's
+// capabilities) as words and its profile's t tags and topics or interests
+// lists as topics. Its idx is -1 (no slot); nil when there is nothing.
+func (f *Fold) profileVec(agent string) *agentVec {
+	p := latest(f.profiles[agent])
+	caps := f.ctx.capsOf[agent]
+	if p == nil && len(caps) == 0 {
+		return nil
+	}
+	var parts []string
+	e := &protocol.Event{}
+	if p != nil {
+		var obj map[string]any
+		json.Unmarshal([]byte(p.Content), &obj)
+		for _, k := range []string{"about", "description", "bio", "summary", "title", "text"} {
+			if s, ok := obj[k].(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		for _, k := range []string{"topics", "interests"} {
+			if l, ok := obj[k].([]any); ok {
+				for _, t := range l {
+					if s, ok := t.(string); ok && s != "" {
+						e.Tags = append(e.Tags, []string{"t", s})
+					}
+				}
+			}
+		}
+		for _, t := range topicsOf(p) {
+			e.Tags = append(e.Tags, []string{"t", t})
+		}
+		if len(caps) == 0 {
+			caps = protocol.CapabilityNames(p)
+		}
+	}
+	parts = append(parts, caps...)
+	e.Content = strings.Join(parts, " ")
+	v := &agentVec{idx: -1, counts: map[uint32]uint32{}}
+	for _, ft := range features(e) {
+		v.counts[ft.dim] = uint32(ft.w)
+		w := weight(uint32(ft.w))
+		v.normSq += w * w
+	}
+	if v.normSq == 0 {
+		return nil
+	}
+	return v
 }
 
 // topK returns the k best of the rows made from who that keep holds for,

@@ -1,12 +1,13 @@
 package discovery
 
 import (
+	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"sort"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
@@ -104,68 +105,70 @@ func (m *Module) getFeed(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	out, err := m.feed(c.Request().Context(), id, reader, window, int(limit))
+	if err != nil {
+		return err
+	}
+	return answer(c, viewTTL, out)
+}
+
+// feed is agent's feed as reader may see it: the answer of GET /feed.
+func (m *Module) feed(ctx context.Context, id, reader string, window int64, limit int) (map[string]any, error) {
 	now := m.core.Now()
 	in := &feedInput{agent: id, reader: reader, now: now, window: window, cands: map[string]*FeedItem{},
 		copresence: map[string]float64{}, similarity: map[string]float64{}}
 	in.follows, in.topics, in.caps = m.fold.Interests(id)
-	snap := m.core.State().Trust.Current(now)
+	snap := m.core.Views().Trust.Current(now)
 	in.trust = func(a string) float64 { return math.Tanh(max(0, snap.WeightedScore(a))) }
-	for _, met := range m.fold.Copresence(id, now, 7*86400, 20) {
+	for _, met := range m.fold.CopresenceScores(id, now, 7*86400, 20) {
 		in.copresence[met.AgentID] = met.Score
 	}
 	for _, n := range m.fold.Neighbors(id, 10) {
 		in.similarity[n.AgentID] = n.Sim
 	}
-	if err := m.gather(c, in); err != nil {
-		return err
-	}
+	m.gather(in)
 	items := m.rank(in)
 	total := len(items)
-	items = items[:min(len(items), int(limit))]
-	return answer(c, viewTTL, map[string]any{
+	items = items[:min(len(items), limit)]
+	// Candidates are the fold's stubs; only the returned items' bodies are read.
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.Event.ID
+	}
+	bodies, err := m.core.EventsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if e := bodies[items[i].Event.ID]; e != nil {
+			items[i].Event = e
+		}
+	}
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
 		"agent_id": id, "at": now, "window_sec": window, "count": len(items), "candidates": total,
 		"follows": httpx.NonNil(in.follows), "topics": httpx.NonNil(in.topics), "capabilities": httpx.NonNil(in.caps),
-		"items": items, "recommendations": items,
-	})
+		"items": json.RawMessage(raw), "recommendations": json.RawMessage(raw), // marshalled once, sent under both names
+	}, nil
 }
 
 // gather collects candidates from the log: events by followed agents
 // (pinned), on the agent's topics, by co-present agents and neighbours,
 // and active beacons wanting its capabilities or topics.
-func (m *Module) gather(c echo.Context, in *feedInput) error {
+func (m *Module) gather(in *feedInput) {
 	since := in.now - in.window
-	add := func(src string, f eventlog.Filter) error {
-		if len(f.Authors) == 0 && len(f.Tags) == 0 {
-			return nil
-		}
-		f.Kinds, f.Since, f.Until, f.Limit = FeedKinds, &since, &in.now, candidateLimit
-		bodies, err := m.core.Log().Query(c.Request().Context(), f)
-		if err != nil {
-			return err
-		}
-		for _, b := range bodies {
-			e, err := protocol.DecodeJSON(b)
-			if err != nil {
-				continue
-			}
+	add := func(src string, authors, topics []string) {
+		for _, e := range m.fold.Recent(authors, topics, since, in.now, candidateLimit) {
 			in.candidate(e, src)
 		}
-		return nil
 	}
-	if err := add("follow", eventlog.Filter{Authors: in.follows}); err != nil {
-		return err
-	}
-	if len(in.topics) > 0 {
-		if err := add("topic", eventlog.Filter{Tags: map[string][]string{"t": in.topics}}); err != nil {
-			return err
-		}
-	}
-	if err := add("copresence", eventlog.Filter{Authors: keys(in.copresence)}); err != nil {
-		return err
-	}
-	if err := add("neighbor", eventlog.Filter{Authors: keys(in.similarity)}); err != nil {
-		return err
-	}
+	add("follow", in.follows, nil)
+	add("topic", nil, in.topics)
+	add("copresence", keys(in.copresence), nil)
+	add("neighbor", keys(in.similarity), nil)
 	beacons, _ := m.fold.Active(BeaconQuery{}, in.now)
 	for _, b := range beacons {
 		if b.CreatedAt >= since && (overlap(b.CapWanted, in.caps) || overlap(b.Topics, in.topics)) {
@@ -177,7 +180,6 @@ func (m *Module) gather(c echo.Context, in *feedInput) error {
 			delete(in.cands, id)
 		}
 	}
-	return nil
 }
 
 func (in *feedInput) candidate(e *protocol.Event, src string) {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -34,6 +35,11 @@ type Fold struct {
 	profiles map[string][]*protocol.Event // every kind 0 revision, for Remove
 	disc     map[string]string            // the latest profile's discoverability, when not public
 	caps     map[string][]*protocol.Event // every kind 4 revision
+	relays   map[string]int               // non-revoked kind 10 announcements per relay key
+	recent   recentIndex                  // the feed's candidates by author and topic
+	// invite counts the invite_only agents, read without the lock: while
+	// it is 0 the reader rule (§12.8) restricts nothing.
+	invite atomic.Int64
 }
 
 // New returns an empty Fold.
@@ -42,6 +48,7 @@ func New() *Fold {
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
 		ctx: newContexts(), emb: newEmbeddings(),
 		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
+		relays: map[string]int{}, recent: newRecentIndex(),
 	}
 }
 
@@ -72,10 +79,22 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile:
 		f.profiles[e.AgentID] = revise(f.profiles[e.AgentID], e, add)
+		was := f.disc[e.AgentID] == InviteOnly
 		if d := parseDiscoverability(latest(f.profiles[e.AgentID])); d != Public {
 			f.disc[e.AgentID] = d
 		} else {
 			delete(f.disc, e.AgentID)
+		}
+		if is := f.disc[e.AgentID] == InviteOnly; is && !was {
+			f.invite.Add(1)
+		} else if was && !is {
+			f.invite.Add(-1)
+		}
+	case protocol.KindRelayAnnounce:
+		if add {
+			f.relays[e.AgentID]++
+		} else if f.relays[e.AgentID]--; f.relays[e.AgentID] <= 0 {
+			delete(f.relays, e.AgentID)
 		}
 	case protocol.KindCapability:
 		old := capNames(latest(f.caps[e.AgentID]))
@@ -88,6 +107,7 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.cites.apply(e, add)
 	f.ctx.apply(e, add)
+	f.recent.apply(e, add)
 	if isPost(e) {
 		f.emb.apply(e, add)
 	}
@@ -134,6 +154,29 @@ func (f *Fold) discoverability(agent string) string {
 		return d
 	}
 	return Public
+}
+
+// ReaderRule is the §12.8 rule for every read path (relay.ReaderRule):
+// nil while no agent is invite_only, else MaySee.
+func (f *Fold) ReaderRule() func(reader, author string) bool {
+	if f.invite.Load() == 0 {
+		return nil
+	}
+	return f.MaySee
+}
+
+// MaySee reports whether reader ("" for anonymous) may see author's events
+// (§12.8): always unless author is invite_only; then only author itself,
+// the agents it currently follows, and relays (the authors of a
+// non-revoked kind 10 announcement), which mirror the log and apply the
+// rule to their own readers.
+func (f *Fold) MaySee(reader, author string) bool {
+	if reader == author {
+		return true
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.disc[author] != InviteOnly || reader != "" && (f.follows(author, reader) || f.relays[reader] > 0)
 }
 
 // parseDiscoverability reads a profile's discoverability (public when p is

@@ -1,9 +1,6 @@
 package discovery
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -51,6 +48,13 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, "/feed/:agent_id", m.getFeed)
 	core.Route(http.MethodGet, "/recommendations/:agent_id", m.getFeed)
 	core.AddAgentInfo(m.agentInfo)
+	// §12.8 on every read path: invite_only agents' events go only to
+	// themselves, the agents they follow and relays.
+	core.AddReaderRule(m.fold.ReaderRule)
+	// §12.6: neighbours in the answer to a first profile, and discovery's
+	// part of GET /onboarding/{agent_id}.
+	core.AddPublishInfo(m.publishInfo)
+	core.AddOnboardingInfo(m.onboardingInfo)
 	// GET /stream?follows=<agent_id>: what that agent follows (§12.7),
 	// judged against the follows as they stand when each event is sent.
 	core.AddStreamFilter("follows", func(v string) (func(*protocol.Event) bool, error) {
@@ -71,13 +75,11 @@ func (m *Module) agentInfo(row map[string]any, id string, _ int64) {
 }
 
 // sees reports whether reader may see an event by author: the core's
-// visibility (revocation, moderation) and §12.8: an invite_only author's
-// events go only to itself and to agents it follows.
+// visibility (revocation, moderation) and the reader rule this module
+// registers (§12.8: an invite_only author's events go only to itself, to
+// agents it follows and to relays).
 func (m *Module) sees(reader, id, author string) bool {
-	if !m.core.Sees(reader, &protocol.Event{ID: id, AgentID: author}) {
-		return false
-	}
-	return reader == author || m.fold.Discoverability(author) != InviteOnly || m.fold.Follows(author, reader)
+	return m.core.Sees(reader, &protocol.Event{ID: id, AgentID: author})
 }
 
 // private reports whether agent's discovery lists are closed to reader:
@@ -173,34 +175,5 @@ func windowParam(v url.Values, def int64) (int64, error) {
 }
 
 // answer writes v as JSON with Cache-Control max-age ttl and a strong ETag
-// (the first 128 bits of the body's SHA-256, hex). A request whose
-// If-None-Match names the ETag (or is *) gets 304 with no body. Because
-// the tag hashes the answer itself, it changes the moment the answer does
-// (§12.9.5: a new event, a revocation or a kind 23 takes effect at once).
-func answer(c echo.Context, ttl int, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := c.Response().Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
-	if match := c.Request().Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	return c.JSONBlob(http.StatusOK, body)
-}
-
-// etagMatches reports whether an If-None-Match list names etag (weak
-// comparison, RFC 9110 §13.1.2).
-func etagMatches(list, etag string) bool {
-	for _, t := range strings.Split(list, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
-}
+// (httpx.Cached): a 304 for a matching If-None-Match.
+func answer(c echo.Context, ttl int, v any) error { return httpx.Cached(c, ttl, v) }

@@ -92,8 +92,12 @@ func views(f *discovery.Fold, agents []taskstest.Agent, now int64) string {
 	out := fmt.Sprintf("digest %x\n", f.Digest(now))
 	for _, a := range agents {
 		b, _ := f.Active(discovery.BeaconQuery{Author: a.ID}, now)
-		out += fmt.Sprintf("%s %v %v %v %v %v\n", a.Name, f.Following(a.ID, true), f.Followers(discovery.TargetAgent, a.ID, true),
-			f.Copresence(a.ID, now, 7*86400, 100), f.Neighbors(a.ID, 10), b)
+		var recent []string // the feed's candidates
+		for _, e := range f.Recent([]string{a.ID}, []string{"climate", "market"}, now-7*86400, now, 50) {
+			recent = append(recent, e.ID)
+		}
+		out += fmt.Sprintf("%s %v %v %v %v %v %v\n", a.Name, f.Following(a.ID, true), f.Followers(discovery.TargetAgent, a.ID, true),
+			f.Copresence(a.ID, now, 7*86400, 100), f.Neighbors(a.ID, 10), b, recent)
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 type conn struct {
 	m   *Module
 	ws  *websocket.Conn
+	cc  *corkConn // the connection under ws
 	req *http.Request
 	ip  string
 
@@ -44,11 +45,11 @@ type sub struct {
 	cancel context.CancelFunc
 }
 
-func newConn(m *Module, wsc *websocket.Conn, r *http.Request, ip, reader string) *conn {
+func newConn(m *Module, wsc *websocket.Conn, cc *corkConn, r *http.Request, ip, reader string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	// A frame is at most a POST /events body plus its framing.
 	wsc.SetReadLimit(m.core.Config().MaxBody + 4096)
-	return &conn{m: m, ws: wsc, req: r, ip: ip, ctx: ctx, cancel: cancel, reader: reader, subs: map[string]*sub{}}
+	return &conn{m: m, ws: wsc, cc: cc, req: r, ip: ip, ctx: ctx, cancel: cancel, reader: reader, subs: map[string]*sub{}}
 }
 
 // serve runs the connection until the client leaves or it is shut.
@@ -289,6 +290,7 @@ func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, 
 		return
 	}
 	pos := through
+	var wrote time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -298,21 +300,48 @@ func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, 
 			return
 		case <-s.Wake():
 		}
-		frames, seen := s.Take()
-		for _, fr := range frames {
-			if fr.Meta || (sent == nil && fr.Seq <= through) {
-				continue
-			}
-			if _, dup := sent[fr.Event.ID]; dup {
-				continue
-			}
-			if c.m.hub.Visible(s.Reader(), fr.Event) && !w.event(fr.Seq, fr.Body) {
+		if time.Since(wrote) < c.m.opts.Coalesce {
+			// Busy: gather until the next tick (Options.Coalesce).
+			select {
+			case <-ctx.Done():
 				return
+			case <-s.Gone():
+				c.end(id, s, pos)
+				return
+			case <-c.m.nextTick():
 			}
-			pos = max(pos, fr.Seq)
 		}
-		pos = max(pos, seen)
+		wrote = time.Now()
+		if !c.flush(s, w, sent, through, &pos) {
+			return
+		}
 	}
+}
+
+// flush writes what s has queued, in one write; false when the
+// connection failed.
+func (c *conn) flush(s *stream.Subscription, w *subWriter, sent map[string]struct{}, through int64, pos *int64) bool {
+	frames, seen := s.Take()
+	// What woke us goes out in one write (see corkConn).
+	w.cork()
+	for _, fr := range frames {
+		if fr.Meta || (sent == nil && fr.Seq <= through) {
+			continue
+		}
+		if _, dup := sent[fr.Event.ID]; dup {
+			continue
+		}
+		if c.m.hub.Visible(s.Reader(), fr.Event) && !w.event(fr.Seq, fr.Body) {
+			w.uncork()
+			return false
+		}
+		*pos = max(*pos, fr.Seq)
+	}
+	if !w.uncork() {
+		return false
+	}
+	*pos = max(*pos, seen)
+	return true
 }
 
 // stored sends the newest limit stored matches of f (GET /events' order),
@@ -370,6 +399,7 @@ type subWriter struct {
 	c      *conn
 	prefix []byte
 	buf    []byte
+	corked bool
 }
 
 // event sends ["EVENT", sub_id, event, seq] (seq omitted when 0: a stored
@@ -382,7 +412,34 @@ func (w *subWriter) event(seq int64, body []byte) bool {
 		w.buf = strconv.AppendInt(w.buf, seq, 10)
 	}
 	w.buf = append(w.buf, ']')
-	return w.c.send(w.buf)
+	if !w.corked {
+		return w.c.send(w.buf)
+	}
+	// Corked, the write only fills memory: no deadline to arm (the
+	// uncork's write has one). It still fails at once on a closed
+	// connection.
+	if err := w.c.ws.Write(context.Background(), websocket.MessageText, w.buf); err != nil {
+		w.c.shut(websocket.StatusPolicyViolation, "write failed")
+		return false
+	}
+	return true
+}
+
+// cork gathers the following events into one write, until uncork.
+func (w *subWriter) cork() {
+	w.c.cc.cork()
+	w.corked = true
+}
+
+// uncork sends what cork gathered, closing the connection when the
+// client does not take it within WriteTimeout.
+func (w *subWriter) uncork() bool {
+	w.corked = false
+	if err := w.c.cc.uncork(w.c.m.opts.WriteTimeout); err != nil {
+		w.c.shut(websocket.StatusPolicyViolation, "write failed or timed out")
+		return false
+	}
+	return true
 }
 
 // allowReq counts one REQ against MaxReqsPerMinute (a fixed window on the

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -41,6 +42,11 @@ type Options struct {
 	// MaxReqsPerMinute caps the REQs of one connection per minute of the
 	// relay clock (default 120).
 	MaxReqsPerMinute int
+	// Coalesce is how long a busy subscription gathers events before its
+	// next write (default 10 ms): one that wrote less than this ago waits
+	// for the module's next flush tick, so a stream of events costs a
+	// write per tick, not one per event. An idle one writes at once.
+	Coalesce time.Duration
 }
 
 func (o *Options) defaults() {
@@ -56,6 +62,9 @@ func (o *Options) defaults() {
 	if o.PingInterval <= 0 {
 		o.PingInterval = 30 * time.Second
 	}
+	if o.Coalesce <= 0 {
+		o.Coalesce = 10 * time.Millisecond
+	}
 }
 
 // Module serves GET /ws.
@@ -63,6 +72,10 @@ type Module struct {
 	opts Options
 	core *relay.Server
 	hub  *stream.Hub
+
+	// tick is closed (and replaced) every Coalesce: a busy subscription
+	// waits for it before writing.
+	tick atomic.Pointer[chan struct{}]
 
 	mu     sync.Mutex
 	perIP  map[string]int
@@ -75,7 +88,28 @@ var _ relay.Runner = (*Module)(nil)
 // NewModule returns the WebSocket module.
 func NewModule(opts Options) *Module {
 	opts.defaults()
-	return &Module{opts: opts, perIP: map[string]int{}, conns: map[*conn]struct{}{}}
+	m := &Module{opts: opts, perIP: map[string]int{}, conns: map[*conn]struct{}{}}
+	ch := make(chan struct{})
+	m.tick.Store(&ch)
+	return m
+}
+
+// nextTick returns a channel closed at the next flush tick.
+func (m *Module) nextTick() <-chan struct{} { return *m.tick.Load() }
+
+// ticker closes the flush tick every Coalesce until ctx ends.
+func (m *Module) ticker(ctx context.Context) {
+	t := time.NewTicker(m.opts.Coalesce)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ch := make(chan struct{})
+		close(*m.tick.Swap(&ch))
+	}
 }
 
 // Name is "ws".
@@ -101,7 +135,7 @@ func (m *Module) Mount(core *relay.Server) error {
 
 // Run closes every connection (with "going away") when ctx ends.
 func (m *Module) Run(ctx context.Context) {
-	<-ctx.Done()
+	m.ticker(ctx)
 	m.hub.Close()
 	m.mu.Lock()
 	m.closed = true
@@ -161,14 +195,15 @@ func (m *Module) get(c echo.Context) error {
 		return err
 	}
 	defer m.release(ip)
-	wsc, err := websocket.Accept(c.Response(), r, &websocket.AcceptOptions{
+	cw := &corkWriter{ResponseWriter: c.Response()}
+	wsc, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		// Any origin: nothing rides on cookies; identity is a signed event.
 		InsecureSkipVerify: true,
 	})
 	if err != nil {
 		return nil // Accept has answered
 	}
-	cn := newConn(m, wsc, r, ip, reader)
+	cn := newConn(m, wsc, cw.cc, r, ip, reader)
 	if !m.add(cn) {
 		wsc.Close(websocket.StatusGoingAway, "relay shutting down")
 		return nil

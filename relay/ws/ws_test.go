@@ -377,3 +377,56 @@ func TestSlowReaderClosed(t *testing.T) {
 	}
 	c2.expect("EOSE")
 }
+
+// TestBusyStreamInOrder: events published faster than the coalescing
+// tick reach a subscription whole and in log order (gathered into corked
+// writes), while the same connection's own EVENT frames are answered in
+// between (direct writes on the same socket, never interleaved inside a
+// frame).
+func TestBusyStreamInOrder(t *testing.T) {
+	r, _ := start(t, ws.Options{Coalesce: 50 * time.Millisecond})
+	a := taskstest.Pool(2)
+	c := dial(t, r)
+	c.send("REQ", "s", map[string]any{"kinds": "1", "after": 0})
+	c.expect("EOSE")
+	const n = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			e := a[0].Sign(protocol.KindPost, vt-300+int64(i), fmt.Sprintf("post %d", i))
+			if got := r.Do(t, "POST", "/events", "application/json", protocol.AppendJSON(nil, e)); got.Status != 201 && got.Status != 200 {
+				t.Errorf("publish %d: %d %s", i, got.Status, got.Body)
+			}
+		}
+	}()
+	var own []string
+	for i := range 20 {
+		e := a[1].Sign(protocol.KindPost, vt-300+int64(i), fmt.Sprintf("own %d", i))
+		own = append(own, e.ID)
+		b, _ := json.Marshal([]any{"EVENT", e})
+		c.sendRaw(string(b))
+	}
+	var last int64
+	events, oks := 0, 0
+	for events < n+len(own) || oks < len(own) {
+		f := c.next()
+		switch str(f[0]) {
+		case "EVENT":
+			var seq int64
+			if err := json.Unmarshal(f[3], &seq); err != nil || seq <= last {
+				t.Fatalf("frame %s after seq %d", join(f), last)
+			}
+			last = seq
+			events++
+		case "OK":
+			if str(f[1]) != own[oks] || string(f[2]) != "true" {
+				t.Fatalf("ok %s, want %s", join(f), own[oks])
+			}
+			oks++
+		default:
+			t.Fatalf("frame %s", join(f))
+		}
+	}
+	<-done
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/anp2net/relay/relay/delivery/pushload"
+)
+
+// benchPush measures SPEC §16's push target against an anp2 serve process
+// of its own (or --relay): WebSocket subscribers and webhook triggers
+// (to a receiver in this process), events published at a fixed rate
+// with nobody listening and then with the listeners, side by side.
+func (c *benchCmd) benchPush(ctx context.Context) error {
+	base, relayCPU := c.relayURL, func() time.Duration { return 0 }
+	if base == "" {
+		dir, err := os.MkdirTemp("", "anp2-bench-push-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		// The receiver is on loopback: the relay must be allowed to call it.
+		os.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
+		b, pid, stop, err := serveProcess(ctx, filepath.Join(dir, "bench.db"))
+		if err != nil {
+			return err
+		}
+		defer stop()
+		base, relayCPU = b, func() time.Duration { return procCPU(pid) }
+		fmt.Fprintf(c.out, "relay: its own anp2 serve process (pid %d); this process only generates load\n", pid)
+	}
+	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, loadAverage())
+	res, err := pushload.Run(ctx, pushload.Options{
+		Base: base, Subscribers: c.pushSubs, Triggers: c.pushTriggers, Rate: c.pushRate, Events: c.pushEvents, Topics: c.pushTopics,
+		RelayCPU: relayCPU,
+		Progress: func(phase string, done, total int) { c.progress.step(phase, "%s: %d/%d", phase, done, total) },
+	})
+	c.progress.done()
+	if err != nil {
+		return err
+	}
+	res.Print(c.out)
+	fmt.Fprintf(c.out, "  load average after: %s\n", loadAverage())
+	return nil
+}
+
+// loadAverage is /proc/loadavg's three figures, or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil || len(b) < 14 {
+		return "?"
+	}
+	var a, m, f string
+	fmt.Sscan(string(b), &a, &m, &f)
+	return a + " " + m + " " + f
+}
