@@ -109,9 +109,8 @@ func (s *Server) postEvent(c echo.Context) error {
 		return s.reject(err)
 	}
 	s.metrics.observe(time.Since(start))
-	if len(s.publishInfo) == 0 {
-		return writeAnswer(c, ans) // what answerPublish writes then, without reflection
-	}
+	// Most answers carry no module field: answerPublish writes those
+	// without reflection (writeAnswer).
 	return s.answerPublish(c, e, ans)
 }
 
