@@ -15,10 +15,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/netguard"
 )
 
 // IdempotencyKey is SHA-256(event.id + trigger.id) in hex (seed 002 §4).
@@ -442,24 +442,14 @@ func (m *Module) post(ctx context.Context, c claimed, url string, body []byte, l
 
 // newClient returns the webhook client: no redirects, and unless
 // allowPrivate, no connection to a loopback, private, link-local or
-// unspecified address (checked on the resolved address at dial time, so
+// unspecified address, nor any other that is not public (netguard.Public:
+// CGNAT, NAT64, benchmarking, reserved…; checked on the resolved address at dial time, so
 // DNS cannot rebind around it). It keeps up to workers idle connections
 // per host.
 func newClient(allowPrivate bool, workers int) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	if !allowPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			ip := net.ParseIP(host)
-			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-				ip.IsUnspecified() || ip.IsMulticast() {
-				return fmt.Errorf("webhook address %s refused (private or loopback)", host)
-			}
-			return nil
-		}
+		d.Control = netguard.Control("webhook")
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = d.DialContext

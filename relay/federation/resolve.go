@@ -11,11 +11,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/netguard"
 )
 
 // Bounds of one resolution (seed §12.9.2, SPEC §18.8).
@@ -218,19 +218,8 @@ func (s *Module) fetchProfile(ctx context.Context, base string, guarded bool, ag
 // guardedClient connects only to public addresses: the check runs on the
 // address actually dialled, after DNS, so a name cannot point it inside.
 var guardedClient = &http.Client{
-	Timeout: ResolveTimeout,
-	Transport: &http.Transport{DialContext: (&net.Dialer{Timeout: ResolveTimeout, Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		ip := net.ParseIP(host)
-		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-			ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-			return fmt.Errorf("relay address %s refused (not public)", host)
-		}
-		return nil
-	}}).DialContext},
+	Timeout:       ResolveTimeout,
+	Transport:     &http.Transport{DialContext: (&net.Dialer{Timeout: ResolveTimeout, Control: netguard.Control("relay")}).DialContext},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
