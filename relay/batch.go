@@ -5,6 +5,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
@@ -16,15 +17,15 @@ const MaxBatchEvents = 1000
 
 // ReadBatch splits a JSON array body, or a CBOR array with Content-Type
 // application/anp+cbor, into its encoded items (at most MaxBatchEvents),
-// and says which encoding it was.
-func ReadBatch(c echo.Context) ([][]byte, string, error) {
-	body, err := readBody(c.Request())
+// and says which encoding it was. The body must arrive within the
+// default body timeout (30 s, see Config.BodyTimeout).
+func ReadBatch(c echo.Context) ([][]byte, string, error) { return readBatch(c, 0) }
+
+// readBatch is ReadBatch with the body timeout d (0: the default).
+func readBatch(c echo.Context, d time.Duration) ([][]byte, string, error) {
+	body, err := readBodyWithin(c, d)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, "", protocol.Errorf(CodeBodyTooLarge, "request body too large")
-		}
-		return nil, "", protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+		return nil, "", err
 	}
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	var items [][]byte
@@ -80,7 +81,7 @@ type batchAnswer struct {
 // the good ones appended in one transaction, answered after it commits
 // with one result per event in order.
 func (s *Server) postBatch(c echo.Context) error {
-	items, rawType, err := ReadBatch(c)
+	items, rawType, err := readBatch(c, s.cfg.BodyTimeout)
 	if err != nil {
 		return s.reject(err)
 	}

@@ -23,6 +23,7 @@ const (
 	CodeBadParameter    = "invalid_parameter"
 	CodeUnknownParam    = "unknown_parameter"
 	CodeBodyTooLarge    = "body_too_large"
+	CodeBodyTimeout     = "body_timeout"
 	CodeUnsupportedType = "unsupported_media_type"
 	CodeMethod          = "method_not_allowed"
 	CodeUnavailable     = "unavailable"
@@ -41,6 +42,7 @@ var statusOf = map[string]int{
 	CodeNotFound:        http.StatusNotFound,
 	CodeRevoked:         http.StatusNotFound,
 	CodeBodyTooLarge:    http.StatusRequestEntityTooLarge,
+	CodeBodyTimeout:     http.StatusRequestTimeout,
 	CodeUnsupportedType: http.StatusUnsupportedMediaType,
 	CodeMethod:          http.StatusMethodNotAllowed,
 	CodeUnavailable:     http.StatusServiceUnavailable,

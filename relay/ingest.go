@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -26,14 +27,10 @@ type PublishAnswer struct {
 
 // readEvent decodes the request body as JSON or, with
 // Content-Type application/anp+cbor, as deterministic CBOR.
-func readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
-	body, err := readBody(c.Request())
+func (s *Server) readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
+	body, err := s.readBody(c)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, nil, "", protocol.Errorf(CodeBodyTooLarge, "request body too large")
-		}
-		return nil, nil, "", protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+		return nil, nil, "", err
 	}
 	ct := c.Request().Header.Get(echo.HeaderContentType)
 	mt, _, _ := mime.ParseMediaType(ct)
@@ -48,30 +45,85 @@ func readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
 	return nil, nil, "", protocol.Errorf(CodeUnsupportedType, "unsupported Content-Type %q: send application/json or %s", ct, protocol.ContentTypeCBOR)
 }
 
+// defaultBodyTimeout is Config.BodyTimeout's default.
+const defaultBodyTimeout = 30 * time.Second
+
+// readBody reads a publish body within the body timeout (Config.BodyTimeout,
+// a read deadline on this request's connection only, so streams and other
+// routes are unaffected) and maps its failures to their codes:
+// body_too_large (413), body_timeout (408), invalid_parameter.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
+	return readBodyWithin(c, s.cfg.BodyTimeout)
+}
+
+// readBodyWithin is readBody with the body timeout d (0: the default).
+func readBodyWithin(c echo.Context, d time.Duration) ([]byte, error) {
+	if d == 0 {
+		d = defaultBodyTimeout
+	}
+	var rc *http.ResponseController
+	if d > 0 {
+		rc = http.NewResponseController(c.Response())
+		if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+			rc = nil // not a connection that takes deadlines (tests' recorders)
+		}
+	}
+	body, err := readBody(c.Request())
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, protocol.Errorf(CodeBodyTooLarge, "request body too large")
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection cannot be read on: close it after the answer.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			return nil, protocol.Errorf(CodeBodyTimeout, "request body not received within %s", d)
+		}
+		return nil, protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
+	}
+	return body, nil
+}
+
+// bodyChunk is the most readBody allocates before the bytes arrive.
+const bodyChunk = 64 << 10
+
 // readBody reads r's body into one buffer sized by its Content-Length
-// when it declares one (the body limit still applies: a body longer than
-// it declares is read on), instead of growing a buffer from 512 bytes.
+// when it declares one, up to bodyChunk: past that the buffer grows only
+// as bytes actually arrive (doubling, but never beyond the declared
+// length until the body proves longer), so a client declaring 1 MiB and
+// sending one byte holds 64 KiB, not 1 MiB. The body limit still
+// applies; a body longer than it declares is read on.
 func readBody(r *http.Request) ([]byte, error) {
 	n := r.ContentLength
-	if n <= 0 || n > 1<<20 {
+	if n <= 0 {
 		return io.ReadAll(r.Body)
 	}
-	buf := make([]byte, n, n+1)
-	if _, err := io.ReadFull(r.Body, buf); err != nil {
-		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return buf, io.ErrUnexpectedEOF
+	buf := make([]byte, 0, min(n+1, bodyChunk))
+	for {
+		if len(buf) == cap(buf) {
+			c := 2 * int64(cap(buf))
+			if int64(len(buf)) <= n && c > n+1 {
+				c = n + 1
+			}
+			nb := make([]byte, len(buf), c)
+			copy(nb, buf)
+			buf = nb
 		}
-		return nil, err
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			if int64(len(buf)) < n {
+				return buf, io.ErrUnexpectedEOF
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	// A body longer than declared: read the rest as io.ReadAll would.
-	var one [1]byte
-	if m, err := r.Body.Read(one[:]); m > 0 {
-		rest, rerr := io.ReadAll(r.Body)
-		return append(append(buf, one[0]), rest...), rerr
-	} else if err != nil && err != io.EOF {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // writeAnswer writes ans exactly as c.JSON would (the same bytes, a
@@ -96,14 +148,16 @@ func writeAnswer(c echo.Context, ans *PublishAnswer) error {
 
 func (s *Server) postEvent(c echo.Context) error {
 	start := time.Now()
-	// The log's writer is told of the publish from its first byte on, so
-	// that a transaction under way waits for it (see announce).
-	withdraw := s.announce()
-	defer withdraw()
-	e, raw, rawType, err := readEvent(c)
+	e, raw, rawType, err := s.readEvent(c)
 	if err != nil {
 		return s.reject(err)
 	}
+	// The log's writer is told of the publish once its body is read (not
+	// from its first byte: a slow or stalled body must not hold every
+	// transaction for the gathering window), so that a transaction under
+	// way waits for it while it is checked (see announce).
+	withdraw := s.announce()
+	defer withdraw()
 	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP(), withdraw)
 	if err != nil {
 		return s.reject(err)
@@ -147,7 +201,7 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 type expecter interface{ Expect(n int) }
 
 // announce tells the log's writer, when it can wait for appends on their
-// way, that a publish is being read and checked, and returns the function
+// way, that a publish (its body read) is being checked, and returns the function
 // that withdraws the announcement (once; later calls do nothing): called
 // just before the append is queued, or when the publish is turned away.
 // Under concurrent publishing a transaction then takes every publish that
@@ -312,7 +366,7 @@ type violation struct {
 }
 
 func (s *Server) dryRun(c echo.Context) error {
-	e, _, _, err := readEvent(c)
+	e, _, _, err := s.readEvent(c)
 	if err != nil {
 		return err
 	}

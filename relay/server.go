@@ -56,6 +56,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody caps request bodies.
 	MaxBody int64
+	// BodyTimeout bounds the reading of a publish body (POST /events,
+	// /events/batch, dry runs) from the end of its headers (0: 30 s,
+	// <0: none); a body still incomplete then is a 408 body_timeout.
+	BodyTimeout time.Duration
 	// Treasury is the credit treasury agent ("" for the public network's).
 	Treasury string
 	// RelayKey is the relay's own Ed25519 identity: it signs the kind 10

@@ -569,6 +569,9 @@ func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq)
 // gather).
 func (s *Store) Expect(n int) { s.expected.Add(int64(n)) }
 
+// Expected is how many announced appends are on their way (see Expect).
+func (s *Store) Expected() int64 { return s.expected.Load() }
+
 // ckptEvents is how many committed events wake the checkpointer (about
 // 4 WAL frames each: some 8,000 frames, 32 MiB, as SQLite's own
 // autocheckpoint of the earlier writer); walLimit is the WAL size past
