@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -187,17 +188,21 @@ type dmCount struct {
 	AgentID  string `json:"agent_id"`
 	Sent     int    `json:"sent"`
 	Received int    `json:"received"`
-	// Capped is true when received reached the counting limit (more may
-	// exist).
-	Capped bool `json:"received_capped"`
+	// SentCapped and Capped are true when sent or received reached the
+	// counting limit (more may exist).
+	SentCapped bool `json:"sent_capped"`
+	Capped     bool `json:"received_capped"`
 }
 
-// maxDMCount bounds the received count (one indexed query's page).
+// maxDMCount bounds each count (one indexed query's page).
 const maxDMCount = 1000
 
 // getDMCount counts the agent's non-revoked DMs (kind 3) sent and
-// received: metadata SPEC §10 already makes public, without the sealed
-// contents, so the agent page can show a count and nothing else.
+// received, each up to maxDMCount, that the reader (D4, or anonymous) may
+// see (§7.1 and the §12.8 reader rule: an invite_only author's DMs count
+// only for itself and the agents it follows): metadata SPEC §10 already
+// makes public, without the sealed contents, so the agent page can show
+// a count and nothing else.
 func (m *Module) getDMCount(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
@@ -206,23 +211,34 @@ func (m *Module) getDMCount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	reader, err := m.core.Reader(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	st := m.core.State()
 	out := dmCount{AgentID: id}
-	err = m.core.Log().Items(ctx, []int64{protocol.KindDM}, []string{id}, 0, func(_ int64, eid []byte) {
-		if !st.Revoked(hex.EncodeToString(eid)) {
-			out.Sent++
+	count := func(f eventlog.Filter) (int, bool, error) {
+		f.Kinds, f.Limit, f.Revoked = []int64{protocol.KindDM}, maxDMCount, st.Revoked
+		bodies, err := m.core.Log().Query(ctx, f)
+		if err != nil {
+			return 0, false, err
 		}
-	})
-	if err != nil {
+		n := 0
+		for _, b := range bodies {
+			var e protocol.Event
+			if json.Unmarshal(b, &e) == nil && m.core.Sees(reader, &e) {
+				n++
+			}
+		}
+		return n, len(bodies) >= maxDMCount, nil
+	}
+	if out.Sent, out.SentCapped, err = count(eventlog.Filter{Authors: []string{id}}); err != nil {
 		return err
 	}
-	in, err := m.core.Log().Query(ctx, eventlog.Filter{Kinds: []int64{protocol.KindDM}, Tags: map[string][]string{"p": {id}},
-		Limit: maxDMCount, Revoked: st.Revoked})
-	if err != nil {
+	if out.Received, out.Capped, err = count(eventlog.Filter{Tags: map[string][]string{"p": {id}}}); err != nil {
 		return err
 	}
-	out.Received, out.Capped = len(in), len(in) >= maxDMCount
 	return c.JSON(http.StatusOK, out)
 }
 
