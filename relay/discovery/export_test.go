@@ -1,0 +1,12 @@
+package discovery
+
+// RecentStubs is how many stubs the feed index holds (by author).
+func (f *Fold) RecentStubs() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, l := range f.recent.byAuthor {
+		n += len(l)
+	}
+	return n
+}
