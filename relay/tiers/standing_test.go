@@ -453,3 +453,53 @@ func TestBypassAfterAddressCharge(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmComputesNoTrust: the check under the writer never computes
+// trust (with the trust graph changed since the published snapshot, the
+// old check computed it twice: for trust and for moderation). The
+// pre-check's verdict stands when nothing was folded since; after other
+// events it is computed again with the pre-check's trust; after a vote it
+// is refused, and a retry's pre-check judges afresh.
+func TestConfirmComputesNoTrust(t *testing.T) {
+	c := newCast()
+	m := tiersWith(t, standingOn())
+	r := relaytest.Start(t, []relay.Module{m}, powRequired)
+	at := r.Clock.Now().Unix() - 600
+	evs, _ := c.history(t, at)
+	postOK(t, r, evs...)
+	now := r.Clock.Now().Unix()
+	g := r.Core.Views().Trust
+	// A vote the published snapshot does not reflect yet.
+	postOK(t, r, c.nobody.Sign(protocol.KindTrustVote, now, map[string]any{"score": 1}, []string{"p", c.voter.ID}))
+	confirm := func(want bool) {
+		t.Helper()
+		n := g.ComputeCalls()
+		if got := m.Confirm(c.provider.ID, now); got != want {
+			t.Fatalf("Confirm = %v, want %v", got, want)
+		}
+		if d := g.ComputeCalls() - n; d != 0 {
+			t.Fatalf("Confirm computed trust %d times", d)
+		}
+	}
+	if !m.Eligible(c.provider.ID, now) {
+		t.Fatal("the provider fails the pre-check")
+	}
+	confirm(true)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 0 || stale != 0 {
+		t.Fatalf("after nothing folded: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	postOK(t, r, c.nobody.Sign(protocol.KindPost, now, "not a vote"))
+	confirm(true)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 1 || stale != 0 {
+		t.Fatalf("after a post: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	postOK(t, r, c.nobody.Sign(protocol.KindTrustVote, now, map[string]any{"score": 1}, []string{"p", c.requester.ID}))
+	confirm(false)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 1 || stale != 1 {
+		t.Fatalf("after a vote: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	if !m.Eligible(c.provider.ID, now) {
+		t.Fatal("the provider fails the retry's pre-check")
+	}
+	confirm(true)
+}
