@@ -227,6 +227,9 @@ func (m *Module) onCommitLive(batch []eventlog.Committed) {
 	}
 	v, b := m.fold.Current(m.core.Now()), m.preferred()
 	if l.stale(v, b) {
+		if l.st != nil {
+			l.st.MarkStale()
+		}
 		l.st = nil // readers get last until Run rebuilds it
 		l.wakeLive()
 		return
@@ -283,6 +286,9 @@ func (m *Module) Default(ctx context.Context, now int64) (*state.State, error) {
 		return l.st, nil
 	}
 	l.wakeLive()
+	if l.last != nil {
+		l.last.MarkStale() // no longer fed: exact checks refuse it
+	}
 	return l.last, nil
 }
 

@@ -60,3 +60,52 @@ func TestStandingAfterRollback(t *testing.T) {
 		t.Fatal("tasks in main do not give the standing")
 	}
 }
+
+// TestStandingRefusedWhileStale: while the preferred branch's state waits
+// for a rebuild (its membership changed: here the preferred fork's root
+// was revoked, taking the root's history — the provider's tasks — out of
+// the fork), the views answer from the state last built, but the
+// bypass's checks refuse it instead of judging standing on events it no
+// longer tracks; once rebuilt, the exact standing (no tasks) refuses too.
+func TestStandingRefusedWhileStale(t *testing.T) {
+	o := tiers.DefaultStandingOptions()
+	o.Bypass, o.Threshold, o.MinVerifiers = true, 2, 2
+	tm := tiers.NewModule(tiers.Options{})
+	if err := tm.ConfigureStanding(o); err != nil {
+		t.Fatal(err)
+	}
+	base := int64(relaytest.VectorTime)
+	rootAuthor := taskstest.NewAgent("stale-root")
+	root := rootAuthor.Sign(1, base+100, "the fork's root")
+	fork := "b-" + root.ID[:8]
+	mod := newModule()
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{mod, tm}, func(c *relay.Config) { c.PreferredBranch = fork })}
+	core := vouchingCore(w, 4)
+	provider, requester := taskstest.NewAgent("stale-provider"), taskstest.NewAgent("stale-requester")
+	for i := range 2 {
+		ts := base + 10 + int64(10*i)
+		req := taskstest.Request(requester, ts, ts+3600, taskstest.Reward{Amount: 10 + i}, false)
+		w.post(req, taskstest.Accept(provider, ts+1, req), taskstest.Result(provider, ts+2, req),
+			taskstest.Verify(core[2], ts+3, req, protocol.VerdictPassed, 0.9),
+			taskstest.Verify(core[3], ts+4, req, protocol.VerdictPassed, 0.9))
+	}
+	w.post(root, rootAuthor.Sign(1, w.now(), "on the fork", []string{"branch", fork}))
+	w.r.Clock.Add(time.Minute)
+	awaitLive(t, w.r)
+	if !tm.Eligible(provider.ID, w.now()) || !tm.Confirm(provider.ID, w.now()) {
+		t.Fatal("the root's history (the tasks) does not give the standing on the fork")
+	}
+	release := mod.HoldRebuild()
+	w.post(rootAuthor.Sign(9, w.now(), "", []string{"e", root.ID}))
+	if tm.Confirm(provider.ID, w.now()) {
+		t.Fatal("the check under the writer judged the standing on a stale branch state")
+	}
+	if tm.Eligible(provider.ID, w.now()) {
+		t.Fatal("the pre-check judged the standing on a stale branch state")
+	}
+	release()
+	awaitLive(t, w.r)
+	if tm.Eligible(provider.ID, w.now()) {
+		t.Fatal("tasks no longer in the fork give the standing")
+	}
+}

@@ -101,7 +101,18 @@ type State struct {
 	// version counts the Add calls completed, bumped after every fold has
 	// seen the event (see Version).
 	version atomic.Uint64
+	// stale is set on a branch's state its keeper no longer keeps current
+	// (MarkStale).
+	stale atomic.Bool
 }
+
+// MarkStale records that s is no longer kept current: the branches module
+// marks a preferred branch's state it still serves while a rebuild waits,
+// so that checks that must be exact (the PoW bypass's standing) refuse it.
+func (s *State) MarkStale() { s.stale.Store(true) }
+
+// Stale reports whether MarkStale was called.
+func (s *State) Stale() bool { return s.stale.Load() }
 
 // Version counts the events folded in so far (each Add, revoked or not),
 // bumped once every view has seen the event: a reader that read Version

@@ -99,6 +99,9 @@ func (m *Module) ConfigureStanding(o StandingOptions) error {
 // is remembered with the state version it was read at for Confirm.
 func (m *Module) Eligible(agent string, now int64) bool {
 	st := m.core.Views()
+	if st.Stale() { // a branch state awaiting its rebuild: Confirm would refuse
+		return false
+	}
 	if st.Credit.Account(agent, now, st.Trust.Current(now).Weight).VerifiedProviderTasks < int64(m.standingOpts.Threshold) {
 		return false
 	}
@@ -118,15 +121,16 @@ func (m *Module) Eligible(agent string, now int64) bool {
 // pre-check's verdict stands; when only other events were folded since
 // and the trust graph is unchanged, the standing is computed again with
 // the pre-check's trust snapshot (moderation and tasks only); when the
-// trust graph changed, or the preferred branch's state is another one,
-// the bypass is refused for this publish (pow_required: a retry is judged
-// afresh by the pre-check). SPEC §12.1.
+// trust graph changed, or the preferred branch's state is another one or
+// stale (no longer fed while its rebuild waits), the bypass is refused
+// for this publish (pow_required: a retry is judged afresh by the
+// pre-check). SPEC §12.1.
 func (m *Module) Confirm(agent string, now int64) bool {
 	st := m.core.Views()
 	v, found := m.verdicts.get(agent)
 	ok := false
 	switch {
-	case !found || v.st != st || v.now != now:
+	case !found || v.st != st || v.now != now || st.Stale():
 		m.confirmStale.Add(1)
 	case st.Version() == v.version:
 		ok = true
