@@ -25,13 +25,19 @@ func (c *benchCmd) benchPush(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		// The receiver is on loopback: the relay must be allowed to call it.
 		os.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
-		b, pid, stop, err := serveProcess(ctx, filepath.Join(dir, "bench.db"))
+		exe := c.pushRelayBin
+		if exe == "" {
+			if exe, err = os.Executable(); err != nil {
+				return err
+			}
+		}
+		b, pid, stop, err := serveBinary(ctx, exe, filepath.Join(dir, "bench.db"))
 		if err != nil {
 			return err
 		}
 		defer stop()
 		base, relayCPU = b, func() time.Duration { return procCPU(pid) }
-		fmt.Fprintf(c.out, "relay: its own anp2 serve process (pid %d); this process only generates load\n", pid)
+		fmt.Fprintf(c.out, "relay: its own anp2 serve process (%s, pid %d); this process only generates load\n", exe, pid)
 	}
 	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, loadAverage())
 	res, err := pushload.Run(ctx, pushload.Options{
