@@ -49,8 +49,13 @@ func newDeliveryID() string {
 // errChunk stops a log read once a chunk is full.
 var errChunk = errors.New("chunk full")
 
-// matchChunk is how many log events one matcher transaction covers.
-const matchChunk = 512
+// matchChunk is how many log events one matcher transaction covers at
+// most, maxMatched about how many deliveries it may queue (a chunk ends
+// at the first event past it).
+const (
+	matchChunk = 512
+	maxMatched = 1024
+)
 
 // matchOnce matches the log past the cursor against the triggers, one
 // chunk per transaction (the deliveries and the cursor move together, so
@@ -69,19 +74,30 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	type item struct {
-		seq int64
-		ev  *protocol.Event
+		seq  int64
+		ev   *protocol.Event
+		body []byte
 	}
 	var items []item
 	last := after
+	ix := m.ix.Load()
+	// A chunk ends at matchChunk events or once it may queue maxMatched
+	// deliveries: the transaction holds the queue's one connection, and
+	// the claims and outcomes wait for it.
+	cands := 0
 	err = m.core.Log().Export(ctx, after, func(int64) error { return nil }, func(seq int64, body []byte) error {
-		if len(items) >= matchChunk {
+		if len(items) >= matchChunk || cands >= maxMatched {
 			return errChunk
 		}
 		last = seq
 		var ev protocol.Event
 		if json.Unmarshal(body, &ev) == nil {
-			items = append(items, item{seq, &ev})
+			it := item{seq: seq, ev: &ev}
+			if n := len(ix.candidates(&ev)); n > 0 {
+				cands += n
+				it.body = bytes.Clone(body) // fn's body is the log's until it returns
+			}
+			items = append(items, it)
 		}
 		return nil
 	})
@@ -92,7 +108,6 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if last == after {
 		return true, nil
 	}
-	ix := m.ix.Load()
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -101,13 +116,20 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	defer tx.Rollback()
 	made := 0
 	for _, it := range items {
+		queued := 0
 		for _, t := range ix.candidates(it.ev) {
 			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
 			if err != nil {
 				return false, err
 			}
-			made += n
+			queued += n
 		}
+		if queued > 0 {
+			// Its attempts will need the body: keep it now rather than
+			// read it back from the log at the first attempt.
+			m.keepBody(it.ev.ID, it.body)
+		}
+		made += queued
 	}
 	if _, err := m.store.exec(ctx, tx, qCursor, last); err != nil {
 		return false, err
@@ -435,13 +457,18 @@ func (m *Module) eventBody(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read event: %w", err)
 	}
+	m.keepBody(id, st.Body)
+	return st.Body, nil
+}
+
+// keepBody caches the stored JSON of event id for eventBody.
+func (m *Module) keepBody(id string, body []byte) {
 	m.bodyMu.Lock()
 	if m.bodies == nil || len(m.bodies) >= maxBodies {
 		m.bodies = map[string][]byte{}
 	}
-	m.bodies[id] = st.Body
+	m.bodies[id] = body
 	m.bodyMu.Unlock()
-	return st.Body, nil
 }
 
 // post sends body to url with the delivery's headers, signed by the relay

@@ -30,7 +30,7 @@ type Options struct {
 	// addresses, and http:// targets (default: https to public addresses
 	// only).
 	AllowPrivate bool
-	// Workers is how many deliveries are sent at once (default 64).
+	// Workers is how many deliveries are sent at once (default 128).
 	Workers int
 	// WatchdogTTL is how long an attempt may stay without outcome before
 	// the watchdog escalates it (default 60 s).
@@ -56,7 +56,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 64
+		o.Workers = 128
 	}
 	if o.WatchdogTTL <= 0 {
 		o.WatchdogTTL = time.Minute
