@@ -258,6 +258,8 @@ func (m *Module) dispatcher(ctx context.Context) {
 	t := time.NewTicker(m.opts.Poll)
 	defer t.Stop()
 	sem := make(chan struct{}, m.opts.Workers)
+	claimMin := max(1, m.opts.Workers/8)
+	var backlog atomic.Bool
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var pruned, watched int64
@@ -284,13 +286,26 @@ func (m *Module) dispatcher(ctx context.Context) {
 			if batch, err = m.claim(ctx, now, free); err != nil && ctx.Err() == nil {
 				m.log.Warn("delivery: claim failed", "err", err)
 			}
+			// A full batch: more may be due, and the workers call again
+			// as they free up.
+			backlog.Store(len(batch) == free)
 		}
 		for _, c := range batch {
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem; signal(m.dispatchWake) }()
+				defer func() {
+					<-sem
+					// Under a backlog a finished worker wakes the
+					// dispatcher once a claim's worth of workers is free
+					// (a claim is a transaction: one per delivery would
+					// cost more than the deliveries); otherwise new work
+					// wakes it (the matcher, a notification).
+					if backlog.Load() && m.opts.Workers-len(sem) >= claimMin {
+						signal(m.dispatchWake)
+					}
+				}()
 				m.deliver(ctx, c)
 			}()
 		}
