@@ -310,6 +310,11 @@ func (op *casOp) finish() { op.after(op.ok, op.err) }
 func (s *store) casAsync(ctx context.Context, after func(bool, error), id string, lease int64, from []string, set string, args ...any) {
 	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, after: after}
 	select {
+	case s.ops <- op: // first choice, even once ctx is done (a shutdown)
+		return
+	default:
+	}
+	select {
 	case s.ops <- op:
 	case <-ctx.Done():
 		after(false, ctx.Err())
