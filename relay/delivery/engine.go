@@ -440,7 +440,7 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 }
 
 // maxBodies is how many event bodies eventBody keeps.
-const maxBodies = 1024
+const maxBodies = 4096
 
 // eventBody returns the stored JSON of event id. An event matched by
 // several triggers is read from the log once: bodies never change, and

@@ -478,14 +478,6 @@ func (s *store) queryRow(ctx context.Context, ex execer, q string, args ...any) 
 	return ex.QueryRowContext(ctx, q, args...)
 }
 
-// query is exec for a query of rows, on the database.
-func (s *store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := s.stmts[q]; st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return s.db.QueryContext(ctx, q, args...)
-}
-
 // execer is a *sql.DB or a *sql.Tx.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
