@@ -114,11 +114,19 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer tx.Rollback()
+	// Deliveries the matcher sends itself (direct): each holds a slot
+	// until its worker starts, or is given back if the chunk fails.
+	var direct []claimed
+	defer func() {
+		for range direct {
+			<-m.slots
+		}
+	}()
 	made := 0
 	for _, it := range items {
 		queued := 0
 		for _, t := range ix.candidates(it.ev) {
-			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
+			n, err := m.match(ctx, tx, t, it.seq, it.ev, now, &direct)
 			if err != nil {
 				return false, err
 			}
@@ -137,9 +145,13 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
-	if made > 0 {
+	for _, c := range direct {
+		m.startWorker(ctx, c)
+	}
+	if made > len(direct) {
 		m.wakeDispatcher()
 	}
+	direct = nil
 	return done, nil
 }
 
@@ -165,7 +177,12 @@ func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 
 // match queues a delivery of ev for t when it matches, passes the cascade
 // and throttle checks and is not already queued; it returns 1 when queued.
-func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64) (int, error) {
+// While the queue has no backlog and a worker is free, the delivery is
+// queued locked under lease 2 with its deadline, as a claim would leave
+// it (pending → dispatched → locked at its creation, SPEC §16), and added
+// to direct with a slot held: the matcher starts its worker once the
+// transaction has committed, saving the claim's transaction and a wake-up.
+func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64, direct *[]claimed) (int, error) {
 	if seq <= t.FromSeq || !t.Spec.MatchEvent(ev) || !m.core.Sees(t.Owner, ev) {
 		return 0, nil
 	}
@@ -192,14 +209,31 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 			return 0, nil
 		}
 	}
-	res, err := m.store.exec(ctx, tx, qInsert,
-		newDeliveryID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, seq, t.Spec.Target.URL, depth, StatusPending,
-		now, now, now, t.Owner, key, t.Spec.Target.Type)
-	if err != nil {
-		return 0, err
+	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
+	if !m.backlog.Load() {
+		select {
+		case m.slots <- struct{}{}:
+			status, lease, deadline, slot = StatusLocked, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
+		default:
+		}
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
+	res, err := m.store.exec(ctx, tx, qInsert,
+		id, idem, t.ID, ev.ID, seq, t.Spec.Target.URL, depth, status, lease,
+		now, deadline, now, now, t.Owner, key, t.Spec.Target.Type)
+	var n int64
+	if err == nil {
+		n, _ = res.RowsAffected()
+	}
+	if slot {
+		if n == 1 {
+			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
+				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease})
+		} else {
+			<-m.slots
+		}
+	}
+	return int(n), err
 }
 
 // MaxCascadeDepth: an event at this depth of triggered_by links or deeper

@@ -407,7 +407,7 @@ const (
 	qCursor   = `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`
 	qThrottle = `SELECT count(*) FROM deliveries WHERE trigger_id = ? AND throttle_key = ? AND throttle_key <> '' AND created_at > ?`
 	qInsert   = `INSERT INTO deliveries(` + deliveryCols + `, owner, throttle_key, target_type)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, '', ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
 	qDepth    = `SELECT depth FROM deliveries WHERE id = ?`
 	qWatchdog = `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
 		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
