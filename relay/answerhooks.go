@@ -35,7 +35,7 @@ func (s *Server) OnboardingInfo(row map[string]any, agentID, reader string) {
 // answerPublish writes a publish answer with the modules' fields for e.
 func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAnswer) error {
 	if len(s.publishInfo) == 0 || !ans.Stored || ans.Duplicate {
-		return c.JSON(http.StatusOK, ans)
+		return writeAnswer(c, ans)
 	}
 	out := map[string]any{}
 	for _, h := range s.publishInfo {
@@ -44,7 +44,7 @@ func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAn
 		}
 	}
 	if len(out) == 0 {
-		return c.JSON(http.StatusOK, ans)
+		return writeAnswer(c, ans)
 	}
 	out["id"], out["accepted"], out["duplicate"], out["stored"] = ans.ID, ans.Accepted, ans.Duplicate, ans.Stored
 	b, err := json.Marshal(out)

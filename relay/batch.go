@@ -3,7 +3,6 @@ package relay
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 
@@ -19,7 +18,7 @@ const MaxBatchEvents = 1000
 // application/anp+cbor, into its encoded items (at most MaxBatchEvents),
 // and says which encoding it was.
 func ReadBatch(c echo.Context) ([][]byte, string, error) {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c.Request())
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -6,9 +6,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/protocol/canonjson"
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/labstack/echo/v4"
 )
@@ -25,7 +27,7 @@ type PublishAnswer struct {
 // readEvent decodes the request body as JSON or, with
 // Content-Type application/anp+cbor, as deterministic CBOR.
 func readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c.Request())
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -46,17 +48,69 @@ func readEvent(c echo.Context) (*protocol.Event, []byte, string, error) {
 	return nil, nil, "", protocol.Errorf(CodeUnsupportedType, "unsupported Content-Type %q: send application/json or %s", ct, protocol.ContentTypeCBOR)
 }
 
+// readBody reads r's body into one buffer sized by its Content-Length
+// when it declares one (the body limit still applies: a body longer than
+// it declares is read on), instead of growing a buffer from 512 bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n <= 0 || n > 1<<20 {
+		return io.ReadAll(r.Body)
+	}
+	buf := make([]byte, n, n+1)
+	if _, err := io.ReadFull(r.Body, buf); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return buf, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	// A body longer than declared: read the rest as io.ReadAll would.
+	var one [1]byte
+	if m, err := r.Body.Read(one[:]); m > 0 {
+		rest, rerr := io.ReadAll(r.Body)
+		return append(append(buf, one[0]), rest...), rerr
+	} else if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// writeAnswer writes ans exactly as c.JSON would (the same bytes, a
+// newline after), without reflection; ?pretty and other parameters go
+// through c.JSON.
+func writeAnswer(c echo.Context, ans *PublishAnswer) error {
+	if c.Request().URL.RawQuery != "" {
+		return c.JSON(http.StatusOK, ans)
+	}
+	b := make([]byte, 0, 128)
+	b = append(b, `{"id":`...)
+	b = canonjson.AppendString(b, ans.ID)
+	b = append(b, `,"accepted":`...)
+	b = strconv.AppendBool(b, ans.Accepted)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, ans.Duplicate)
+	b = append(b, `,"stored":`...)
+	b = strconv.AppendBool(b, ans.Stored)
+	b = append(b, "}\n"...)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
 func (s *Server) postEvent(c echo.Context) error {
 	start := time.Now()
+	// The log's writer is told of the publish from its first byte on, so
+	// that a transaction under way waits for it (see announce).
+	withdraw := s.announce()
+	defer withdraw()
 	e, raw, rawType, err := readEvent(c)
 	if err != nil {
 		return s.reject(err)
 	}
-	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP())
+	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP(), withdraw)
 	if err != nil {
 		return s.reject(err)
 	}
 	s.metrics.observe(time.Since(start))
+	// Most answers carry no module field: answerPublish writes those
+	// without reflection (writeAnswer).
 	return s.answerPublish(c, e, ans)
 }
 
@@ -72,9 +126,12 @@ func (s *Server) reject(err error) error {
 // ingest applies every publish rule, in the documented order, and appends
 // e. It answers only after the event is committed. (Events from peers go
 // through CheckMirrored instead.)
-func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
+// withdraw ends the publish's announcement (see announce) just before
+// its append is queued.
+func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, withdraw func()) (*PublishAnswer, error) {
 	now := s.cfg.Now()
 	rec, ans, err := s.prepare(ctx, e, raw, rawType, ip, now)
+	withdraw()
 	if rec == nil {
 		return ans, err
 	}
@@ -83,6 +140,33 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 		return nil, err
 	}
 	return s.stored(e, res), nil
+}
+
+// expecter is a log whose writer can wait for appends on their way
+// (sqlite.Store.Expect).
+type expecter interface{ Expect(n int) }
+
+// announce tells the log's writer, when it can wait for appends on their
+// way, that a publish is being read and checked, and returns the function
+// that withdraws the announcement (once; later calls do nothing): called
+// just before the append is queued, or when the publish is turned away.
+// Under concurrent publishing a transaction then takes every publish that
+// had arrived when it began instead of the few already checked, and they
+// share its commit: the WAL pages and the fsync of a transaction cost
+// about the same for 1 event as for 30.
+func (s *Server) announce() func() {
+	ex, ok := s.store.(expecter)
+	if !ok {
+		return func() {}
+	}
+	ex.Expect(1)
+	done := false
+	return func() {
+		if !done {
+			done = true
+			ex.Expect(-1)
+		}
+	}
 }
 
 // prepare applies every publish rule to e, in the documented order,

@@ -355,7 +355,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // anyone (a gossip push from an unchosen peer, a WebSocket EVENT) use it,
 // so an unauthenticated sender gets exactly a publisher's rules.
 func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
-	return s.ingest(ctx, e, raw, rawType, ip)
+	withdraw := s.announce()
+	defer withdraw()
+	return s.ingest(ctx, e, raw, rawType, ip, withdraw)
 }
 
 // Authenticate returns the D4 Authorization event of a request after

@@ -50,6 +50,8 @@ type benchCmd struct {
 	// the POST /events/batch size of the batch run (0: no batch run).
 	inProcess bool
 	batch     int
+	// relayBin is the anp2 binary the relay process runs ("": this one).
+	relayBin string
 	// backends and pg: see benchBackends.
 	backends int
 	pg       string
@@ -75,6 +77,7 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.BoolVar(&c.catchUpInProcess, "catch-up-in-process", false, "with --catch-up: run the loaded relay and the mirror inside the bench's process instead of an anp2 serve and an anp2 mirror process")
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
+	fs.StringVar(&c.relayBin, "relay-bin", "", "run the relay process from this anp2 binary instead of this one (A/B against another build)")
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
@@ -134,13 +137,17 @@ func (c *benchCmd) Run(ctx context.Context) error {
 				}
 			}
 		} else {
-			b, pid, stop, err := serveProcess(ctx, db)
+			b, pid, stop, err := serveProcessOf(ctx, c.relayBin, db)
 			if err != nil {
 				return err
 			}
 			defer stop()
 			base, relayCPU = b, func() time.Duration { return procCPU(pid) }
-			fmt.Fprintf(c.out, "relay: its own anp2 serve process (pid %d); this process only generates load\n", pid)
+			bin := c.relayBin
+			if bin == "" {
+				bin = "this binary"
+			}
+			fmt.Fprintf(c.out, "relay: its own anp2 serve process (%s, pid %d); this process only generates load\n", bin, pid)
 		}
 	} else if c.fill > 0 {
 		return fmt.Errorf("--fill needs the in-process relay (no --relay)")

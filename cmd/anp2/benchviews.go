@@ -155,9 +155,18 @@ func (c *benchCmd) catchUpFromProcess(ctx context.Context, dir, db string) error
 // limits off, extra flags appended) as its own process and returns its
 // base URL, its pid (for procCPU) and a function that stops it.
 func serveProcess(ctx context.Context, db string, extra ...string) (string, int, func(), error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", 0, nil, err
+	return serveProcessOf(ctx, "", db, extra...)
+}
+
+// serveProcessOf is serveProcess of the anp2 binary exe ("": this one),
+// so that a bench can measure another build of the relay (an A/B run).
+func serveProcessOf(ctx context.Context, exe, db string, extra ...string) (string, int, func(), error) {
+	if exe == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", 0, nil, err
+		}
+		exe = self
 	}
 	return serveBinary(ctx, exe, db, extra...)
 }

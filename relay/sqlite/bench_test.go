@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,4 +66,40 @@ func benchRecords(n int) []Record {
 		recs[i] = Record{Event: e}
 	}
 	return recs
+}
+
+// BenchmarkAppendGroup measures durable appends in groups of n (what n
+// concurrent publishers give one transaction) into a log of 20,000
+// events, reporting this process's CPU per event beside wall time.
+func BenchmarkAppendGroup(b *testing.B) {
+	for _, n := range []int{1, 8, 32, 128} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), "bench.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			const fill = 20000
+			recs := benchRecords(fill + b.N)
+			if _, err := s.AppendBatch(ctx, recs[:fill]); err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[fill:]
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += n {
+				if _, err := s.AppendBatch(ctx, recs[i:min(i+n, b.N)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/event")
+		})
+	}
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

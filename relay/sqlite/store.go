@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anp2net/relay/relay/eventlog"
 
@@ -59,6 +61,19 @@ type Store struct {
 	// disk-full episode (finisher only).
 	lock *logLock
 	full fullEpisode
+	// expected counts the appends announced by Expect and not yet
+	// queued: publishes being read and checked. last is the size of the
+	// writer's previous transaction (writer only).
+	expected atomic.Int64
+	last     int
+	// ckpt is the checkpointer's connection; sinceCkpt counts the events
+	// committed since its last checkpoint (writer only); kick wakes it.
+	// ckptEvery and walLimit are ckptEvents and walLimit (tests lower them).
+	ckpt      *sql.DB
+	sinceCkpt int
+	kick      chan struct{}
+	ckptEvery int
+	walLimit  int64
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
 	insEvent, insEventBulk, insEventMany, insTag, insPending, insPendingMany, insRevoke, selSeq *sql.Stmt
@@ -165,17 +180,28 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{path: path, read: r, write: w, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
-		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2)}
+	c, err := sql.Open("sqlite", dsnBusy(path, false, ckptBusyMS))
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open checkpointer: %w", err)
+	}
+	c.SetMaxOpenConns(1)
+	s := &Store{path: path, read: r, write: w, ckpt: c, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
+		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2),
+		kick: make(chan struct{}, 1), ckptEvery: ckptEvents, walLimit: walLimit}
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
+		c.Close()
 		return nil, err
 	}
 	s.SetHook(hook)
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.writer()
 	go s.finisher()
+	s.wakeCheckpointer() // whatever opening the log wrote (a migration, a merge)
+	go s.checkpointer()
 	return s, nil
 }
 
@@ -319,11 +345,19 @@ const writerCache = "-524288"
 // pages lets SQLite reuse them rather than allocate fresh ones.
 const bulkCache = "-16384"
 
-func dsn(path string, readOnly bool) string {
+func dsn(path string, readOnly bool) string { return dsnBusy(path, readOnly, 10000) }
+
+// ckptBusyMS is the checkpointer's busy timeout: a TRUNCATE checkpoint
+// holds the writer back while it waits for readers, so it gives up soon
+// and tries again at the next wake-up.
+const ckptBusyMS = 50
+
+// dsnBusy is dsn with a busy timeout of busyMS milliseconds.
+func dsnBusy(path string, readOnly bool, busyMS int) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
 	// The writer keeps the hot interior pages of every index cached: at a
 	// million events the indexes outgrow a small cache and each insert
 	// (random ids) would miss.
@@ -341,7 +375,9 @@ func dsn(path string, readOnly bool) string {
 	// keeps bodies in a cache of its own; under 200 publishes/s mapping
 	// and not mapping measured alike. Reader caches stay small.
 	q.Add("_pragma", "mmap_size(2147418112)")
-	q.Add("_pragma", "wal_autocheckpoint(8192)")
+	// No connection checkpoints on commit: the checkpointer does, on a
+	// connection of its own, beside the writer (see checkpointer).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	}
@@ -367,7 +403,7 @@ func (s *Store) SetHook(hook func([]Committed)) {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	s.wg.Wait()
-	return errors.Join(s.read.Close(), s.write.Close(), s.lock.Close())
+	return errors.Join(s.ckpt.Close(), s.read.Close(), s.write.Close(), s.lock.Close())
 }
 
 // Append stores rec and returns once it is committed (or found to be a
@@ -480,11 +516,130 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
+		if ctl == nil && s.bulk == 0 && len(batch) < limit && (s.expected.Load() > 0 || len(batch) > 1 || s.last > 1) {
+			batch, ctl = s.gather(batch, limit)
+		}
+		s.last = len(batch)
 		s.commit(batch)
+		if s.sinceCkpt += len(batch); s.sinceCkpt >= s.ckptEvery {
+			s.wakeCheckpointer()
+		}
 		if ctl != nil {
 			ctl.done <- appendRes{err: ctl.ctl()}
 		}
 	}
+}
+
+// groupWindow is how long the writer keeps a transaction open for more
+// appends while other publishes are under way.
+const groupWindow = time.Millisecond
+
+// gather adds to batch the appends queued within groupWindow, until the
+// batch is full or a control request comes. The writer gathers only
+// while other publishes are under way (announced by Expect, or the
+// current or previous transaction holds several appends): a transaction
+// then takes the publishes of several rounds of concurrent clients
+// instead of the few queued when it began, and they share its commit (the
+// WAL frames of the pages it touched and the fsync), which costs nearly as
+// much for one event as for thirty. A lone publisher is not delayed.
+func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq) {
+	t := time.NewTimer(groupWindow)
+	defer t.Stop()
+	for len(batch) < limit {
+		select {
+		case r := <-s.queue:
+			if r.ctl != nil {
+				return batch, r
+			}
+			batch = append(batch, r)
+		case <-t.C:
+			return batch, nil
+		case <-s.closed:
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
+
+// Expect tells the writer that n more appends are on their way (a
+// publish being read and checked), or, with n < 0, that announced ones
+// are about to be queued or will not come. It is only a hint (see
+// gather).
+func (s *Store) Expect(n int) { s.expected.Add(int64(n)) }
+
+// ckptEvents is how many committed events wake the checkpointer (about
+// 4 WAL frames each: some 8,000 frames, 32 MiB, as SQLite's own
+// autocheckpoint of the earlier writer); walLimit is the WAL size past
+// which it waits for readers and writer to let it empty the WAL.
+const (
+	ckptEvents = 2048
+	walLimit   = 256 << 20
+)
+
+// wakeCheckpointer wakes the checkpointer (after ckptEvery events, at
+// open, and after each index build and tag merge of a bulk load's end,
+// which write a great many pages) without waiting for it. Writer only
+// (or Open before the writer starts).
+func (s *Store) wakeCheckpointer() {
+	s.sinceCkpt = 0
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// checkpointer copies the WAL's pages back into the log on a connection
+// of its own, woken by the writer every ckptEvents events, so that no
+// commit waits for a checkpoint (an autocheckpoint of 8,000 frames held
+// the writer, and every publish queued behind it, for tens of
+// milliseconds). A passive checkpoint runs beside the writer and readers;
+// once it has copied every frame, the writer's next transaction starts
+// the WAL over from its beginning. Readers pinning old snapshots can keep
+// a passive checkpoint from finishing: when the WAL file passes walLimit
+// a TRUNCATE checkpoint waits for them (holding the writer back for at
+// most ckptBusyMS) and empties it; held off, it tries again a second
+// later, so the WAL stays bounded once long readers end. The WAL's frames are durable
+// before a checkpoint reads them (synchronous=FULL), so a crash at any
+// point of one loses nothing: the next open replays the WAL.
+func (s *Store) checkpointer() {
+	defer s.wg.Done()
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-s.kick:
+		case <-retry:
+		case <-s.closed:
+			return
+		}
+		retry = nil
+		s.walCheckpoint("PASSIVE") // busy or failing: the next wake-up tries again
+		if s.walSize() > s.walLimit {
+			s.walCheckpoint("TRUNCATE")
+			if s.walSize() > s.walLimit {
+				// Readers or the writer held it off: try again soon even
+				// if no more events come.
+				retry = time.After(time.Second)
+			}
+		}
+	}
+}
+
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on the checkpointer's
+// connection and reads its row to the end: a statement left unfinished
+// would keep a read snapshot open on that connection, and with it the
+// WAL from ever being emptied.
+func (s *Store) walCheckpoint(mode string) {
+	var busy, frames, done int
+	s.ckpt.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &done)
+}
+
+// walSize is the size of the WAL file (0 when it cannot be read).
+func (s *Store) walSize() int64 {
+	fi, err := os.Stat(s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // control runs fn on the writer goroutine between transactions.
@@ -575,6 +730,7 @@ func (s *Store) EndBulk(step func(string)) error {
 			if indexName(ddl) == "events_id" {
 				s.ids.Store(nil) // ids are unique by the index again
 			}
+			s.wakeCheckpointer() // the index's pages are in the WAL
 			return nil
 		}); err != nil {
 			return fmt.Errorf("end bulk: %w", err)
@@ -595,6 +751,7 @@ func (s *Store) EndBulk(step func(string)) error {
 			return fmt.Errorf("end bulk: %w", err)
 		}
 		s.bulkOn.Store(s.bulk > 0)
+		s.wakeCheckpointer()
 		return nil
 	})
 }
