@@ -58,7 +58,6 @@ type benchCmd struct {
 	// push and its sizes: see benchPush.
 	push                                                     bool
 	pushSubs, pushTriggers, pushRate, pushEvents, pushTopics int
-	pushRelayBin                                             string
 }
 
 func (c *benchCmd) ParseFlags(args []string) error {
@@ -88,7 +87,6 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.pushRate, "push-rate", 500, "with --push: events published per second")
 	fs.IntVar(&c.pushEvents, "push-events", 5000, "with --push: events per phase (one with nobody listening, one with the listeners)")
 	fs.IntVar(&c.pushTopics, "push-topics", 1000, "with --push: subscriber and trigger i listen to topic i mod this, event j carries topic j mod this (1: every event to everyone)")
-	fs.StringVar(&c.pushRelayBin, "push-relay-bin", "", "with --push: run this anp2 binary as the relay (an A/B against another build; default: this binary)")
 	return parse(fs, args)
 }
 

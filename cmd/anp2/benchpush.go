@@ -27,13 +27,11 @@ func (c *benchCmd) benchPush(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		// The receiver is on loopback: the relay must be allowed to call it.
 		os.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
-		exe := c.pushRelayBin
+		exe := c.relayBin
 		if exe == "" {
-			if exe, err = os.Executable(); err != nil {
-				return err
-			}
+			exe = "this binary"
 		}
-		b, pid, stop, err := serveBinary(ctx, exe, filepath.Join(dir, "bench.db"))
+		b, pid, stop, err := serveProcessOf(ctx, c.relayBin, filepath.Join(dir, "bench.db"))
 		if err != nil {
 			return err
 		}

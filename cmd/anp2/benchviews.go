@@ -168,11 +168,6 @@ func serveProcessOf(ctx context.Context, exe, db string, extra ...string) (strin
 		}
 		exe = self
 	}
-	return serveBinary(ctx, exe, db, extra...)
-}
-
-// serveBinary is serveProcess with the anp2 binary exe.
-func serveBinary(ctx context.Context, exe, db string, extra ...string) (string, int, func(), error) {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}, extra...)
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = childEnv("serve")
