@@ -312,6 +312,11 @@ func (m *Module) dispatcher(ctx context.Context) {
 			// A full batch: more may be due, and the workers call again
 			// as they free up.
 			m.backlog.Store(len(batch) == free)
+		} else {
+			// Every worker busy: what is due waits, so the matcher queues
+			// new matches behind it rather than taking the next free
+			// worker itself.
+			m.backlog.Store(true)
 		}
 		for _, c := range batch {
 			m.slots <- struct{}{}
