@@ -27,7 +27,8 @@ func TestCheckpointerBoundsWAL(t *testing.T) {
 	if err := s.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("writer's wal_autocheckpoint = %d (%v), want 0", auto, err)
 	}
-	s.ckptEvery, s.walLimit = 32, 1<<20
+	s.ckptEvery.Store(32)
+	s.walLimit.Store(1 << 20)
 	ctx := context.Background()
 	appendN := func(n, from int) {
 		t.Helper()
@@ -59,7 +60,7 @@ func TestCheckpointerBoundsWAL(t *testing.T) {
 	// them all.
 	wake := func() { s.kick <- struct{}{} }
 	wake()
-	waitFor(t, "WAL under 1 MiB", func() bool { return walSize() <= s.walLimit })
+	waitFor(t, "WAL under 1 MiB", func() bool { return walSize() <= s.walLimit.Load() })
 
 	// A reader pinning a snapshot keeps the WAL from being emptied; once
 	// it ends, the next wake-up empties it.
@@ -76,7 +77,7 @@ func TestCheckpointerBoundsWAL(t *testing.T) {
 		t.Fatalf("count = %d (%v)", n, err)
 	}
 	appendN(1000, 2000) // the writer goes on; the WAL grows behind the reader
-	if walSize() <= s.walLimit {
+	if walSize() <= s.walLimit.Load() {
 		t.Fatalf("WAL %d bytes behind a pinned snapshot: the test does not exercise the limit", walSize())
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -84,7 +85,7 @@ func TestCheckpointerBoundsWAL(t *testing.T) {
 	}
 	appendN(64, 3000) // wakes the checkpointer after the reader ended
 	wake()
-	waitFor(t, "WAL under 1 MiB after the reader ended", func() bool { return walSize() <= s.walLimit })
+	waitFor(t, "WAL under 1 MiB after the reader ended", func() bool { return walSize() <= s.walLimit.Load() })
 	var got int
 	if err := s.read.QueryRow("SELECT COUNT(*) FROM events").Scan(&got); err != nil || got != 3064 {
 		t.Fatalf("count = %d (%v), want 3064", got, err)

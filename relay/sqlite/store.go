@@ -72,8 +72,8 @@ type Store struct {
 	ckpt      *sql.DB
 	sinceCkpt int
 	kick      chan struct{}
-	ckptEvery int
-	walLimit  int64
+	ckptEvery atomic.Int64
+	walLimit  atomic.Int64
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
 	insEvent, insEventBulk, insEventMany, insTag, insPending, insPendingMany, insRevoke, selSeq *sql.Stmt
@@ -189,7 +189,9 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	c.SetMaxOpenConns(1)
 	s := &Store{path: path, read: r, write: w, ckpt: c, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
 		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2),
-		kick: make(chan struct{}, 1), ckptEvery: ckptEvents, walLimit: walLimit}
+		kick: make(chan struct{}, 1)}
+	s.ckptEvery.Store(ckptEvents)
+	s.walLimit.Store(walLimit)
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
@@ -521,7 +523,7 @@ func (s *Store) writer() {
 		}
 		s.last = len(batch)
 		s.commit(batch)
-		if s.sinceCkpt += len(batch); s.sinceCkpt >= s.ckptEvery {
+		if s.sinceCkpt += len(batch); int64(s.sinceCkpt) >= s.ckptEvery.Load() {
 			s.wakeCheckpointer()
 		}
 		if ctl != nil {
@@ -613,9 +615,9 @@ func (s *Store) checkpointer() {
 		}
 		retry = nil
 		s.walCheckpoint("PASSIVE") // busy or failing: the next wake-up tries again
-		if s.walSize() > s.walLimit {
+		if s.walSize() > s.walLimit.Load() {
 			s.walCheckpoint("TRUNCATE")
-			if s.walSize() > s.walLimit {
+			if s.walSize() > s.walLimit.Load() {
 				// Readers or the writer held it off: try again soon even
 				// if no more events come.
 				retry = time.After(time.Second)
