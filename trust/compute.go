@@ -40,10 +40,16 @@ type edge struct {
 // Compute returns the exact trust state of every vote folded in so far,
 // evaluated at EvalTime(now). It does not publish the result (see Refresh).
 func (g *Graph) Compute(now int64) *Snapshot {
+	g.computes.Add(1)
 	at := EvalTime(now)
 	version, names, raw := g.extract()
 	return g.snapshot(at, version, names, raw)
 }
+
+// ComputeCalls counts the Compute calls so far (At's unpublished
+// computations included, background refreshes not): tests use it to show
+// a path computes no trust.
+func (g *Graph) ComputeCalls() int64 { return g.computes.Load() }
 
 // snapshot is computeSnapshot without the votes of the agents
 // Options.Excluded names at at; the snapshot also gives them no Weight

@@ -92,6 +92,7 @@ type Graph struct {
 	refreshMu  sync.Mutex
 	refreshing atomic.Bool
 	lastStart  atomic.Int64 // wall clock (unix nanoseconds) of the last refresh
+	computes   atomic.Int64 // Compute calls (ComputeCalls)
 }
 
 // NewGraph returns an empty trust graph.

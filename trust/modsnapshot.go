@@ -169,6 +169,11 @@ func (s *ModSnapshot) diff(prev *ModSnapshot) {
 // does not publish the result.
 func (m *Moderation) Compute(now int64) *ModSnapshot { return m.compute(m.g.At(now)) }
 
+// ComputeWith returns the exact moderation state at ts.Now weighing
+// flaggers with ts, which must be a snapshot of this view's Graph: no
+// trust computation. It does not publish the result.
+func (m *Moderation) ComputeWith(ts *Snapshot) *ModSnapshot { return m.compute(ts) }
+
 // Digest returns SHA-256 over the canonical serialization of the snapshot:
 // the threshold and every flagged event's full state, by event id (see
 // writeDigest).

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anp2net/relay/relay/delivery/pushload"
@@ -25,18 +27,22 @@ func (c *benchCmd) benchPush(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		// The receiver is on loopback: the relay must be allowed to call it.
 		os.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
-		b, pid, stop, err := serveProcess(ctx, filepath.Join(dir, "bench.db"))
+		exe := c.relayBin
+		if exe == "" {
+			exe = "this binary"
+		}
+		b, pid, stop, err := serveProcessOf(ctx, c.relayBin, filepath.Join(dir, "bench.db"))
 		if err != nil {
 			return err
 		}
 		defer stop()
 		base, relayCPU = b, func() time.Duration { return procCPU(pid) }
-		fmt.Fprintf(c.out, "relay: its own anp2 serve process (pid %d); this process only generates load\n", pid)
+		fmt.Fprintf(c.out, "relay: its own anp2 serve process (%s, pid %d); this process only generates load\n", exe, pid)
 	}
 	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, loadAverage())
 	res, err := pushload.Run(ctx, pushload.Options{
 		Base: base, Subscribers: c.pushSubs, Triggers: c.pushTriggers, Rate: c.pushRate, Events: c.pushEvents, Topics: c.pushTopics,
-		RelayCPU: relayCPU,
+		RelayCPU: relayCPU, SelfCPU: cpuTime, MachineCPU: machineCPU,
 		Progress: func(phase string, done, total int) { c.progress.step(phase, "%s: %d/%d", phase, done, total) },
 	})
 	c.progress.done()
@@ -57,4 +63,32 @@ func loadAverage() string {
 	var a, m, f string
 	fmt.Sscan(string(b), &a, &m, &f)
 	return a + " " + m + " " + f
+}
+
+// machineCPU reads the machine's CPU time from /proc/stat's first line:
+// busy (all but idle and iowait) and all, summed over the cores; 0, 0
+// when it cannot be read.
+func machineCPU() (busy, all time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0
+	}
+	var sum, idle int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 7 { // steal, guest, guest_nice: steal is not ours, guests are in user
+			break
+		}
+		sum += n
+		if i == 3 || i == 4 {
+			idle += n
+		}
+	}
+	tick := 10 * time.Millisecond
+	return time.Duration(sum-idle) * tick, time.Duration(sum) * tick
 }

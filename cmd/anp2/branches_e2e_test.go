@@ -58,7 +58,8 @@ func TestReplayBranchCLI(t *testing.T) {
 	}
 	// The views default to main, which leaves the sybils' votes out; a
 	// default view read also makes the relay build main's live state, so
-	// GET /state?branch=main below answers from it.
+	// GET /state?branch=main below answers from it. The build runs in the
+	// background (readers never wait for it): poll until it is served.
 	voters := func(query string) string {
 		st, _, body := httpDo(t, "GET", p.base+"/trust/"+core[0].ID+query, nil)
 		if st != 200 {
@@ -66,8 +67,14 @@ func TestReplayBranchCLI(t *testing.T) {
 		}
 		return string(body)
 	}
-	if def := voters(""); !strings.Contains(def, `"voter_count":5`) {
-		t.Fatalf("voters of core 0 by default: %s", def)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		def := voters("")
+		if strings.Contains(def, `"voter_count":5`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("voters of core 0 by default: %s", def)
+		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		all := voters("?branch=all") // the relay's own trust snapshot refreshes in the background

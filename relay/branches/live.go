@@ -29,10 +29,17 @@ type live struct {
 	// highest log sequence folded in.
 	key     string
 	through int64
-	// forks are the voluntary forks of the view; strays the fork ids
-	// tagged by events folded in while no such fork existed (those events
-	// would leave the branch if the fork appeared: a rebuild).
-	forks, strays map[string]bool
+	// strays are the fork ids tagged by events folded in while no such
+	// fork existed (those events would leave the branch if the fork
+	// appeared: a rebuild).
+	strays map[string]bool
+	// forks are the voluntary forks of the view last absorbed; outside
+	// lists, per b- id, the events tagging it that were left out of the
+	// branch (by sequence and id): when that fork vanishes (every event
+	// tagging it revoked) those events fall back into main as revoked
+	// ones and are folded in then (absorb), without a rebuild.
+	forks   map[string]bool
+	outside map[string][]seqID
 	// checked is the last view stale found the state good for (views are
 	// cached per minute and event set, so a commit usually sees the same).
 	checked *View
@@ -41,8 +48,36 @@ type live struct {
 	building bool
 	pending  []eventlog.Committed
 	builds   int // rebuilds done (tests, metrics)
+	// last is the state last built (st while it is current): readers get
+	// it while the state is stale and a rebuild waits or runs, nil (every
+	// event) when none was built yet.
+	last *state.State
+	// wake asks Run for a rebuild; lastStart is the wall clock of the
+	// last rebuild's start (at most one per Options.LiveRebuildEvery).
+	wake      chan struct{}
+	lastStart time.Time
 
 	buildMu sync.Mutex // one rebuild at a time
+}
+
+// DefaultLiveRebuildEvery is the least time between two rebuilds of the
+// preferred branch's state from the log.
+const DefaultLiveRebuildEvery = 10 * time.Second
+
+// rebuildEvery is Options.LiveRebuildEvery or its default.
+func (m *Module) rebuildEvery() time.Duration {
+	if m.opts.LiveRebuildEvery > 0 {
+		return m.opts.LiveRebuildEvery
+	}
+	return DefaultLiveRebuildEvery
+}
+
+// wakeLive asks Run for a rebuild (never blocks).
+func (l *live) wakeLive() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // liveKey is what the membership of an event in branch depends on besides
@@ -62,6 +97,12 @@ func liveKey(v *View, branch string) string {
 	return b.String()
 }
 
+// seqID names a stored event.
+type seqID struct {
+	seq int64
+	id  string
+}
+
 // forksOf returns the voluntary forks of v.
 func forksOf(v *View) map[string]bool {
 	out := map[string]bool{}
@@ -73,8 +114,47 @@ func forksOf(v *View) map[string]bool {
 	return out
 }
 
+// noteOutside records e, left out of the branch, under each b- id it tags.
+// Callers hold l.mu.
+func (l *live) noteOutside(seq int64, e *protocol.Event) {
+	for _, t := range branchTags(e) {
+		if strings.HasPrefix(t, "b-") {
+			l.outside[t] = append(l.outside[t], seqID{seq, e.ID})
+		}
+	}
+}
+
+// absorb folds in the events of the forks that vanished since the last
+// call which now belong to branch (SPEC §17.3: their tags name no branch
+// any more), fetching them from the log. Callers hold l.mu.
+func (m *Module) absorb(v *View, branch string, lookup state.Lookup) {
+	l := &m.live
+	done := map[string]bool{}
+	for f := range l.forks {
+		if v.Known(f) {
+			continue
+		}
+		for _, r := range l.outside[f] {
+			if done[r.id] || r.seq > l.through {
+				continue
+			}
+			e, err := m.core.Log().GetEvent(context.Background(), r.id)
+			if err != nil || e == nil || !inBranch(v, branch, e) {
+				continue
+			}
+			done[r.id] = true
+			for _, g := range strayForks(v, e) {
+				l.strays[g] = true
+			}
+			l.st.Add(r.seq, e, lookup)
+		}
+		delete(l.outside, f)
+	}
+	l.forks = forksOf(v)
+}
+
 // stale reports whether the live state cannot answer for branch under v,
-// and otherwise records v's forks. Callers hold l.mu.
+// and otherwise remembers v as checked. Callers hold l.mu.
 func (l *live) stale(v *View, branch string) bool {
 	if l.st != nil && v == l.checked {
 		return false
@@ -82,17 +162,17 @@ func (l *live) stale(v *View, branch string) bool {
 	if l.st == nil || l.key != liveKey(v, branch) {
 		return true
 	}
-	for f := range l.forks {
-		if !v.Known(f) { // a fork vanished: its events fall back into main
-			return true
-		}
-	}
+	// A fork vanishing needs no rebuild: it vanishes only when every
+	// event tagging it is revoked, and those events, falling back into
+	// main as revoked ones, are folded in by absorb; no other event changes
+	// membership (SPEC §17.3: a fork's line is main or a pre-rollback
+	// branch, never a fork).
 	for f := range l.strays {
 		if v.Known(f) { // a fork appeared that events folded in tag
 			return true
 		}
 	}
-	l.forks, l.checked = forksOf(v), v
+	l.checked = v
 	return false
 }
 
@@ -122,6 +202,7 @@ func (l *live) feed(v *View, branch string, batch []eventlog.Committed, lookup s
 		}
 		l.through = c.Seq
 		if !inBranch(v, branch, c.Event) {
+			l.noteOutside(c.Seq, c.Event)
 			continue
 		}
 		for _, f := range strayForks(v, c.Event) {
@@ -146,10 +227,16 @@ func (m *Module) onCommitLive(batch []eventlog.Committed) {
 	}
 	v, b := m.fold.Current(m.core.Now()), m.preferred()
 	if l.stale(v, b) {
-		l.st = nil // rebuilt by the next read or the background loop
+		if l.st != nil {
+			l.st.MarkStale()
+		}
+		l.st = nil // readers get last until Run rebuilds it
+		l.wakeLive()
 		return
 	}
-	l.feed(v, b, batch, m.branchLookup(v, b))
+	lookup := m.branchLookup(v, b)
+	l.feed(v, b, batch, lookup)
+	m.absorb(v, b, lookup)
 }
 
 // branchLookup fetches a stored event for a revocation, only when it is
@@ -183,27 +270,50 @@ func (m *Module) liveFor(v *View, branch string) *state.State {
 // parameter: the state of the relay's preferred branch at now, or nil when
 // the relay's own state (every event) is that state — the preferred
 // branch is main and the relay has one branch (no activated rollback, no
-// voluntary fork), which costs one cached view lookup.
+// voluntary fork), which costs one cached view lookup. It never reads the
+// log nor waits for a rebuild: when the live state is stale it asks Run
+// for one (at most one per Options.LiveRebuildEvery) and answers from the
+// state last built meanwhile, or from every event when none was built.
 func (m *Module) Default(ctx context.Context, now int64) (*state.State, error) {
 	v, b := m.fold.Current(now), m.preferred()
 	if b == "main" && v.Simple() {
 		return nil, nil
 	}
 	l := &m.live
-	for range 3 { // the view may change while building: try again
-		l.mu.Lock()
-		if !l.stale(v, b) {
-			st := l.st
-			l.mu.Unlock()
-			return st, nil
-		}
-		l.mu.Unlock()
-		if err := m.buildLive(ctx, v, b); err != nil {
-			return nil, err
-		}
-		v = m.fold.Current(m.core.Now())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.building && !l.stale(v, b) {
+		return l.st, nil
 	}
-	return m.Views(ctx, b, now) // views changing faster than builds: the cached rebuild
+	l.wakeLive()
+	if l.last != nil {
+		l.last.MarkStale() // no longer fed: exact checks refuse it
+	}
+	return l.last, nil
+}
+
+// rebuild rebuilds the live state when it is stale and the last rebuild
+// started at least rebuildEvery ago; it returns how long to wait before
+// trying again (0: nothing to do). Run calls it.
+func (m *Module) rebuild(ctx context.Context) (time.Duration, error) {
+	now := m.core.Now()
+	v, b := m.fold.Current(now), m.preferred()
+	if b == "main" && v.Simple() {
+		return 0, nil
+	}
+	l := &m.live
+	l.mu.Lock()
+	if !l.stale(v, b) {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	if wait := m.rebuildEvery() - time.Since(l.lastStart); wait > 0 {
+		l.mu.Unlock()
+		return wait, nil
+	}
+	l.lastStart = time.Now()
+	l.mu.Unlock()
+	return 0, m.buildLive(ctx, v, b)
 }
 
 // buildLive rebuilds the live state of branch under v from the log, then
@@ -226,6 +336,7 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 	var evs []seqEvent
 	var through int64
 	strays := map[string]bool{}
+	outside := map[string][]seqID{}
 	var err error
 	if v.Known(branch) { // an unknown branch has no events: no read
 		err = m.core.Log().Export(ctx, 0, func(t int64) error { through = t; return nil }, func(seq int64, body []byte) error {
@@ -238,11 +349,27 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 				for _, f := range strayForks(v, e) {
 					strays[f] = true
 				}
+			} else {
+				for _, t := range branchTags(e) {
+					if strings.HasPrefix(t, "b-") {
+						outside[t] = append(outside[t], seqID{seq, e.ID})
+					}
+				}
 			}
 			return nil
 		})
 	} else {
 		through, err = m.head(ctx)
+	}
+	var st *state.State
+	if err == nil { // folded outside l.mu: readers and commits go on meanwhile
+		st = state.New(m.stateOptions())
+		for _, se := range evs {
+			st.Preload(se.e)
+		}
+		for _, se := range evs {
+			st.Add(se.seq, se.e, nil)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -252,16 +379,12 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 	if err != nil {
 		return err
 	}
-	st := state.New(m.stateOptions())
-	for _, se := range evs {
-		st.Preload(se.e)
-	}
-	for _, se := range evs {
-		st.Add(se.seq, se.e, nil)
-	}
-	l.st, l.key, l.through, l.strays, l.forks, l.checked = st, liveKey(v, branch), through, strays, forksOf(v), v
+	l.st, l.last, l.key, l.through, l.strays, l.checked = st, st, liveKey(v, branch), through, strays, v
+	l.forks, l.outside = forksOf(v), outside
 	l.builds++
-	l.feed(v, branch, pending, m.branchLookup(v, branch))
+	lookup := m.branchLookup(v, branch)
+	l.feed(v, branch, pending, lookup)
+	m.absorb(m.fold.Current(m.core.Now()), branch, lookup)
 	return nil
 }
 
@@ -288,19 +411,27 @@ func (m *Module) stateOptions() state.Options {
 }
 
 // Run builds the live state in the background when the branches make it
-// necessary (at start after a rollback, and when a rollback activates),
-// so that reads seldom wait for a rebuild.
+// necessary (at start after a rollback, when a rollback activates, when a
+// read or a commit finds it stale), at most once per
+// Options.LiveRebuildEvery, so that reads never wait for a rebuild.
 func (m *Module) Run(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
-		if _, err := m.Default(ctx, m.core.Now()); err != nil && ctx.Err() == nil {
+		wait, err := m.rebuild(ctx)
+		if err != nil && ctx.Err() == nil {
 			m.core.Config().Logger.Warn("branches: building the preferred branch's state", "err", err)
+		}
+		var later <-chan time.Time
+		if wait > 0 {
+			later = time.After(wait)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-m.live.wake:
+		case <-later:
 		}
 	}
 }

@@ -77,6 +77,28 @@ func digestOf(st *state.State, at int64) state.Digest {
 	return d
 }
 
+// awaitLive waits until r's default views answer from the live state of
+// the preferred branch, current for its view: Run builds it in the
+// background (readers never wait for a rebuild: they get the state last
+// built, or every event, meanwhile). The state ?branch=<preferred> answers
+// from is the live one exactly when that is current.
+func awaitLive(t *testing.T, r *relaytest.Relay) {
+	t.Helper()
+	pref := r.Core.Config().PreferredBranch
+	if pref == "" {
+		pref = "main"
+	}
+	ctx := context.Background()
+	relaytest.Eventually(t, "the preferred branch's live state", func() bool {
+		def, err := r.Core.ViewState(ctx, "")
+		if err != nil || def == r.Core.State() {
+			return false
+		}
+		via, err := r.Core.ViewState(ctx, pref)
+		return err == nil && via == def
+	})
+}
+
 // rebuilt is branch's state at at rebuilt from m's log with fresh folds,
 // as GET /state?branch= computes it when no live state holds the branch.
 func (w *world) rebuilt(m *branches.Module, branch string, at int64) state.Digest {
@@ -128,6 +150,7 @@ func TestLiveMainEqualsRebuilt(t *testing.T) {
 		t.Fatal("without a rollback the views must answer from the relay's own state")
 	}
 	rb := rollBack(w, 30)
+	awaitLive(t, w.r) // Run builds main's state in the background
 	if defaultState(w.r) == w.r.Core.State() {
 		t.Fatal("after the rollback the views must answer from main's state")
 	}
@@ -184,6 +207,7 @@ func TestLiveMainEqualsRebuilt(t *testing.T) {
 	mod2 := newModule()
 	again := relaytest.On(t, st2, []relay.Module{mod2})
 	again.Clock.Add(time.Duration(w.now()-again.Clock.Now().Unix()) * time.Second)
+	awaitLive(t, again)
 	if got := digestOf(defaultState(again), w.now()); got.Digest != want.Digest {
 		t.Fatalf("after a restart: %s", state.FirstDifference(got, want))
 	}
@@ -265,6 +289,7 @@ func TestLivePreferredFork(t *testing.T) {
 	for _, r := range []*world{w, m} {
 		r.post(before, root, after, tagged)
 		r.r.Clock.Add(time.Minute)
+		awaitLive(t, r.r)
 	}
 	voters := func(r *world, query string) []string {
 		var tr struct {
@@ -313,5 +338,77 @@ func TestLivePreferredFork(t *testing.T) {
 	}
 	if mod.LiveBuilds() != builds {
 		t.Fatalf("%d rebuilds: the fork's state must be kept current", mod.LiveBuilds()-builds)
+	}
+}
+
+// TestLiveTagRevokeAttack: an agent tagging a fork and revoking the tag
+// (the fork appears, then vanishes) over and over costs main's live state
+// one build, not one per pair: a vanishing fork changes no membership. The
+// state stays equal to main's rebuilt from the log.
+func TestLiveTagRevokeAttack(t *testing.T) {
+	mod := newModule()
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{mod})}
+	vouchingCore(w, 3)
+	a := taskstest.NewAgent("tag-revoke")
+	for i := range 5 {
+		w.r.Clock.Add(time.Minute)
+		tag := a.Sign(1, w.now(), fmt.Sprintf("fork %d", i), []string{"branch", fmt.Sprintf("b-%08x", 0xabc000+i)})
+		w.post(tag)
+		awaitLive(t, w.r) // each pair gets the time to rebuild, were one needed
+		w.post(a.Sign(9, w.now(), "", []string{"e", tag.ID}))
+		if st, err := w.r.Core.ViewState(context.Background(), ""); err != nil || st != w.r.Core.State() {
+			t.Fatalf("pair %d: with no fork left the views must answer from the relay's own state (%v)", i, err)
+		}
+	}
+	w.r.Clock.Add(time.Minute)
+	w.post(a.Sign(1, w.now(), "a fork that stays", []string{"branch", "b-00abcdef"}), a.Sign(1, w.now(), "on main"))
+	awaitLive(t, w.r)
+	st, _ := w.r.Core.ViewState(context.Background(), "")
+	if got, want := digestOf(st, w.now()), w.rebuilt(mod, "main", w.now()); got.Digest != want.Digest || got.Events != want.Events {
+		t.Fatalf("main's live state: %s", state.FirstDifference(got, want))
+	}
+	if n := mod.LiveBuilds(); n != 1 {
+		t.Fatalf("%d builds of main's state for 5 tag+revoke pairs, want 1", n)
+	}
+}
+
+// TestLiveRebuildsBounded: a change of the preferred branch's membership
+// (here the preferred fork appearing and vanishing as its only tag is
+// published and revoked) rebuilds its state at most once per
+// LiveRebuildEvery, and view reads never wait for a rebuild — not even
+// while one holds the rebuild lock — answering from the state last built.
+func TestLiveRebuildsBounded(t *testing.T) {
+	fork := "b-00fedcba"
+	mod := branches.NewModule(branches.Options{}) // the default: one rebuild per 10 s at most
+	w := &world{t: t, r: relaytest.Start(t, []relay.Module{mod}, func(c *relay.Config) { c.PreferredBranch = fork })}
+	relaytest.Eventually(t, "the first build", func() bool { return mod.LiveBuilds() == 1 })
+	a := taskstest.NewAgent("tag-revoke-preferred")
+	read := func() {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := w.r.Core.ViewState(context.Background(), "")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second): // a guard against a hang, not a timing assertion
+			t.Fatal("a view read waited for the rebuild")
+		}
+	}
+	release := mod.HoldRebuild()
+	for i := range 5 {
+		tag := a.Sign(1, w.now(), fmt.Sprintf("on the preferred fork %d", i), []string{"branch", fork})
+		w.post(tag)
+		read()
+		w.post(a.Sign(9, w.now(), "", []string{"e", tag.ID}))
+		read()
+	}
+	release()
+	if n := mod.LiveBuilds(); n > 2 {
+		t.Fatalf("%d builds for 5 tag+revoke pairs within the rebuild interval, want at most 2", n)
 	}
 }

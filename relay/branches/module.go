@@ -30,6 +30,9 @@ type Options struct {
 	// key or URL at at: its announcements leave the relay shares of
 	// GET /branches.
 	RevokedRelay func(keyOrURL string, at int64) bool
+	// LiveRebuildEvery is the least time between two rebuilds of the
+	// preferred branch's state from the log (0: DefaultLiveRebuildEvery).
+	LiveRebuildEvery time.Duration
 }
 
 // Module is the branches capability: Fold is its pure part; the adapter
@@ -69,7 +72,9 @@ var (
 func NewModule(opts Options) *Module {
 	f := NewFold()
 	f.sovereign, f.revokedRelay = opts.Sovereign, opts.RevokedRelay
-	return &Module{opts: opts, fold: f, prefix: map[int64]Snapshot{}}
+	m := &Module{opts: opts, fold: f, prefix: map[int64]Snapshot{}}
+	m.live.wake = make(chan struct{}, 1)
+	return m
 }
 
 // Name is "branches": its digest's key among /state's views.

@@ -30,7 +30,7 @@ import (
 func newModule() *branches.Module {
 	return branches.NewModule(branches.Options{Folds: func() []state.NamedFold {
 		return relay.Folds([]relay.Module{branches.NewModule(branches.Options{})})
-	}})
+	}, LiveRebuildEvery: 20 * time.Millisecond}) // tests wait for rebuilds (awaitLive)
 }
 
 // world is a scenario under construction: its events in publish order.
@@ -413,6 +413,7 @@ func TestRollbackScenario(t *testing.T) {
 // credit and the A2A adapter's task views when r serves it.
 func attackFree(t *testing.T, r *relaytest.Relay, sybils []taskstest.Agent, sybilTask, flagged string) {
 	t.Helper()
+	awaitLive(t, r)
 	for _, c := range []struct{ path, attack string }{
 		{"/trust_graph?limit=1000", sybils[1].ID},
 		{"/agents/" + sybils[1].ID + "/trust_received", `"voter":"`},

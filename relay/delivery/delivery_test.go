@@ -325,3 +325,36 @@ func TestPrivateTargetRefused(t *testing.T) {
 		return len(ds) == 1 && strings.Contains(ds[0].LastError, "refused")
 	})
 }
+
+// TestBusyWorkersQueuePending: with every worker busy, a match waits as
+// pending (the matcher sends a delivery itself only to a free worker) and
+// the dispatcher's claim sends it later; every delivery ends delivered
+// under lease 2, whichever path took it, each sent once.
+func TestBusyWorkersQueuePending(t *testing.T) {
+	r, _ := start(t, delivery.Options{Workers: 1})
+	release := make(chan struct{})
+	rc := newReceiver(t, func(n int, _ hit) int {
+		if n == 1 {
+			<-release
+		}
+		return 200
+	})
+	a := taskstest.Pool(1)
+	addTrigger(t, r, a[0], `{"match":{"kinds":[1]},"target":{"type":"webhook","url":"`+rc.URL+`"}}`)
+	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-10, "first")}, 1)
+	relaytest.Eventually(t, "first attempt in flight", func() bool { return len(rc.got()) == 1 })
+	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-9, "second"), a[0].Sign(protocol.KindPost, vt-8, "third")}, 2)
+	relaytest.Eventually(t, "two pending behind the busy worker", func() bool {
+		return len(deliveries(t, r, a[0], "pending")) == 2 && len(deliveries(t, r, a[0], "locked")) == 1
+	})
+	close(release)
+	relaytest.Eventually(t, "all delivered", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 3 })
+	for _, d := range deliveries(t, r, a[0], "") {
+		if d.OwnerLease != 2 || d.Attempts != 1 {
+			t.Fatalf("delivery %+v", d)
+		}
+	}
+	if n := len(rc.got()); n != 3 {
+		t.Fatalf("receiver got %d requests, want 3", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,11 +34,28 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// newDeliveryID is a delivery's id (its invocation id): 32 hex like
+// newID, the first 8 bytes the wall clock in nanoseconds, so the queue's
+// primary-key index grows at its end instead of at a random page per
+// insert (each random page is one more page written per commit), the
+// other 8 random.
+func newDeliveryID() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixNano()))
+	_, _ = rand.Read(b[8:])
+	return hex.EncodeToString(b[:])
+}
+
 // errChunk stops a log read once a chunk is full.
 var errChunk = errors.New("chunk full")
 
-// matchChunk is how many log events one matcher transaction covers.
-const matchChunk = 512
+// matchChunk is how many log events one matcher transaction covers at
+// most, maxMatched about how many deliveries it may queue (a chunk ends
+// at the first event past it).
+const (
+	matchChunk = 512
+	maxMatched = 1024
+)
 
 // matchOnce matches the log past the cursor against the triggers, one
 // chunk per transaction (the deliveries and the cursor move together, so
@@ -56,19 +74,30 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	type item struct {
-		seq int64
-		ev  *protocol.Event
+		seq  int64
+		ev   *protocol.Event
+		body []byte
 	}
 	var items []item
 	last := after
+	ix := m.ix.Load()
+	// A chunk ends at matchChunk events or once it may queue maxMatched
+	// deliveries: the transaction holds the queue's one connection, and
+	// the claims and outcomes wait for it.
+	cands := 0
 	err = m.core.Log().Export(ctx, after, func(int64) error { return nil }, func(seq int64, body []byte) error {
-		if len(items) >= matchChunk {
+		if len(items) >= matchChunk || cands >= maxMatched {
 			return errChunk
 		}
 		last = seq
 		var ev protocol.Event
 		if json.Unmarshal(body, &ev) == nil {
-			items = append(items, item{seq, &ev})
+			it := item{seq: seq, ev: &ev}
+			if n := len(ix.candidates(&ev)); n > 0 {
+				cands += n
+				it.body = bytes.Clone(body) // fn's body is the log's until it returns
+			}
+			items = append(items, it)
 		}
 		return nil
 	})
@@ -79,22 +108,36 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if last == after {
 		return true, nil
 	}
-	ix := m.ix.Load()
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
+	// Deliveries the matcher sends itself (direct): each holds a slot
+	// until its worker starts, or is given back if the chunk fails.
+	var direct []claimed
+	defer func() {
+		for range direct {
+			<-m.slots
+		}
+	}()
 	made := 0
 	for _, it := range items {
+		queued := 0
 		for _, t := range ix.candidates(it.ev) {
-			n, err := m.match(ctx, tx, t, it.seq, it.ev, now)
+			n, err := m.match(ctx, tx, t, it.seq, it.ev, now, &direct)
 			if err != nil {
 				return false, err
 			}
-			made += n
+			queued += n
 		}
+		if queued > 0 {
+			// Its attempts will need the body: keep it now rather than
+			// read it back from the log at the first attempt.
+			m.keepBody(it.ev.ID, it.body)
+		}
+		made += queued
 	}
 	if _, err := m.store.exec(ctx, tx, qCursor, last); err != nil {
 		return false, err
@@ -102,9 +145,13 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
-	if made > 0 {
+	for _, c := range direct {
+		m.startWorker(ctx, c)
+	}
+	if made > len(direct) {
 		m.wakeDispatcher()
 	}
+	direct = nil
 	return done, nil
 }
 
@@ -130,7 +177,12 @@ func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 
 // match queues a delivery of ev for t when it matches, passes the cascade
 // and throttle checks and is not already queued; it returns 1 when queued.
-func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64) (int, error) {
+// While the queue has no backlog and a worker is free, the delivery is
+// queued locked under lease 2 with its deadline, as a claim would leave
+// it (pending → dispatched → locked at its creation, SPEC §16), and added
+// to direct with a slot held: the matcher starts its worker once the
+// transaction has committed, saving the claim's transaction and a wake-up.
+func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64, direct *[]claimed) (int, error) {
 	if seq <= t.FromSeq || !t.Spec.MatchEvent(ev) || !m.core.Sees(t.Owner, ev) {
 		return 0, nil
 	}
@@ -142,8 +194,11 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 		m.cascadeRejected.Add(1)
 		return 0, nil
 	}
-	key := t.Spec.ThrottleKey(ev)
+	// A throttled trigger's deliveries carry "=" and the key's value; the
+	// others an empty key, which the throttle index leaves out.
+	key := ""
 	if th := t.Spec.Throttle; th != nil {
+		key = "=" + t.Spec.ThrottleKey(ev)
 		var n int
 		err := m.store.queryRow(ctx, tx, qThrottle, t.ID, key, now-th.WindowSeconds*1000).Scan(&n)
 		if err != nil {
@@ -154,14 +209,31 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 			return 0, nil
 		}
 	}
-	res, err := m.store.exec(ctx, tx, qInsert,
-		newID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, seq, t.Spec.Target.URL, depth, StatusPending,
-		now, now, now, t.Owner, key, t.Spec.Target.Type)
-	if err != nil {
-		return 0, err
+	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
+	if !m.backlog.Load() {
+		select {
+		case m.slots <- struct{}{}:
+			status, lease, deadline, slot = StatusLocked, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
+		default:
+		}
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
+	res, err := m.store.exec(ctx, tx, qInsert,
+		id, idem, t.ID, ev.ID, seq, t.Spec.Target.URL, depth, status, lease,
+		now, deadline, now, now, t.Owner, key, t.Spec.Target.Type)
+	var n int64
+	if err == nil {
+		n, _ = res.RowsAffected()
+	}
+	if slot {
+		if n == 1 {
+			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
+				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease})
+		} else {
+			<-m.slots
+		}
+	}
+	return int(n), err
 }
 
 // MaxCascadeDepth: an event at this depth of triggered_by links or deeper
@@ -230,29 +302,15 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 	return err
 }
 
-// claim takes up to n due deliveries: a pending one moves to dispatched,
-// an escalated one stays escalated; each gets a new lease and a deadline
-// (an escalated one is not due again before it).
+// claim takes up to n due deliveries in one transaction: an escalated
+// one stays escalated, not due again before its new deadline; a pending
+// one moves to locked (through dispatched: the relay is its own
+// dispatcher and worker, so the two transitions are one step, SPEC §16).
+// Each gets lease + 1 and a deadline. Each UPDATE is the compare-and-swap
+// of every row it takes: it reads the status and writes the new lease in
+// one statement under the queue's write lock, so no outcome of an older
+// lease can land between the two.
 func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
-	rows, err := m.store.query(ctx, qDue, StatusPending, StatusEscalated, now, n)
-	if err != nil {
-		return nil, err
-	}
-	var due []claimed
-	for rows.Next() {
-		var c claimed
-		var st string
-		if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &st, &c.attempts, &c.body, &c.token); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.escalated = st == StatusEscalated
-		due = append(due, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
 	deadline := now + m.opts.WatchdogTTL.Milliseconds()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -260,55 +318,65 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 	}
 	defer tx.Rollback()
 	var out []claimed
-	for _, c := range due {
-		var ok bool
-		if c.escalated {
-			ok, err = m.store.casOn(ctx, tx, c.id, c.lease, fromEscalated, setReclaim, deadline, deadline, now)
-		} else {
-			ok, err = m.store.casOn(ctx, tx, c.id, c.lease, fromPending, setDispatch, deadline, now)
-		}
+	take := func(q string, escalated bool, args ...any) error {
+		rows, err := m.store.stmt(ctx, tx, q).QueryContext(ctx, args...)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if ok {
-			c.lease++
+		defer rows.Close()
+		for rows.Next() {
+			c := claimed{escalated: escalated}
+			if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token); err != nil {
+				return err
+			}
 			out = append(out, c)
 		}
+		return rows.Err()
+	}
+	// Retries first: under a backlog they are the oldest.
+	if err := take(qClaimEscalated, true, deadline, deadline, now, now, n); err != nil {
+		return nil, err
+	}
+	if len(out) < n {
+		if err := take(qClaimPending, false, deadline, now, now, n-len(out)); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	// The claims commit together: one write for the whole batch.
 	return out, tx.Commit()
 }
 
-// deliver runs one claimed delivery: lock, send, then record the outcome
-// under the lease (a stale lease means the watchdog took it; the outcome
-// is discarded).
+// deliver runs one claimed delivery (locked, or escalated, under c.lease
+// since the claim): send, then record the outcome under the lease (a
+// stale lease means the watchdog took it; the outcome is discarded).
 func (m *Module) deliver(ctx context.Context, c claimed) {
-	if !c.escalated {
-		ok, err := m.store.cas(ctx, c.id, c.lease, fromDispatched, setLock, m.now())
-		if err != nil || !ok {
-			return
-		}
-	}
 	sendErr := m.send(ctx, c)
 	now := m.now()
 	from := fromAttempt
-	var ok bool
-	var err error
+	// The outcome is handed to the group-commit writer and the worker
+	// moves on: it waits neither for the commit nor for the others in its
+	// group. A crash before the commit leaves the delivery locked, and the
+	// restart sends it again (at least once).
+	after := func(ok bool, err error) {
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("delivery outcome not recorded", "delivery", c.id, "err", err)
+		}
+		if err == nil && !ok {
+			m.staleAcks.Add(1)
+		}
+	}
 	switch {
 	case sendErr == nil:
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, setDelivered, now)
+		m.store.casAsync(ctx, after, c.id, c.lease, from, setDelivered, now)
 	case c.attempts+1 >= m.opts.MaxAttempts:
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, setFailed, clipErr(sendErr), now)
+		m.store.casAsync(ctx, after, c.id, c.lease, from, setFailed, clipErr(sendErr), now)
 	default:
 		// A failed attempt hands the delivery to the fallback path
 		// (escalated) with a new lease, due again after the backoff.
-		ok, err = m.store.cas(ctx, c.id, c.lease, from, setEscalate, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
-	}
-	if err != nil && ctx.Err() == nil {
-		m.log.Warn("delivery outcome not recorded", "delivery", c.id, "err", err)
-	}
-	if !ok {
-		m.staleAcks.Add(1)
+		m.store.casAsync(ctx, after, c.id, c.lease, from, setEscalate, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
 	}
 }
 
@@ -344,6 +412,32 @@ type Payload struct {
 	Event json.RawMessage `json:"event"`
 }
 
+// appendPayload appends the Payload of a and the stored event ev to b,
+// the event's bytes as the log stores them (compact JSON): what an
+// encoder without HTML escaping makes of Payload{a, ev}, without
+// encoding the event again per delivery.
+func appendPayload(b []byte, a Attempt, ev []byte) []byte {
+	str := func(b []byte, name, v string) []byte {
+		b = append(b, `"`+name+`":`...)
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				q, _ := json.Marshal(v) // rare: the ids are hex
+				return append(b, q...)
+			}
+		}
+		return append(append(append(b, '"'), v...), '"')
+	}
+	b = append(b, '{')
+	b = str(b, "delivery_id", a.DeliveryID)
+	b = str(append(b, ','), "invocation_id", a.InvocationID)
+	b = str(append(b, ','), "trigger_id", a.TriggerID)
+	b = str(append(b, ','), "idempotency_key", a.IdempotencyKey)
+	b = strconv.AppendInt(append(b, `,"owner_lease":`...), a.OwnerLease, 10)
+	b = strconv.AppendInt(append(b, `,"attempt":`...), int64(a.Attempt), 10)
+	b = append(append(b, `,"event":`...), ev...)
+	return append(b, '}')
+}
+
 func (c claimed) attempt() Attempt {
 	return Attempt{DeliveryID: c.id, InvocationID: c.id, TriggerID: c.triggerID, IdempotencyKey: c.idemKey,
 		OwnerLease: c.lease, Attempt: c.attempts + 1}
@@ -367,7 +461,7 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 		if err != nil {
 			return err
 		}
-		body, _ = json.Marshal(Payload{Attempt: c.attempt(), Event: ev})
+		body = appendPayload(make([]byte, 0, len(ev)+320), c.attempt(), ev)
 	}
 	status, _, err := m.post(ctx, c, c.target, body, 64<<10)
 	if err != nil {
@@ -380,7 +474,7 @@ func (m *Module) send(ctx context.Context, c claimed) error {
 }
 
 // maxBodies is how many event bodies eventBody keeps.
-const maxBodies = 1024
+const maxBodies = 4096
 
 // eventBody returns the stored JSON of event id. An event matched by
 // several triggers is read from the log once: bodies never change, and
@@ -397,13 +491,18 @@ func (m *Module) eventBody(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read event: %w", err)
 	}
+	m.keepBody(id, st.Body)
+	return st.Body, nil
+}
+
+// keepBody caches the stored JSON of event id for eventBody.
+func (m *Module) keepBody(id string, body []byte) {
 	m.bodyMu.Lock()
 	if m.bodies == nil || len(m.bodies) >= maxBodies {
 		m.bodies = map[string][]byte{}
 	}
-	m.bodies[id] = st.Body
+	m.bodies[id] = body
 	m.bodyMu.Unlock()
-	return st.Body, nil
 }
 
 // post sends body to url with the delivery's headers, signed by the relay

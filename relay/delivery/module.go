@@ -30,7 +30,7 @@ type Options struct {
 	// addresses, and http:// targets (default: https to public addresses
 	// only).
 	AllowPrivate bool
-	// Workers is how many deliveries are sent at once (default 64).
+	// Workers is how many deliveries are sent at once (default 128).
 	Workers int
 	// WatchdogTTL is how long an attempt may stay without outcome before
 	// the watchdog escalates it (default 60 s).
@@ -56,7 +56,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 64
+		o.Workers = 128
 	}
 	if o.WatchdogTTL <= 0 {
 		o.WatchdogTTL = time.Minute
@@ -101,6 +101,12 @@ type Module struct {
 	matchMu sync.Mutex
 
 	matchWake, dispatchWake chan struct{}
+	// slots holds one token per attempt in flight (at most Workers);
+	// workers counts their goroutines. backlog says the last claim was
+	// full: more is due than the workers take.
+	slots   chan struct{}
+	workers sync.WaitGroup
+	backlog atomic.Bool
 
 	// cards caches A2A targets' JSON-RPC endpoints.
 	cards cardCache
@@ -119,7 +125,7 @@ var _ relay.Runner = (*Module)(nil)
 func NewModule(opts Options) *Module {
 	opts.defaults()
 	m := &Module{opts: opts, trigs: map[string]*storedTrigger{},
-		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1)}
+		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers)}
 	m.ix.Store(newIndex(nil))
 	return m
 }
@@ -232,6 +238,28 @@ func (m *Module) Run(ctx context.Context) {
 	go func() { defer wg.Done(); m.matcher(ctx) }()
 	go func() { defer wg.Done(); m.dispatcher(ctx) }()
 	wg.Wait()
+	m.workers.Wait()
+}
+
+// startWorker sends c on a worker of its own; the caller holds a slot
+// for it, which the worker gives back.
+func (m *Module) startWorker(ctx context.Context, c claimed) {
+	m.workers.Add(1)
+	go func() {
+		defer m.workers.Done()
+		defer func() {
+			<-m.slots
+			// Under a backlog a finished worker wakes the dispatcher
+			// once a claim's worth of workers is free (a claim is a
+			// transaction: one per delivery would cost more than the
+			// deliveries); otherwise new work wakes it (the matcher, a
+			// notification).
+			if m.backlog.Load() && m.opts.Workers-len(m.slots) >= max(1, m.opts.Workers/8) {
+				signal(m.dispatchWake)
+			}
+		}()
+		m.deliver(ctx, c)
+	}()
 }
 
 func (m *Module) matcher(ctx context.Context) {
@@ -257,9 +285,6 @@ func (m *Module) matcher(ctx context.Context) {
 func (m *Module) dispatcher(ctx context.Context) {
 	t := time.NewTicker(m.opts.Poll)
 	defer t.Stop()
-	sem := make(chan struct{}, m.opts.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	var pruned, watched int64
 	for {
 		now := m.now()
@@ -277,22 +302,25 @@ func (m *Module) dispatcher(ctx context.Context) {
 			}
 			watched = now
 		}
-		free := m.opts.Workers - len(sem)
+		free := m.opts.Workers - len(m.slots)
 		var batch []claimed
 		if free > 0 {
 			var err error
 			if batch, err = m.claim(ctx, now, free); err != nil && ctx.Err() == nil {
 				m.log.Warn("delivery: claim failed", "err", err)
 			}
+			// A full batch: more may be due, and the workers call again
+			// as they free up.
+			m.backlog.Store(len(batch) == free)
+		} else {
+			// Every worker busy: what is due waits, so the matcher queues
+			// new matches behind it rather than taking the next free
+			// worker itself.
+			m.backlog.Store(true)
 		}
 		for _, c := range batch {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem; signal(m.dispatchWake) }()
-				m.deliver(ctx, c)
-			}()
+			m.slots <- struct{}{}
+			m.startWorker(ctx, c)
 		}
 		if len(batch) == free && free > 0 {
 			continue // more may be due

@@ -1,8 +1,11 @@
 package delivery
 
 import (
+	"bytes"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +40,55 @@ INSERT INTO deliveries VALUES ('d1', 'k1', 't1', 'o', 'e1', 5, 'https://h.exampl
 		if err != nil || d == nil || d.TargetType != TargetWebhook || d.Target != "https://h.example/" {
 			t.Fatalf("after migration: %+v %v", d, err)
 		}
+	}
+}
+
+// TestAppendPayload: the webhook body built without encoding the event
+// again is the bytes an encoder (without HTML escaping: the event is sent
+// as stored) makes of the Payload, for ids with characters JSON escapes
+// too.
+func TestAppendPayload(t *testing.T) {
+	ev := []byte(`{"id":"ab","kind":1,"content":"x \"q\" <b> \u2028","tags":[["t","a"]]}`)
+	for _, a := range []Attempt{
+		{DeliveryID: newID(), InvocationID: "inv", TriggerID: newID(), IdempotencyKey: IdempotencyKey("e", "t"), OwnerLease: 2, Attempt: 1},
+		{DeliveryID: "a\"b\\c\x01é", InvocationID: "", TriggerID: "<t>&", IdempotencyKey: "k", OwnerLease: 1 << 40, Attempt: 8},
+	} {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(Payload{Attempt: a, Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := appendPayload(nil, a, ev); !bytes.Equal(got, want) {
+			t.Fatalf("appendPayload\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestThrottleQueryUsesPartialIndex: the throttle count reads the partial
+// index that only throttled deliveries enter, not the whole queue.
+func TestThrottleQueryUsesPartialIndex(t *testing.T) {
+	st, err := openStore(filepath.Join(t.TempDir(), "q.delivery"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	rows, err := st.db.Query(`EXPLAIN QUERY PLAN `+qThrottle, "t", "=x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan += detail + "\n"
+	}
+	if !strings.Contains(plan, "deliveries_throttled") {
+		t.Fatalf("throttle query plan:\n%s", plan)
 	}
 }

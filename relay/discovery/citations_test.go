@@ -1,6 +1,7 @@
 package discovery_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
@@ -46,9 +47,14 @@ func TestCitations(t *testing.T) {
 	}
 	// erin is invite_only: her citation shows only to herself and to agents she follows.
 	path := "/citations/" + post.ID + "?direction=incoming"
-	get(t, r, path, &got, "Authorization", r.Auth(frank.Key, "GET", path, now))
+	ans := get(t, r, path, &got, "Authorization", r.Auth(frank.Key, "GET", path, now))
 	if got.IncomingCount != 3 || got.Incoming[0].Citing != secret.ID {
 		t.Fatalf("frank, followed by erin: %+v", got)
+	}
+	// What only frank may see must not be kept by a shared cache for
+	// another reader (httpx.Cached).
+	if cc, vary := ans.Header.Get("Cache-Control"), ans.Header.Values("Vary"); cc != "private, max-age=60" || !slices.Contains(vary, "Authorization") {
+		t.Fatalf("frank's answer: Cache-Control %q, Vary %q", cc, vary)
 	}
 	get(t, r, path, &got, "Authorization", r.Auth(bob.Key, "GET", path, now))
 	if got.IncomingCount != 2 {

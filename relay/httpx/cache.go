@@ -16,6 +16,12 @@ import (
 // request whose If-None-Match names the tag (weak W/ tags compare equal)
 // or is * gets 304 with no body. The tag hashes the answer itself, so it
 // changes the moment the answer does (seed §12.9.5).
+//
+// An answer may depend on its reader (D4: hidden events, invite_only
+// authors), so a request that carries Authorization is answered
+// "private": no shared cache may keep it and hand it to another reader;
+// and every answer varies by Authorization, so a shared cache never
+// answers an authenticated request with what it kept for an anonymous one.
 func Cached(c echo.Context, ttl int, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -25,7 +31,12 @@ func Cached(c echo.Context, ttl int, v any) error {
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := c.Response().Header()
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(ttl))
+	scope := "public"
+	if c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+		scope = "private"
+	}
+	h.Set("Cache-Control", scope+", max-age="+strconv.Itoa(ttl))
+	h.Add("Vary", echo.HeaderAuthorization)
 	if match := c.Request().Header.Get("If-None-Match"); match != "" && ETagMatches(match, etag) {
 		return c.NoContent(http.StatusNotModified)
 	}

@@ -1,6 +1,12 @@
 package httpx
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+)
 
 func TestTTLHint(t *testing.T) {
 	for in, want := range map[string]int{
@@ -28,5 +34,41 @@ func FuzzTTLHint(f *testing.F) {
 func TestETagMatches(t *testing.T) {
 	if !ETagMatches(`"a", W/"b"`, `"b"`) || !ETagMatches(`*`, `"x"`) || ETagMatches(`"a"`, `"b"`) {
 		t.Fatal("ETagMatches")
+	}
+}
+
+// TestCachedScope: an authenticated request's answer is private (it may
+// hold what only that reader sees), an anonymous one public; both vary by
+// Authorization, and a matching If-None-Match still gets 304.
+func TestCachedScope(t *testing.T) {
+	e := echo.New()
+	do := func(auth, inm string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/beacons", nil)
+		if auth != "" {
+			req.Header.Set(echo.HeaderAuthorization, auth)
+		}
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		rec := httptest.NewRecorder()
+		if err := Cached(e.NewContext(req, rec), 60, map[string]int{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	anon, authed := do("", ""), do("ANP2 x", "")
+	if got := anon.Header().Get("Cache-Control"); got != "public, max-age=60" {
+		t.Errorf("anonymous Cache-Control = %q", got)
+	}
+	if got := authed.Header().Get("Cache-Control"); got != "private, max-age=60" {
+		t.Errorf("authenticated Cache-Control = %q", got)
+	}
+	for _, r := range []*httptest.ResponseRecorder{anon, authed} {
+		if got := r.Header().Values("Vary"); len(got) != 1 || got[0] != "Authorization" {
+			t.Errorf("Vary = %q", got)
+		}
+	}
+	if r := do("ANP2 x", anon.Header().Get("ETag")); r.Code != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d, want 304", r.Code)
 	}
 }

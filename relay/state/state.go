@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anp2net/relay/credit"
 	"github.com/anp2net/relay/protocol"
@@ -96,7 +97,28 @@ type State struct {
 
 	digestMu sync.Mutex
 	weights  *trust.Snapshot
+
+	// version counts the Add calls completed, bumped after every fold has
+	// seen the event (see Version).
+	version atomic.Uint64
+	// stale is set on a branch's state its keeper no longer keeps current
+	// (MarkStale).
+	stale atomic.Bool
 }
+
+// MarkStale records that s is no longer kept current: the branches module
+// marks a preferred branch's state it still serves while a rebuild waits,
+// so that checks that must be exact (the PoW bypass's standing) refuse it.
+func (s *State) MarkStale() { s.stale.Store(true) }
+
+// Stale reports whether MarkStale was called.
+func (s *State) Stale() bool { return s.stale.Load() }
+
+// Version counts the events folded in so far (each Add, revoked or not),
+// bumped once every view has seen the event: a reader that read Version
+// before reading the views and finds it unchanged afterwards read them
+// with no Add since, not even one in progress.
+func (s *State) Version() uint64 { return s.version.Load() }
 
 // New returns an empty State.
 func New(opts Options) *State {
@@ -141,6 +163,7 @@ func (s *State) Preload(ev *protocol.Event) {
 func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.version.Add(1) // after every fold, before the unlock
 	s.seq = max(s.seq, seq)
 	s.count++
 	addID(&s.sum, ev.ID)

@@ -28,7 +28,7 @@ func powRequired(c *relay.Config) {
 }
 
 // mined mines e to bits and signs it again by a.
-func mined(t *testing.T, a taskstest.Agent, e *protocol.Event, bits int) *protocol.Event {
+func mined(t testing.TB, a taskstest.Agent, e *protocol.Event, bits int) *protocol.Event {
 	t.Helper()
 	if err := protocol.Mine(context.Background(), e, bits); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func standingOn() tiers.StandingOptions {
 	return o
 }
 
-func tiersWith(t *testing.T, o tiers.StandingOptions) *tiers.Module {
+func tiersWith(t testing.TB, o tiers.StandingOptions) *tiers.Module {
 	t.Helper()
 	opts := tiers.DefaultOptions()
 	opts.Enabled = false
@@ -76,7 +76,7 @@ func tiersWith(t *testing.T, o tiers.StandingOptions) *tiers.Module {
 // history is the events that give c.provider two tasks passed by v1 and
 // v2 (both trusted by voter), and c.lone two tasks passed by v1 alone. It
 // returns them and the verdicts of v2.
-func (c cast) history(t *testing.T, at int64) (evs, byV2 []*protocol.Event) {
+func (c cast) history(t testing.TB, at int64) (evs, byV2 []*protocol.Event) {
 	t.Helper()
 	evs = append(evs,
 		c.voter.Sign(protocol.KindTrustVote, at, map[string]any{"score": 1}, []string{"p", c.v1.ID}),
@@ -98,7 +98,7 @@ func (c cast) history(t *testing.T, at int64) (evs, byV2 []*protocol.Event) {
 	return evs, byV2
 }
 
-func postOK(t *testing.T, r *relaytest.Relay, evs ...*protocol.Event) {
+func postOK(t testing.TB, r *relaytest.Relay, evs ...*protocol.Event) {
 	t.Helper()
 	for _, e := range evs {
 		if ans := r.Post(t, e); ans.Status != 200 {
@@ -450,6 +450,92 @@ func TestBypassAfterAddressCharge(t *testing.T) {
 			expect400(t, ans, protocol.CodeBadSignature)
 		} else if ans.Status != 429 || ans.Code(t) != relay.CodeRateLimited {
 			t.Fatalf("forged request %d: %d %s, want 429 rate_limited", i, ans.Status, ans.Body)
+		}
+	}
+}
+
+// TestConfirmComputesNoTrust: the check under the writer never computes
+// trust (with the trust graph changed since the published snapshot, the
+// old check computed it twice: for trust and for moderation). The
+// pre-check's verdict stands when nothing was folded since; after other
+// events it is computed again with the pre-check's trust; after a vote it
+// is refused, and a retry's pre-check judges afresh.
+func TestConfirmComputesNoTrust(t *testing.T) {
+	c := newCast()
+	m := tiersWith(t, standingOn())
+	r := relaytest.Start(t, []relay.Module{m}, powRequired)
+	at := r.Clock.Now().Unix() - 600
+	evs, _ := c.history(t, at)
+	postOK(t, r, evs...)
+	now := r.Clock.Now().Unix()
+	g := r.Core.Views().Trust
+	// A vote the published snapshot does not reflect yet.
+	postOK(t, r, c.nobody.Sign(protocol.KindTrustVote, now, map[string]any{"score": 1}, []string{"p", c.voter.ID}))
+	confirm := func(want bool) {
+		t.Helper()
+		n := g.ComputeCalls()
+		if got := m.Confirm(c.provider.ID, now); got != want {
+			t.Fatalf("Confirm = %v, want %v", got, want)
+		}
+		if d := g.ComputeCalls() - n; d != 0 {
+			t.Fatalf("Confirm computed trust %d times", d)
+		}
+	}
+	if !m.Eligible(c.provider.ID, now) {
+		t.Fatal("the provider fails the pre-check")
+	}
+	confirm(true)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 0 || stale != 0 {
+		t.Fatalf("after nothing folded: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	postOK(t, r, c.nobody.Sign(protocol.KindPost, now, "not a vote"))
+	confirm(true)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 1 || stale != 0 {
+		t.Fatalf("after a post: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	postOK(t, r, c.nobody.Sign(protocol.KindTrustVote, now, map[string]any{"score": 1}, []string{"p", c.requester.ID}))
+	confirm(false)
+	if stood, re, stale := m.ConfirmCounts(); stood != 1 || re != 1 || stale != 1 {
+		t.Fatalf("after a vote: stood %d recomputed %d stale %d", stood, re, stale)
+	}
+	if !m.Eligible(c.provider.ID, now) {
+		t.Fatal("the provider fails the retry's pre-check")
+	}
+	confirm(true)
+}
+
+// BenchmarkConfirm times the check under the writer for a bypassed
+// publish when a vote arrived since the published trust snapshot, over a
+// graph of 30k votes (300 agents voting for 100 others each), the
+// pre-check (on the publish's goroutine) not timed.
+func BenchmarkConfirm(b *testing.B) {
+	c := newCast()
+	m := tiersWith(b, standingOn())
+	r := relaytest.Start(b, []relay.Module{m}, powRequired)
+	at := r.Clock.Now().Unix() - 600
+	evs, _ := c.history(b, at)
+	pool := taskstest.Pool(300)
+	for i, a := range pool {
+		for chunk := range 4 { // 25 targets per vote (at most 32 tags)
+			tags := make([][]string, 0, 25)
+			for k := 1 + 25*chunk; k <= 25*(chunk+1); k++ {
+				tags = append(tags, []string{"p", pool[(i+k)%len(pool)].ID})
+			}
+			evs = append(evs, a.Sign(protocol.KindTrustVote, at+int64(chunk), map[string]any{"score": 1}, tags...))
+		}
+	}
+	postOK(b, r, evs...)
+	now := r.Clock.Now().Unix()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		postOK(b, r, c.nobody.Sign(protocol.KindTrustVote, now, map[string]any{"score": 1}, []string{"p", pool[i%len(pool)].ID}))
+		if !m.Eligible(c.provider.ID, now) {
+			b.Fatal("the provider fails the pre-check")
+		}
+		b.StartTimer()
+		if !m.Confirm(c.provider.ID, now) {
+			b.Fatal("the provider fails the check under the writer")
 		}
 	}
 }

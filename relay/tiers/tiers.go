@@ -87,6 +87,7 @@ type Module struct {
 	// standingOpts configure §8.2's PoW bypass (standing.go).
 	standingOpts StandingOptions
 	bypassCounters
+	verdicts verdicts
 }
 
 var _ relay.Module = (*Module)(nil)

@@ -44,6 +44,12 @@ type Options struct {
 	Progress func(phase string, done, total int)
 	// RelayCPU, when set, reads the relay's CPU time.
 	RelayCPU func() time.Duration
+	// SelfCPU and MachineCPU, when set, read the load generator's CPU
+	// time and the whole machine's (busy, and busy plus idle, over all
+	// cores), so the relay's share of the loaded phase is told apart
+	// from the generator's and from other work on the machine.
+	SelfCPU    func() time.Duration
+	MachineCPU func() (busy, all time.Duration)
 }
 
 // Result is what one run measured.
@@ -55,6 +61,9 @@ type Result struct {
 	WantWS, WantHooks          int
 	CPUIdle, CPULoaded         time.Duration
 	ElapsedIdle, ElapsedLoaded time.Duration
+	// Over the loaded phase: the generator's CPU, and the machine's busy
+	// and total CPU time (0 when not measured).
+	SelfLoaded, MachineBusy, MachineAll time.Duration
 }
 
 // phase is one paced publishing run and what the receivers saw of it.
@@ -100,6 +109,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.RelayCPU == nil {
 		o.RelayCPU = func() time.Duration { return 0 }
+	}
+	if o.SelfCPU == nil {
+		o.SelfCPU = func() time.Duration { return 0 }
+	}
+	if o.MachineCPU == nil {
+		o.MachineCPU = func() (time.Duration, time.Duration) { return 0, 0 }
 	}
 	if o.Progress == nil {
 		o.Progress = func(string, int, int) {}
@@ -166,6 +181,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	cpu0, t0 = o.RelayCPU(), time.Now()
+	self0 := o.SelfCPU()
+	busy0, all0 := o.MachineCPU()
 	res.PubLoaded, res.RateLoaded = publish(ctx, cl, loaded, b, o)
 	hooks := func() int { b.mu.Lock(); defer b.mu.Unlock(); return len(b.hooks) }
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && (int(b.wsN.Load()) < res.WantWS || hooks() < res.WantHooks); {
@@ -173,6 +190,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.CPULoaded, res.ElapsedLoaded = o.RelayCPU()-cpu0, time.Since(t0)
+	res.SelfLoaded = o.SelfCPU() - self0
+	busy1, all1 := o.MachineCPU()
+	res.MachineBusy, res.MachineAll = busy1-busy0, all1-all0
 	for _, c := range conns {
 		c.CloseNow()
 	}
@@ -229,9 +249,15 @@ func receiver(p *phase) (func(), string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// It does the least it can (the relay shares the machine with it): a
+	// pooled buffer, a byte scan for the content tag, one append.
+	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if i := p.index(body); i >= 0 {
+		buf := bufs.Get().(*bytes.Buffer)
+		defer bufs.Put(buf)
+		buf.Reset()
+		_, _ = buf.ReadFrom(r.Body)
+		if i := p.index(buf.Bytes()); i >= 0 {
 			d := p.since(i)
 			p.mu.Lock()
 			p.hooks = append(p.hooks, d)
@@ -378,6 +404,13 @@ func (r *Result) Print(w io.Writer) {
 			r.CPUIdle.Seconds()/r.ElapsedIdle.Seconds(), r.CPULoaded.Seconds()/r.ElapsedLoaded.Seconds(),
 			float64(r.CPUIdle.Microseconds())/float64(o.Events), float64(r.CPULoaded.Microseconds())/float64(o.Events),
 			float64(r.CPULoaded.Microseconds()-r.CPUIdle.Microseconds())/float64(max(1, len(r.WS)+len(r.Hooks))))
+	}
+	if r.MachineAll > 0 {
+		el := r.ElapsedLoaded.Seconds()
+		cores := float64(r.MachineAll) / float64(r.ElapsedLoaded) // the machine's cores
+		relay, gen, busy := r.CPULoaded.Seconds()/el, r.SelfLoaded.Seconds()/el, r.MachineBusy.Seconds()/el
+		fmt.Fprintf(w, "  CPU over the loaded phase: relay %.2f cores, load generator %.2f, everything else on the machine %.2f; machine busy %.2f of %.0f cores\n",
+			relay, gen, max(0, busy-relay-gen), busy, cores)
 	}
 	fmt.Fprintf(w, "  WebSocket: %d/%d frames, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.WS), r.WantWS, Pct(r.WS, .5), Pct(r.WS, .99))
 	fmt.Fprintf(w, "  webhooks:  %d/%d deliveries, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.Hooks), r.WantHooks, Pct(r.Hooks, .5), Pct(r.Hooks, .99))
