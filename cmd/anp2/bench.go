@@ -162,7 +162,7 @@ func (c *benchCmd) Run(ctx context.Context) error {
 	}
 	// Every event is signed before any is sent: the clock of a run counts
 	// publishing only.
-	evs := c.makeEvents(keys, c.events, time.Now().Unix())
+	evs := c.makeEvents(keys, c.events, time.Now().Unix(), "publish")
 	cl := benchClient(base, c.concurrency)
 	cpu0 := relayCPU()
 	lat, elapsed, errs := c.publishAll(ctx, cl, evs, c.concurrency, 0)
@@ -172,7 +172,7 @@ func (c *benchCmd) Run(ctx context.Context) error {
 		cpuPerEvent(relayCPU()-cpu0, len(evs)-errs, one))
 	printLatency(c.out, "  publish latency", lat)
 	if c.batch > 0 {
-		bevs := c.makeEvents(keys, c.events, time.Now().Unix()+2)
+		bevs := c.makeEvents(keys, c.events, time.Now().Unix()+2, "batch")
 		cpu0 = relayCPU()
 		blat, belapsed, berrs := c.publishBatches(ctx, cl, bevs, c.batch, c.concurrency/4+1)
 		brate := float64(len(bevs)-berrs) / belapsed.Seconds()
@@ -183,8 +183,8 @@ func (c *benchCmd) Run(ctx context.Context) error {
 	}
 
 	n := int(rate / 2 * c.paceFor.Seconds())
+	paced := c.makeEvents(keys, n, time.Now().Unix()+1, "paced")
 	cpu0 = relayCPU()
-	paced := c.makeEvents(keys, n, time.Now().Unix()+1)
 	lat, elapsed, errs = c.publishAll(ctx, cl, paced, c.concurrency, rate/2)
 	fmt.Fprintf(c.out, "publish paced at %.0f/s (half the measured rate): %d events in %s, %d errors%s\n", rate/2, n, elapsed.Round(time.Millisecond), errs,
 		cpuPerEvent(relayCPU()-cpu0, n-errs, one))
@@ -213,7 +213,11 @@ func benchClient(base string, conns int) *client.Client {
 }
 
 // makeEvents signs n kind-1 posts spread over keys and 50 topics.
-func (c *benchCmd) makeEvents(keys []ed25519.PrivateKey, n int, createdAt int64) []*protocol.Event {
+// makeEvents signs n kind 1 events of the given phase: the phase is in the
+// content, so two phases never sign the same event even when their
+// created_at falls on the same second (the paced run after a batch run of
+// about a second once re-sent the batch's events, and measured duplicates).
+func (c *benchCmd) makeEvents(keys []ed25519.PrivateKey, n int, createdAt int64, phase string) []*protocol.Event {
 	evs := make([]*protocol.Event, n)
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
@@ -222,7 +226,7 @@ func (c *benchCmd) makeEvents(keys []ed25519.PrivateKey, n int, createdAt int64)
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
-				e := &protocol.Event{CreatedAt: createdAt, Kind: 1, Content: fmt.Sprintf("bench event %d at %d", i, createdAt),
+				e := &protocol.Event{CreatedAt: createdAt, Kind: 1, Content: fmt.Sprintf("bench %s event %d at %d", phase, i, createdAt),
 					Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
 				e.Sign(keys[i%len(keys)])
 				evs[i] = e

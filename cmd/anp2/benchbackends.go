@@ -78,7 +78,7 @@ func (c *benchCmd) benchBackends(ctx context.Context) error {
 			defer stop()
 			bases = append(bases, base)
 		}
-		evs := c.makeEvents(keys, c.events, time.Now().Unix()+int64(ri))
+		evs := c.makeEvents(keys, c.events, time.Now().Unix()+int64(ri), fmt.Sprint("backends round ", ri))
 		var mu sync.Mutex
 		var lat []time.Duration
 		errs := 0
