@@ -543,17 +543,43 @@ const groupWindow = time.Millisecond
 // then takes the publishes of several rounds of concurrent clients
 // instead of the few queued when it began, and they share its commit (the
 // WAL frames of the pages it touched and the fsync), which costs nearly as
-// much for one event as for thirty. A lone publisher is not delayed.
+// much for one event as for thirty. A lone publisher is not delayed, and
+// the window ends as soon as no announced publish remains in flight
+// (checked every gatherPoll): waiting longer would only delay the
+// transaction's publishers (it doubled the median latency at half rate).
 func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq) {
 	t := time.NewTimer(groupWindow)
 	defer t.Stop()
+	var poll *time.Ticker
+	defer func() {
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
 	for len(batch) < limit {
+		if s.expected.Load() <= 0 {
+			// Nothing announced is on its way: take what is queued and go.
+			select {
+			case r := <-s.queue:
+				if r.ctl != nil {
+					return batch, r
+				}
+				batch = append(batch, r)
+				continue
+			default:
+				return batch, nil
+			}
+		}
+		if poll == nil {
+			poll = time.NewTicker(gatherPoll)
+		}
 		select {
 		case r := <-s.queue:
 			if r.ctl != nil {
 				return batch, r
 			}
 			batch = append(batch, r)
+		case <-poll.C:
 		case <-t.C:
 			return batch, nil
 		case <-s.closed:
@@ -562,6 +588,10 @@ func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq)
 	}
 	return batch, nil
 }
+
+// gatherPoll is how often gather looks whether announced publishes are
+// still in flight (one may be refused and never come).
+const gatherPoll = 100 * time.Microsecond
 
 // Expect tells the writer that n more appends are on their way (a
 // publish being read and checked), or, with n < 0, that announced ones
