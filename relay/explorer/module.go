@@ -114,7 +114,7 @@ func (m *Module) serve(c echo.Context, name string) error {
 		// The pages load only the relay's own scripts and talk only to it.
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 	}
-	if matches(c.Request().Header.Get("If-None-Match"), etag.(string)) {
+	if httpx.ETagMatches(c.Request().Header.Get("If-None-Match"), etag.(string)) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	ctype := mime.TypeByExtension(path.Ext(name))
@@ -246,17 +246,4 @@ func (m *Module) getDMCount(c echo.Context) error {
 func Assets() fs.FS {
 	sub, _ := fs.Sub(webFS, "web")
 	return sub
-}
-
-// matches reports whether an If-None-Match list names etag (weak
-// comparison: W/ prefixes aside) or is "*".
-func matches(list, etag string) bool {
-	want := strings.TrimPrefix(etag, "W/")
-	for tag := range strings.SplitSeq(list, ",") {
-		tag = strings.TrimSpace(tag)
-		if tag == "*" || strings.TrimPrefix(tag, "W/") == want {
-			return true
-		}
-	}
-	return false
 }

@@ -43,10 +43,11 @@ func Cached(c echo.Context, ttl int, v any) error {
 	return c.JSONBlob(http.StatusOK, body)
 }
 
-// ETagMatches reports whether an If-None-Match list names etag (weak
-// comparison, RFC 9110 §13.1.2).
+// ETagMatches reports whether an If-None-Match list names etag, strong or
+// weak (weak comparison, RFC 9110 §13.1.2: W/ prefixes aside), or is "*".
 func ETagMatches(list, etag string) bool {
-	for _, t := range strings.Split(list, ",") {
+	etag = strings.TrimPrefix(etag, "W/")
+	for t := range strings.SplitSeq(list, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == "*" || t == etag {
 			return true

@@ -32,7 +32,8 @@ func FuzzTTLHint(f *testing.F) {
 }
 
 func TestETagMatches(t *testing.T) {
-	if !ETagMatches(`"a", W/"b"`, `"b"`) || !ETagMatches(`*`, `"x"`) || ETagMatches(`"a"`, `"b"`) {
+	if !ETagMatches(`"a", W/"b"`, `"b"`) || !ETagMatches(`*`, `"x"`) || ETagMatches(`"a"`, `"b"`) ||
+		!ETagMatches(`"b"`, `W/"b"`) || !ETagMatches(`W/"b"`, `W/"b"`) || ETagMatches(`W/"a"`, `W/"b"`) {
 		t.Fatal("ETagMatches")
 	}
 }
