@@ -74,6 +74,18 @@ type Store struct {
 	kick      chan struct{}
 	ckptEvery atomic.Int64
 	walLimit  atomic.Int64
+	// resetDue: the checkpointer has copied nearly every WAL frame and
+	// the writer should copy the rest (see finishDrain). logFile is the
+	// log file the writer fsyncs after doing so; logErr, once set, fails
+	// every later transaction (that fsync failed); sizeLimit is the
+	// writer's journal_size_limit. All but resetDue are writer only.
+	// frameSize is the size of a WAL frame (a page and its header).
+	resetDue  atomic.Bool
+	resetKick chan struct{}
+	logFile   *os.File
+	logErr    error
+	sizeLimit int64
+	frameSize int64
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
 	insEvent, insEventBulk, insEventMany, insTag, insPending, insPendingMany, insRevoke, selSeq *sql.Stmt
@@ -189,9 +201,17 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	c.SetMaxOpenConns(1)
 	s := &Store{path: path, read: r, write: w, ckpt: c, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
 		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2),
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), resetKick: make(chan struct{}, 1)}
 	s.ckptEvery.Store(ckptEvents)
 	s.walLimit.Store(walLimit)
+	s.sizeLimit = walLimit
+	if err := w.QueryRow("PRAGMA page_size").Scan(&s.frameSize); err != nil {
+		r.Close()
+		w.Close()
+		c.Close()
+		return nil, fmt.Errorf("page size: %w", err)
+	}
+	s.frameSize += 24
 	if err := s.prepare(); err != nil {
 		r.Close()
 		w.Close()
@@ -349,9 +369,10 @@ const bulkCache = "-16384"
 
 func dsn(path string, readOnly bool) string { return dsnBusy(path, readOnly, 10000) }
 
-// ckptBusyMS is the checkpointer's busy timeout: a TRUNCATE checkpoint
-// holds the writer back while it waits for readers, so it gives up soon
-// and tries again at the next wake-up.
+// ckptBusyMS is the checkpointer's busy timeout: its checkpoints are
+// passive and wait for nobody, but one may find the writer's own (see
+// finishDrain) under way, and then gives up soon and tries again at the
+// next wake-up.
 const ckptBusyMS = 50
 
 // dsnBusy is dsn with a busy timeout of busyMS milliseconds.
@@ -380,6 +401,9 @@ func dsnBusy(path string, readOnly bool, busyMS int) string {
 	// No connection checkpoints on commit: the checkpointer does, on a
 	// connection of its own, beside the writer (see checkpointer).
 	q.Add("_pragma", "wal_autocheckpoint(0)")
+	// When the WAL starts over (see drainWAL) its file is cut back to
+	// walLimit, so a long reader that let it grow does not hold the disk.
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	}
@@ -405,7 +429,11 @@ func (s *Store) SetHook(hook func([]Committed)) {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	s.wg.Wait()
-	return errors.Join(s.ckpt.Close(), s.read.Close(), s.write.Close(), s.lock.Close())
+	var logFile error
+	if s.logFile != nil {
+		logFile = s.logFile.Close()
+	}
+	return errors.Join(s.ckpt.Close(), s.read.Close(), s.write.Close(), logFile, s.lock.Close())
 }
 
 // Append stores rec and returns once it is committed (or found to be a
@@ -475,9 +503,15 @@ func (s *Store) writer() {
 	defer close(s.finished)
 	batch := make([]*appendReq, 0, s.maxBatch)
 	for {
+		if s.resetDue.Load() && len(s.queue) == 0 && s.expected.Load() <= 0 {
+			// Nothing to append: the moment to start the WAL over.
+			s.finishDrain()
+		}
 		var first *appendReq
 		select {
 		case first = <-s.queue:
+		case <-s.resetKick:
+			continue // to the check above
 		case <-s.closed:
 			// Drain what was queued before Close.
 			for {
@@ -602,10 +636,12 @@ func (s *Store) Expect(n int) { s.expected.Add(int64(n)) }
 // Expected is how many announced appends are on their way (see Expect).
 func (s *Store) Expected() int64 { return s.expected.Load() }
 
-// ckptEvents is how many committed events wake the checkpointer (about
-// 4 WAL frames each: some 8,000 frames, 32 MiB, as SQLite's own
-// autocheckpoint of the earlier writer); walLimit is the WAL size past
-// which it waits for readers and writer to let it empty the WAL.
+// ckptEvents is how many committed events wake the checkpointer (some
+// 4–8 WAL frames each); walLimit is the WAL size (of its live frames)
+// past which the writer starts the WAL over even while publishes wait,
+// and the size SQLite cuts the file back to when it starts over; from
+// three quarters of it the writer does so when it is idle (see
+// drainWAL).
 const (
 	ckptEvents = 2048
 	walLimit   = 256 << 20
@@ -627,15 +663,14 @@ func (s *Store) wakeCheckpointer() {
 // of its own, woken by the writer every ckptEvents events, so that no
 // commit waits for a checkpoint (an autocheckpoint of 8,000 frames held
 // the writer, and every publish queued behind it, for tens of
-// milliseconds). A passive checkpoint runs beside the writer and readers;
-// once it has copied every frame, the writer's next transaction starts
-// the WAL over from its beginning. Readers pinning old snapshots can keep
-// a passive checkpoint from finishing: when the WAL file passes walLimit
-// a TRUNCATE checkpoint waits for them (holding the writer back for at
-// most ckptBusyMS) and empties it; held off, it tries again a second
-// later, so the WAL stays bounded once long readers end. The WAL's frames are durable
-// before a checkpoint reads them (synchronous=FULL), so a crash at any
-// point of one loses nothing: the next open replays the WAL.
+// milliseconds), and has the writer start the WAL over when it has grown
+// (see drainWAL). A reader pinning an old snapshot keeps a passive
+// checkpoint from copying the frames after it: the checkpointer then
+// tries again every second until the reader ends (the WAL grows
+// meanwhile; it is cut back to walLimit when it starts over). The WAL's
+// frames are durable before a checkpoint reads them (synchronous=FULL),
+// so a crash at any point of one loses nothing: the next open replays the
+// WAL.
 func (s *Store) checkpointer() {
 	defer s.wg.Done()
 	var retry <-chan time.Time
@@ -647,25 +682,135 @@ func (s *Store) checkpointer() {
 			return
 		}
 		retry = nil
-		s.walCheckpoint("PASSIVE") // busy or failing: the next wake-up tries again
-		if s.walSize() > s.walLimit.Load() {
-			s.walCheckpoint("TRUNCATE")
-			if s.walSize() > s.walLimit.Load() {
-				// Readers or the writer held it off: try again soon even
-				// if no more events come.
-				retry = time.After(time.Second)
-			}
+		if !s.drainWAL() {
+			retry = time.After(time.Second)
 		}
 	}
 }
 
-// walCheckpoint runs PRAGMA wal_checkpoint(mode) on the checkpointer's
-// connection and reads its row to the end: a statement left unfinished
-// would keep a read snapshot open on that connection, and with it the
-// WAL from ever being emptied.
-func (s *Store) walCheckpoint(mode string) {
-	var busy, frames, done int
-	s.ckpt.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &done)
+// drainWAL copies the WAL's frames into the log and, once the WAL has
+// grown past three quarters of walLimit, has the writer start it over. A
+// passive checkpoint copies the frames committed before it began, while
+// the writer goes on appending; so it runs again, each pass copying what
+// came during the one before, until a pass finds at most resetFrames new
+// frames (or after drainPasses passes). SQLite starts the WAL over from
+// its beginning only when a transaction begins with every frame in the
+// log, which under steady publishing never happens by itself: the WAL
+// grew to walLimit and a TRUNCATE checkpoint then held the writer, and
+// every publish, for 120–300 ms. So the writer copies the few frames the
+// passes left itself, between two transactions (see finishDrain). It
+// returns false when a reader kept a pass from copying every frame.
+func (s *Store) drainWAL() bool {
+	prev := 0
+	for pass := 0; pass < drainPasses; pass++ {
+		frames, done, ok := s.walCheckpoint(s.ckpt, "PASSIVE")
+		if !ok || done < frames {
+			return false
+		}
+		if frames == 0 {
+			return true // the WAL has already started over
+		}
+		live := int64(frames) * s.frameSize
+		if live < s.walLimit.Load()/4*3 {
+			return true
+		}
+		fresh := frames - prev
+		prev = frames
+		if fresh <= resetFrames || pass == drainPasses-1 {
+			s.resetDue.Store(true)
+			select {
+			case s.resetKick <- struct{}{}: // an idle writer sees it now
+			default:
+			}
+			if live >= s.walLimit.Load() {
+				// Publishing has not let the writer idle since it
+				// grew past three quarters.
+				s.control(context.Background(), func() error {
+					s.finishDrain()
+					return nil
+				})
+			}
+			return true
+		}
+	}
+	return true
+}
+
+// finishDrain copies the frames the checkpointer's passes left (writer
+// only, between transactions; see drainWAL), so that the next
+// transaction starts the WAL over. It holds the writer for an fsync of
+// the log (0.2–20 ms on the shared test machine), which a publish
+// arriving meanwhile waits out, so the writer runs it when no append is
+// queued or announced; only once the WAL passes walLimit does it run
+// between two busy transactions.
+func (s *Store) finishDrain() {
+	if !s.resetDue.Swap(false) {
+		return
+	}
+	if lim := s.walLimit.Load(); lim != s.sizeLimit {
+		if _, err := s.write.Exec(fmt.Sprintf("PRAGMA journal_size_limit=%d", lim)); err == nil {
+			s.sizeLimit = lim
+		}
+	}
+	// The frames it copies were made durable by their own commits, so
+	// the WAL needs no fsync first (SQLite would do one); the log file
+	// gets its fsync below, before any commit can start the WAL over.
+	if _, err := s.write.Exec("PRAGMA synchronous=OFF"); err != nil {
+		return
+	}
+	s.walCheckpoint(s.write, "PASSIVE")
+	if err := s.syncLog(); err != nil {
+		// The log may lack pages the WAL would no longer hold: no
+		// transaction may start it over (the next open replays it).
+		s.logErr = fmt.Errorf("fsync of the log after a checkpoint: %w", err)
+	}
+	if err := s.restoreSync(); err != nil && s.logErr == nil {
+		s.logErr = err
+	}
+}
+
+// syncLog makes the log file's contents durable (writer only).
+func (s *Store) syncLog() error {
+	if s.logFile == nil {
+		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		s.logFile = f
+	}
+	return datasync(s.logFile)
+}
+
+// restoreSync sets the writer connection's synchronous setting back to
+// what s.relaxed says after finishDrain turned it off.
+func (s *Store) restoreSync() error {
+	mode := "FULL"
+	if s.relaxed {
+		mode = "NORMAL"
+	}
+	_, err := s.write.Exec("PRAGMA synchronous=" + mode)
+	return err
+}
+
+// resetFrames and drainPasses bound drainWAL: the writer copies at most
+// about resetFrames frames itself (when publishing outpaces the passes,
+// what the last of drainPasses passes left).
+const (
+	resetFrames = 256
+	drainPasses = 4
+)
+
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on db and reads its row
+// to the end (a statement left unfinished would keep a read snapshot open
+// on that connection, and with it the WAL from ever being emptied). It
+// returns the WAL's frames and how many of them are in the log; ok is
+// false when the checkpoint could not run to its end.
+func (s *Store) walCheckpoint(db *sql.DB, mode string) (frames, done int, ok bool) {
+	var busy int
+	if err := db.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &done); err != nil {
+		return 0, 0, false
+	}
+	return frames, done, busy == 0
 }
 
 // walSize is the size of the WAL file (0 when it cannot be read).
@@ -880,6 +1025,9 @@ func (s *Store) setRelaxed(relaxed bool) error {
 }
 
 func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
+	if s.logErr != nil {
+		return nil, nil, s.logErr
+	}
 	relaxed := true
 	for _, r := range batch {
 		relaxed = relaxed && r.relaxed
