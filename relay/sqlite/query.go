@@ -17,8 +17,8 @@ import (
 // ErrNotFound is returned when no stored event has the requested id.
 var ErrNotFound = eventlog.ErrNotFound
 
-// query is a Filter with what the store adds to it: idSeqs are the seqs of
-// IDs while a bulk load has events_id dropped (see resolveIDs).
+// query is a Filter with what the store adds to it: idSeqs are the seqs
+// the id index gives for IDs (see resolveIDs).
 type query struct {
 	Filter
 	idSeqs []int64
@@ -31,7 +31,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (sig string, found bool, 
 	if !ok {
 		return "", false, nil
 	}
-	err = s.readByID(ctx, idb, s.lookupSeq, s.lookup, &sig)
+	err = s.readByID(ctx, idb, s.lookupSeq, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, id string) (*Stored, error) {
 	}
 	st := &Stored{}
 	var rawType sql.NullString
-	err := s.readByID(ctx, idb, s.getSeq, s.get, &st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt)
+	err := s.readByID(ctx, idb, s.getSeq, &st.Seq, &st.Body, &st.Raw, &rawType, &st.ReceivedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -79,7 +79,7 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 		return "", ErrNotFound
 	}
 	var agent []byte
-	err := s.readByID(ctx, idb, s.authorSeq, s.author, &agent)
+	err := s.readByID(ctx, idb, s.authorSeq, &agent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -263,8 +263,8 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 		}
 	}
 	if len(f.idSeqs) > 0 {
-		// events_id is dropped for a bulk load: read the rows by seq (the
-		// id condition below still holds them to the ids asked for).
+		// The log has no index on id: read the rows by seq (the id
+		// condition below still holds them to the ids asked for).
 		where = append(where, "e.seq IN ("+placeholders(len(f.idSeqs))+")")
 		for _, seq := range f.idSeqs {
 			args = append(args, seq)

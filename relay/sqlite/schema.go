@@ -13,7 +13,8 @@ import "strings"
 //
 // The secondary indexes are listed apart (secondaryIndexes) because a bulk
 // load drops them and builds them again at its end; Open creates any that
-// are missing, so a crash during a bulk load heals on the next start.
+// are missing, so a crash during a bulk load heals on the next start. Ids
+// are unique by the writer's in-memory id index (idIndex), not by the log.
 var schema = `
 CREATE TABLE IF NOT EXISTS events (` + eventColumns + `);
 CREATE TABLE IF NOT EXISTS tags (` + tagColumns + `,
@@ -44,19 +45,22 @@ const eventColumns = `
 	raw_type    TEXT,
 	received_at INTEGER NOT NULL`
 
-// secondaryIndexes are the indexes a bulk load drops. events_id makes ids
-// unique and serves reads by id; the others serve the filtered reads.
-// Every append updates each of them at a position set by its key, which
-// at a million events means a scattered page write per index per event
-// (ids are hashes, so events_id is the worst). events_id comes first: it
-// is rebuilt first, so reads by id leave the bulk load's id map soonest.
+// secondaryIndexes are the indexes a bulk load drops; they serve the
+// filtered reads. Every append updates each of them at a position set by
+// its key, which at a million events means a scattered page write per
+// index per event. Ids have no index: the writer's id index keeps them
+// unique and serves reads by id (see idIndex).
 var secondaryIndexes = []string{
-	`CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(id)`,
 	`CREATE INDEX IF NOT EXISTS events_order       ON events(created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_author      ON events(agent_id, created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_kind        ON events(kind, created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id)`,
 }
+
+// idIndexName is the unique index on events(id) that logs kept before the
+// id index moved into memory (and that a binary from then creates again
+// when it opens the log). Open drops it: every append would still write it.
+const idIndexName = "events_id"
 
 const tagColumns = `
 	name       TEXT    NOT NULL,

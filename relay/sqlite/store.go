@@ -4,6 +4,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -44,13 +45,14 @@ type Store struct {
 	// are merged).
 	bulk   int
 	bulkOn atomic.Bool
-	// ids stands in for events_id while a bulk load has it dropped (set
-	// before the drop, cleared after the rebuild); only the writer
-	// changes it.
-	ids atomic.Pointer[idMap]
+	// ids maps every stored id to its seq (see idIndex); only the writer
+	// adds to it.
+	ids *idIndex
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
+	// nextSeq is the seq the next stored event gets (writer only).
+	nextSeq int64
 	// finished carries each committed batch from the writer to the
 	// goroutine that runs the hook and answers the appends, so the writer
 	// starts the next transaction meanwhile.
@@ -88,8 +90,8 @@ type Store struct {
 	frameSize int64
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
-	insEvent, insEventBulk, insEventMany, insTag, insPending, insPendingMany, insRevoke, selSeq *sql.Stmt
-	lookup, lookupSeq, author, authorSeq, get, getSeq                                           *sql.Stmt
+	insEvent, insEventMany, insTag, insPending, insPendingMany, insRevoke, selID *sql.Stmt
+	lookupSeq, authorSeq, getSeq                                                 *sql.Stmt
 }
 
 // The log's data types are the eventlog package's (see eventlog.Log).
@@ -212,7 +214,13 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 		return nil, fmt.Errorf("page size: %w", err)
 	}
 	s.frameSize += 24
-	if err := s.prepare(); err != nil {
+	if s.ids, err = loadIDs(w); err == nil {
+		err = w.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(&s.nextSeq)
+	}
+	if err == nil {
+		err = s.prepare()
+	}
+	if err != nil {
 		r.Close()
 		w.Close()
 		c.Close()
@@ -228,14 +236,18 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 }
 
 // prepareLog migrates an earlier log, creates what the schema lacks
-// (every index, after a migration or a bulk load cut short) and merges
-// tag rows such a load left pending.
+// (every index, after a migration or a bulk load cut short), drops the
+// index on ids that earlier binaries kept (and create again when they open
+// the log) and merges tag rows a bulk load left pending.
 func prepareLog(w *sql.DB, shape logShape) error {
 	if err := migrate(w, shape); err != nil {
 		return err
 	}
 	if _, err := w.Exec(schema); err != nil {
 		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := w.Exec(`DROP INDEX IF EXISTS ` + idIndexName); err != nil {
+		return fmt.Errorf("drop %s: %w", idIndexName, err)
 	}
 	if _, err := w.Exec(`BEGIN IMMEDIATE;` + mergePending + `COMMIT;`); err != nil {
 		w.Exec(`ROLLBACK`)
@@ -250,11 +262,9 @@ func (s *Store) prepare() error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{s.write, &s.insEvent, `INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
-			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`},
-		// In a bulk load events_id is dropped, the writer's id map keeps
-		// ids unique and the writer numbers the events itself.
-		{s.write, &s.insEventBulk, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+		// The id index keeps ids unique and the writer numbers the events
+		// itself, so it inserts them many to a statement.
+		{s.write, &s.insEvent, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?,?,?,?,?,?,?,?,?)`},
 		{s.write, &s.insEventMany, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at) VALUES` +
 			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?,?),", eventsPerInsert), ",")},
@@ -263,12 +273,9 @@ func (s *Store) prepare() error {
 		{s.write, &s.insPendingMany, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES` +
 			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", pendingPerInsert), ",")},
 		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
-		{s.write, &s.selSeq, `SELECT seq FROM events WHERE id = ?`},
-		{s.read, &s.lookup, `SELECT substr(body, -130, 128) FROM events WHERE id = ?`},
+		{s.write, &s.selID, `SELECT id FROM events WHERE seq = ?`},
 		{s.read, &s.lookupSeq, `SELECT substr(body, -130, 128) FROM events WHERE seq = ? AND id = ?`},
-		{s.read, &s.author, `SELECT agent_id FROM events WHERE id = ?`},
 		{s.read, &s.authorSeq, `SELECT agent_id FROM events WHERE seq = ? AND id = ?`},
-		{s.read, &s.get, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE id = ?`},
 		{s.read, &s.getSeq, `SELECT seq, body, raw, raw_type, received_at FROM events WHERE seq = ? AND id = ?`},
 	} {
 		st, err := p.db.Prepare(p.q)
@@ -285,9 +292,10 @@ func (s *Store) prepare() error {
 type logShape struct {
 	events, tags, tagsHaveSeq, pending bool
 	// inlineID: ids are unique by a constraint of the events table (logs
-	// written before events_id), which a bulk load cannot drop.
+	// written before events_id), which would be written on every append.
 	inlineID bool
-	indexes  int // secondary indexes present
+	indexes  int  // secondary indexes present
+	idIndex  bool // events_id, which Open drops
 }
 
 func inspect(w *sql.DB) (logShape, error) {
@@ -298,8 +306,9 @@ func inspect(w *sql.DB) (logShape, error) {
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'sqlite_autoindex_events_1'),
-		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).
-		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes)
+		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\' AND name <> ?),
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)`, idIndexName, idIndexName).
+		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes, &l.idIndex)
 	return l, err
 }
 
@@ -318,9 +327,12 @@ func (l logShape) repairs() string {
 	}
 	switch {
 	case l.inlineID:
-		todo = append(todo, "moving event ids to an index of their own (once; the events table is copied and every index rebuilt)")
+		todo = append(todo, "dropping the table's unique constraint on event ids (once; the events table is copied and every index rebuilt)")
 	case l.indexes < len(secondaryIndexes):
 		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-l.indexes))
+	}
+	if l.idIndex {
+		todo = append(todo, "dropping the index events_id (ids are kept in memory now)")
 	}
 	return strings.Join(todo, "; ")
 }
@@ -328,8 +340,8 @@ func (l logShape) repairs() string {
 // migrate brings a log written by an earlier version up to schema: tag
 // tables without kind and seq are rebuilt from the events (pending rows of
 // a cut-short bulk load included), and an events table whose ids are
-// unique by a table constraint is copied into one whose ids are unique by
-// events_id.
+// unique by a table constraint is copied into one without it (ids are
+// unique by the writer's id index).
 func migrate(w *sql.DB, l logShape) error {
 	if err := migrateTagTables(w, l); err != nil {
 		return err
@@ -836,12 +848,11 @@ func (s *Store) control(ctx context.Context, fn func() error) error {
 }
 
 // BeginBulk puts the log into bulk-load mode until the matching EndBulk
-// (calls nest). It drops the secondary indexes, events_id included, and
-// sends new tag rows to tags_pending, so an append writes the table's tail
-// only, and transactions grow to bulkBatch appends. Until events_id is
-// back, the writer keeps ids unique with a map of every stored id (see
-// idMap), and reads by id go through it. Every read stays correct
-// meanwhile, but filtered reads scan the table. Worth it only when the
+// (calls nest). It drops the secondary indexes and sends new tag rows to
+// tags_pending, so an append writes the table's tail only, and
+// transactions grow to bulkBatch appends. Every read stays correct
+// meanwhile (ids go through the id index as always), but filtered reads
+// scan the table. Worth it only when the
 // load is at least as large as the log: EndBulk rebuilds the indexes over
 // everything.
 func (s *Store) BeginBulk(ctx context.Context) error {
@@ -849,14 +860,6 @@ func (s *Store) BeginBulk(ctx context.Context) error {
 		if s.bulk > 0 {
 			s.bulk++
 			return nil
-		}
-		// Readers turn to the map before events_id goes.
-		if s.ids.Load() == nil {
-			m, err := loadIDs(s.write)
-			if err != nil {
-				return fmt.Errorf("begin bulk: %w", err)
-			}
-			s.ids.Store(m)
 		}
 		s.bulk++
 		s.bulkOn.Store(true)
@@ -906,9 +909,6 @@ func (s *Store) EndBulk(step func(string)) error {
 				return err
 			}); err != nil {
 				return err
-			}
-			if indexName(ddl) == "events_id" {
-				s.ids.Store(nil) // ids are unique by the index again
 			}
 			s.wakeCheckpointer() // the index's pages are in the WAL
 			return nil
@@ -1040,18 +1040,13 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	st := txStmts{event: tx.Stmt(s.insEvent), tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), seq: tx.Stmt(s.selSeq)}
+	event := tx.Stmt(s.insEvent)
+	st := &txStmts{tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), id: tx.Stmt(s.selID), ids: s.ids,
+		first: s.nextSeq, next: s.nextSeq,
+		events: &rowBatch{what: "events", width: 9, per: eventsPerInsert, many: tx.Stmt(s.insEventMany), one: event}}
 	if s.bulk > 0 {
 		st.tag, st.pending = tx.Stmt(s.insPending), true
 		st.tags = &rowBatch{what: "tags", width: 6, per: pendingPerInsert, many: tx.Stmt(s.insPendingMany), one: st.tag}
-	}
-	if st.ids = s.ids.Load(); st.ids != nil {
-		st.event, st.added = tx.Stmt(s.insEventBulk), new([][32]byte)
-		st.events = &rowBatch{what: "events", width: 9, per: eventsPerInsert, many: tx.Stmt(s.insEventMany), one: st.event}
-		st.next = new(int64)
-		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(st.next); err != nil {
-			return nil, nil, fmt.Errorf("next seq: %w", err)
-		}
 	}
 	results, committed, bodies, err := st.insertAll(batch)
 	if err == nil {
@@ -1060,11 +1055,10 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		}
 	}
 	if err != nil {
-		if st.ids != nil {
-			st.ids.forget(*st.added) // their seqs go to the next events
-		}
+		s.ids.forget(st.added, st.first) // their seqs go to the next events
 		return nil, nil, err
 	}
+	s.nextSeq = st.next
 	// Newest-first reads mostly ask for what was just published. A bulk
 	// load would only churn the cache.
 	if s.bulk == 0 {
@@ -1076,7 +1070,7 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 }
 
 // insertAll runs insertOne over batch, stopping at the first error.
-func (st txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte, error) {
+func (st *txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte, error) {
 	results := make([]Result, len(batch))
 	var committed []Committed
 	var bodies [][]byte
@@ -1100,20 +1094,23 @@ func (st txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte
 	return results, committed, bodies, nil
 }
 
+// txStmts is one transaction of the writer.
 type txStmts struct {
-	event, tag, revoke, seq *sql.Stmt
+	tag, revoke, id *sql.Stmt
 	// pending: tag rows go to tags_pending, which has no key to drop a
 	// repeated tag, so insertOne drops it.
 	pending bool
-	// ids, while events_id is dropped, keeps ids unique in its place;
-	// added lists the ids this transaction recorded in it.
-	ids   *idMap
-	added *[][32]byte
-	// tags, with pending, gathers the tag rows for tags_pending; events,
-	// with ids, gathers the events, next being the seq the next one gets.
-	// Both are inserted many rows a statement when the batch ends.
+	// ids keeps ids unique; added lists the ids this transaction recorded
+	// in it, the first at seq first. next is the seq the next event gets.
+	ids         *idIndex
+	added       [][32]byte
+	first, next int64
+	// events gathers the events, and tags (with pending) the tag rows for
+	// tags_pending; both are inserted many rows a statement when the
+	// batch ends.
 	tags, events *rowBatch
-	next         *int64
+	// seqs is scratch for the id index's answers.
+	seqs []int64
 }
 
 // rowBatch gathers rows of width values and inserts them per rows a
@@ -1150,8 +1147,7 @@ func (b *rowBatch) flush() error {
 	return nil
 }
 
-// eventsPerInsert is how many events one statement inserts while the id
-// map keeps ids unique (a bulk load).
+// eventsPerInsert is how many events one statement inserts.
 const eventsPerInsert = 32
 
 // pendingPerInsert is how many tag rows one statement inserts into
@@ -1161,7 +1157,7 @@ const pendingPerInsert = 64
 
 // insertOne stores rec and returns its seq, whether it was already stored,
 // and the body it stored.
-func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err error) {
+func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err error) {
 	e := rec.Event
 	id, _ := hex.DecodeString(e.ID)
 	agent, _ := hex.DecodeString(e.AgentID)
@@ -1177,25 +1173,13 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 	if len(id) != 32 {
 		return 0, false, nil, fmt.Errorf("insert event: id %q is not 32 bytes of hex", e.ID)
 	}
-	if st.ids != nil {
-		if seq, ok := st.ids.get([32]byte(id)); ok {
-			return seq, true, nil, nil
-		}
-		seq, *st.next = *st.next, *st.next+1
-		st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
-		st.ids.put([32]byte(id), seq)
-		*st.added = append(*st.added, [32]byte(id))
-	} else {
-		res, err := st.event.Exec(id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
-		if err != nil {
-			return 0, false, nil, fmt.Errorf("insert event: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			err := st.seq.QueryRow(id).Scan(&seq)
-			return seq, true, nil, err
-		}
-		seq, _ = res.LastInsertId()
+	if seq, found, err := st.stored(id); err != nil || found {
+		return seq, found, nil, err
 	}
+	seq, st.next = st.next, st.next+1
+	st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
+	st.ids.put(id, seq)
+	st.added = append(st.added, [32]byte(id))
 	for i, t := range e.Tags {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue
@@ -1220,6 +1204,30 @@ func (st txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err e
 		}
 	}
 	return seq, false, body, nil
+}
+
+// stored returns the seq of id if it is stored or was added by this
+// transaction. The id index gives the seqs of ids that begin as id does;
+// each is checked against the id added at that seq, or stored there.
+func (st *txStmts) stored(id []byte) (seq int64, found bool, err error) {
+	st.seqs = st.ids.candidates(st.seqs[:0], id)
+	for _, seq := range st.seqs {
+		if seq >= st.first {
+			if i := seq - st.first; i < int64(len(st.added)) && st.added[i] == [32]byte(id) {
+				return seq, true, nil
+			}
+			continue
+		}
+		var have []byte
+		switch err := st.id.QueryRow(seq).Scan(&have); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return 0, false, fmt.Errorf("read id at seq %d: %w", seq, err)
+		case bytes.Equal(have, id):
+			return seq, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // repeatedTag reports whether an earlier tag has t's name and value.

@@ -1,0 +1,375 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// withID returns a copy of e under id (the store does not check that an
+// id is the event's hash, so tests can make ids that share a prefix).
+func withID(e *protocol.Event, id string) *protocol.Event {
+	c := *e
+	c.ID = id
+	return &c
+}
+
+// sharedPrefix returns n ids (hex) that share their first 8 bytes.
+func sharedPrefix(n int) []string {
+	var prefix [8]byte
+	rand.Read(prefix[:])
+	out := make([]string, n)
+	for i := range out {
+		var rest [24]byte
+		rand.Read(rest[:])
+		out[i] = hex.EncodeToString(prefix[:]) + hex.EncodeToString(rest[:])
+	}
+	return out
+}
+
+// checkByID requires every read by id to find want (id → seq) and every id
+// in absent to be missing.
+func checkByID(t *testing.T, s *Store, stage string, want map[string]int64, absent []string) {
+	t.Helper()
+	ctx := context.Background()
+	var all []string
+	for id, seq := range want {
+		st, err := s.Get(ctx, id)
+		if err != nil || st.Seq != seq || !strings.Contains(string(st.Body), id) {
+			t.Fatalf("%s: get %s…: %+v %v, want seq %d", stage, id[:16], st, err, seq)
+		}
+		if _, found, err := s.Lookup(ctx, id); !found || err != nil {
+			t.Fatalf("%s: lookup %s…: %v %v", stage, id[:16], found, err)
+		}
+		if _, err := s.Author(ctx, id); err != nil {
+			t.Fatalf("%s: author %s…: %v", stage, id[:16], err)
+		}
+		all = append(all, id)
+	}
+	for _, id := range absent {
+		if _, err := s.Get(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: get of unstored %s…: %v", stage, id[:16], err)
+		}
+		if _, found, _ := s.Lookup(ctx, id); found {
+			t.Fatalf("%s: lookup found unstored %s…", stage, id[:16])
+		}
+		if _, err := s.Author(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: author of unstored %s…: %v", stage, id[:16], err)
+		}
+	}
+	got, err := s.Query(ctx, Filter{IDs: append(slices.Clone(all), absent...), IncludeRevoked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotIDs := ids(t, got)
+	slices.Sort(gotIDs)
+	slices.Sort(all)
+	if !slices.Equal(gotIDs, all) {
+		t.Fatalf("%s: ids query gave %d events, want %d", stage, len(gotIDs), len(all))
+	}
+	for _, id := range all {
+		if r, err := s.Append(ctx, Record{Event: withID(ev(key(9), 1, 1, "copy"), id)}); err != nil || !r.Duplicate || r.Seq != want[id] {
+			t.Fatalf("%s: copy of %s…: %+v %v, want duplicate at %d", stage, id[:16], r, err, want[id])
+		}
+	}
+}
+
+// TestIDIndexSharedPrefixes stores ids that share their first 8 bytes (the
+// id index's key), some in one transaction, and requires each to keep its
+// own seq, copies of each to be duplicates, an unstored id with the same
+// prefix to be absent, and the same after the log is opened again (the
+// index loaded from the log) and in a bulk load.
+func TestIDIndexSharedPrefixes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "log.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	same := sharedPrefix(6)
+	want := map[string]int64{}
+	r, err := s.Append(ctx, Record{Event: withID(ev(key(1), 100, 1, "a"), same[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[same[0]] = r.Seq
+	// Three in one transaction, the second repeated in it.
+	recs := []Record{{Event: withID(ev(key(1), 101, 1, "b"), same[1])}, {Event: withID(ev(key(1), 102, 1, "c"), same[2])},
+		{Event: withID(ev(key(1), 103, 1, "d"), same[1])}, {Event: withID(ev(key(1), 104, 1, "e"), same[3])}}
+	res, err := s.AppendBatch(ctx, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Duplicate || res[1].Duplicate || !res[2].Duplicate || res[2].Seq != res[0].Seq || res[3].Duplicate {
+		t.Fatalf("batch results %+v", res)
+	}
+	want[same[1]], want[same[2]], want[same[3]] = res[0].Seq, res[1].Seq, res[3].Seq
+	checkByID(t, s, "stored", want, same[4:])
+	if n := s.ids.len(); n != 4 {
+		t.Fatalf("id index holds %d ids, want 4", n)
+	}
+	s.Close()
+	if s, err = Open(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkByID(t, s, "reopened", want, same[4:])
+	if err := s.BeginBulk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.LoadBatch(ctx, []Record{{Event: withID(ev(key(2), 105, 1, "f"), same[4])}, {Event: withID(ev(key(2), 106, 1, "g"), same[2])}})
+	if err != nil || res[0].Duplicate || !res[1].Duplicate || res[1].Seq != want[same[2]] {
+		t.Fatalf("bulk results %+v %v", res, err)
+	}
+	want[same[4]] = res[0].Seq
+	checkByID(t, s, "bulk", want, same[5:])
+	if err := s.EndBulk(nil); err != nil {
+		t.Fatal(err)
+	}
+	checkByID(t, s, "after bulk", want, same[5:])
+}
+
+// TestIDIndexForget checks that removing the ids of a failed transaction
+// leaves the others sharing their key in place, oldest first.
+func TestIDIndexForget(t *testing.T) {
+	x := newIDIndex(0)
+	var ids [][32]byte
+	for _, h := range sharedPrefix(4) {
+		b, _ := hex.DecodeString(h)
+		ids = append(ids, [32]byte(b))
+	}
+	for i, id := range ids {
+		x.put(id[:], int64(10+i))
+	}
+	x.forget(ids[1:3], 11) // the middle two
+	if got := x.candidates(nil, ids[0][:]); !slices.Equal(got, []int64{10, 13}) {
+		t.Fatalf("after forgetting 11 and 12: %v", got)
+	}
+	x.forget(ids[:1], 10)
+	if got := x.candidates(nil, ids[0][:]); !slices.Equal(got, []int64{13}) || len(x.more) != 0 {
+		t.Fatalf("after forgetting 10: %v (more %v)", got, x.more)
+	}
+	x.forget(ids[3:], 13)
+	if x.len() != 0 || len(x.m) != 0 {
+		t.Fatalf("index not empty: %d", x.len())
+	}
+}
+
+// TestReadsByIDSeeAnsweredAppends has publishers read their events by id
+// the moment each append is answered, while others keep the writer busy
+// and readers ask for ids not yet stored: every answered append must be
+// found (run with -race for the index's locking).
+func TestReadsByIDSeeAnsweredAppends(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	const publishers, each = 8, 40
+	evs := make([][]*protocol.Event, publishers)
+	for p := range evs {
+		for i := 0; i < each; i++ {
+			evs[p] = append(evs[p], ev(key(p), int64(1000+i), 1, fmt.Sprint(p, "/", i), []string{"t", "x"}))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, publishers*2)
+	for p := 0; p < publishers; p++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for _, e := range evs[p] {
+				r, err := s.Append(ctx, Record{Event: e})
+				if err != nil {
+					errs <- err
+					return
+				}
+				st, err := s.Get(ctx, e.ID)
+				if err != nil || st.Seq != r.Seq {
+					errs <- fmt.Errorf("get %q right after its append: %v", e.Content, err)
+					return
+				}
+				if _, found, err := s.Lookup(ctx, e.ID); !found || err != nil {
+					errs <- fmt.Errorf("lookup %q right after its append: %v %v", e.Content, found, err)
+					return
+				}
+				if got, err := s.Query(ctx, Filter{IDs: []string{e.ID}}); err != nil || len(got) != 1 {
+					errs <- fmt.Errorf("ids query %q right after its append: %d %v", e.Content, len(got), err)
+					return
+				}
+			}
+		}()
+		// A reader of the next publisher's ids, stored or not yet.
+		go func() {
+			defer wg.Done()
+			for _, e := range evs[(p+1)%publishers] {
+				if st, err := s.Get(ctx, e.ID); err == nil && !strings.Contains(string(st.Body), e.Sig) {
+					errs <- fmt.Errorf("get %q gave another event", e.Content)
+					return
+				} else if err != nil && !errors.Is(err, ErrNotFound) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := countRows(t, s, "events"); n != publishers*each || s.ids.len() != n {
+		t.Fatalf("%d events stored, %d in the id index, want %d", n, s.ids.len(), publishers*each)
+	}
+}
+
+// TestOlderBinaryRoundTrip opens the log as a binary from before the id
+// index would (it creates events_id again and appends with ON CONFLICT(id)
+// DO NOTHING), then with this one: Open must say it drops events_id, drop
+// it, find the older binary's events by id and as duplicates, and leave ids
+// unique so that the older binary can build its index again.
+func TestOlderBinaryRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := ev(key(1), 100, 1, "new binary")
+	appendAll(t, s, mine)
+	s.Close()
+	theirs := ev(key(2), 101, 1, "old binary", []string{"t", "x"})
+	older := func() {
+		t.Helper()
+		db, err := sql.Open("sqlite", dsn(path, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// What the older binary's Open and Append run.
+		if _, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(id)`); err != nil {
+			t.Fatalf("older binary rebuilding events_id: %v", err)
+		}
+		for _, e := range []*protocol.Event{mine, theirs} {
+			id, _ := hex.DecodeString(e.ID)
+			agent, _ := hex.DecodeString(e.AgentID)
+			if _, err := db.Exec(`INSERT INTO events(id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+				VALUES(?,?,?,?,?,NULL,NULL,0) ON CONFLICT(id) DO NOTHING`, id, agent, e.CreatedAt, e.Kind, protocol.AppendJSON(nil, e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	older()
+	var notices []string
+	if s, err = OpenWithRepair(path, nil, func(n string) { notices = append(notices, n) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if len(notices) != 1 || !strings.Contains(notices[0], "dropping the index events_id") {
+		t.Fatalf("notices %q", notices)
+	}
+	if countRows(t, s, "sqlite_master WHERE name = 'events_id'") != 0 {
+		t.Fatal("events_id not dropped")
+	}
+	checkByID(t, s, "after the older binary", map[string]int64{mine.ID: 1, theirs.ID: 2}, nil)
+	appendAll(t, s, ev(key(3), 102, 1, "new again"))
+	s.Close()
+	older() // builds events_id over the ids again: they are unique
+	if s, err = Open(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, s, "events"); n != 3 || s.ids.len() != 3 {
+		t.Fatalf("%d events, %d ids, want 3", n, s.ids.len())
+	}
+}
+
+// TestIDIndexMemory reports the id index's bytes per event at a million
+// ids (go test -run IDIndexMemory -v); it fails only if the index holds
+// more than 64 bytes an id, twice what the map needs at its fullest.
+func TestIDIndexMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a million ids")
+	}
+	const n = 1_000_000
+	ids := make([]byte, 32*n)
+	rand.Read(ids)
+	for _, presize := range []bool{false, true} {
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		x := newIDIndex(0)
+		if presize {
+			x = newIDIndex(n) // as Open does
+		}
+		for i := 0; i < n; i++ {
+			x.put(ids[32*i:32*i+32], int64(i+1))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		per := float64(m1.HeapAlloc-m0.HeapAlloc) / n
+		t.Logf("id index at %d ids (presized %v): %.1f bytes an id, %.1f MiB", x.len(), presize, per, per*n/(1<<20))
+		if per > 64 {
+			t.Errorf("%.1f bytes an id", per)
+		}
+		runtime.KeepAlive(x)
+	}
+}
+
+// BenchmarkOpenLoadsIDs times Open of a log of -benchtime events (e.g.
+// -benchtime 1000000x): the id index is read from the log then. The
+// events have random ids and are not signed (the store checks neither).
+func BenchmarkOpenLoadsIDs(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "log.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.BeginBulk(ctx); err != nil {
+		b.Fatal(err)
+	}
+	agents := make([]string, 100)
+	for i := range agents {
+		agents[i] = protocol.AgentIDOf(key(i))
+	}
+	for i := 0; i < b.N; i += 8192 {
+		recs := make([]Record, 0, 8192)
+		for j := i; j < min(i+8192, b.N); j++ {
+			var id [32]byte
+			rand.Read(id[:])
+			e := &protocol.Event{ID: hex.EncodeToString(id[:]), AgentID: agents[j%100], CreatedAt: int64(1e9 + j), Kind: 1,
+				Content: fmt.Sprint("event ", j), Tags: [][]string{{"t", fmt.Sprint("t", j%50)}}, Sig: strings.Repeat("0", 128)}
+			recs = append(recs, Record{Event: e})
+		}
+		if _, err := s.LoadBatch(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.EndBulk(nil); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.ResetTimer()
+	t0 := time.Now()
+	if s, err = Open(path, nil); err != nil {
+		b.Fatal(err)
+	}
+	open := time.Since(t0)
+	b.StopTimer()
+	t0 = time.Now()
+	x, err := loadIDs(s.write)
+	if err != nil || x.len() != b.N {
+		b.Fatalf("loaded %d ids: %v", x.len(), err)
+	}
+	b.ReportMetric(time.Since(t0).Seconds(), "load-ids-s")
+	b.ReportMetric(open.Seconds(), "open-s")
+	s.Close()
+}
