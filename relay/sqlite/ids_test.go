@@ -373,3 +373,31 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 	b.ReportMetric(open.Seconds(), "open-s")
 	s.Close()
 }
+
+// TestFailedCommitThatStoredCatchesUp stands in for a commit that reported
+// an error after its transaction became durable: rows the writer did not
+// record are in the log past its next seq. The next transaction must take
+// their ids as stored and number new events after them.
+func TestFailedCommitThatStoredCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	first := ev(key(1), 100, 1, "first")
+	appendAll(t, s, first)
+	ghost := ev(key(1), 101, 1, "stored by a commit that failed")
+	if err := s.control(ctx, func() error {
+		id, _ := hex.DecodeString(ghost.ID)
+		agent, _ := hex.DecodeString(ghost.AgentID)
+		_, err := s.write.Exec(`INSERT INTO events(seq, id, agent_id, created_at, kind, body, received_at) VALUES(?,?,?,?,?,?,0)`,
+			s.nextSeq, id, agent, ghost.CreatedAt, ghost.Kind, protocol.AppendJSON(nil, ghost))
+		s.unsure = true
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	next := ev(key(1), 102, 1, "next")
+	res, err := s.AppendBatch(ctx, []Record{{Event: ghost}, {Event: next}})
+	if err != nil || !res[0].Duplicate || res[0].Seq != 2 || res[1].Duplicate || res[1].Seq != 3 {
+		t.Fatalf("after the failed commit: %+v %v", res, err)
+	}
+	checkByID(t, s, "caught up", map[string]int64{first.ID: 1, ghost.ID: 2, next.ID: 3}, nil)
+}

@@ -51,8 +51,11 @@ type Store struct {
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
-	// nextSeq is the seq the next stored event gets (writer only).
+	// nextSeq is the seq the next stored event gets; unsure: a
+	// transaction failed since, and the next reads the log past nextSeq
+	// first (see catchUp). Writer only.
 	nextSeq int64
+	unsure  bool
 	// finished carries each committed batch from the writer to the
 	// goroutine that runs the hook and answers the appends, so the writer
 	// starts the next transaction meanwhile.
@@ -1040,6 +1043,11 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	if s.unsure {
+		if err := s.catchUp(tx); err != nil {
+			return nil, nil, err
+		}
+	}
 	event := tx.Stmt(s.insEvent)
 	st := &txStmts{tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), id: tx.Stmt(s.selID), ids: s.ids,
 		first: s.nextSeq, next: s.nextSeq,
@@ -1055,7 +1063,9 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		}
 	}
 	if err != nil {
-		s.ids.forget(st.added, st.first) // their seqs go to the next events
+		// Their seqs go to the next events.
+		s.ids.forget(st.added, st.first)
+		s.unsure = true
 		return nil, nil, err
 	}
 	s.nextSeq = st.next
@@ -1067,6 +1077,35 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		}
 	}
 	return results, committed, nil
+}
+
+// catchUp records in the id index any event stored at nextSeq or after,
+// and moves nextSeq past them, in tx. After a failed transaction the log
+// should hold none (SQLite rolls it back), but a commit that reports an
+// error after its frames became durable would leave them stored: their ids
+// must then stay unique and their seqs taken.
+func (s *Store) catchUp(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT seq, id FROM events WHERE seq >= ? ORDER BY seq`, s.nextSeq)
+	if err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var id []byte
+		if err := rows.Scan(&seq, &id); err != nil {
+			return fmt.Errorf("catch up: %w", err)
+		}
+		if len(id) == 32 {
+			s.ids.put(id, seq)
+		}
+		s.nextSeq = seq + 1
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	s.unsure = false
+	return nil
 }
 
 // insertAll runs insertOne over batch, stopping at the first error.
