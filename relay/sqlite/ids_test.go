@@ -401,3 +401,37 @@ func TestFailedCommitThatStoredCatchesUp(t *testing.T) {
 	}
 	checkByID(t, s, "caught up", map[string]int64{first.ID: 1, ghost.ID: 2, next.ID: 3}, nil)
 }
+
+// TestIDsFilterReadsBySeq requires an ids filter, alone or with others,
+// to read the events by seq (the log has no index on ids) rather than
+// scan.
+func TestIDsFilterReadsBySeq(t *testing.T) {
+	s := open(t)
+	var evs []*protocol.Event
+	for i := 0; i < 300; i++ {
+		evs = append(evs, ev(key(i%7), int64(100+i), int64(i%3), "x", []string{"t", fmt.Sprint("topic", i%40)}))
+	}
+	appendAll(t, s, evs...)
+	if _, err := s.write.Exec("ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	some := []string{evs[3].ID, evs[150].ID, evs[299].ID}
+	for name, f := range map[string]Filter{
+		"ids":         {IDs: some},
+		"ids+kinds":   {IDs: some, Kinds: []int64{1}},
+		"ids+authors": {IDs: some, Authors: []string{evs[3].AgentID}},
+		"ids+since":   {IDs: some, Since: ptr(int64(120))},
+	} {
+		for _, refs := range []bool{false, true} {
+			plan, err := s.explain(f, refs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(plan, "SEARCH e USING INTEGER PRIMARY KEY") {
+				t.Errorf("%s (refs %v) does not read by seq:\n%s", name, refs, plan)
+			}
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
