@@ -1,0 +1,69 @@
+package discovery_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/discovery"
+)
+
+// publishFold is the fold a relay under `anp2 bench` holds: 2,000 agents
+// with a profile and a capability, and a fill of 40,000 events shaped as
+// the bench's fillLog signs them (kinds 1–3 — the kind 3 DMs stay out of
+// the fold — each with a t tag of 50 topics and a p tag), over six days
+// before now.
+func publishFold(agents int) (*discovery.Fold, []string, int64) {
+	const now = 1763800000
+	ids := make([]string, agents)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", 0xa9e470000+i)
+	}
+	f := discovery.New()
+	for i, id := range ids {
+		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<44+i), AgentID: id, Kind: protocol.KindProfile, CreatedAt: now - 7*86400,
+			Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent number %d"}`, i, i)})
+		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<45+i), AgentID: id, Kind: protocol.KindCapability, CreatedAt: now - 7*86400,
+			Content: "{}", Tags: [][]string{{"cap", fmt.Sprint("cap", i%40)}}})
+	}
+	for j := range 20 * agents {
+		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<46+j), AgentID: ids[j%agents], CreatedAt: now - int64(j%(6*86400)),
+			Kind: int64(1 + j%3), Content: fmt.Sprint("fill ", j),
+			Tags: [][]string{{"t", fmt.Sprint("topic", j%50)}, {"p", ids[(j+1)%agents]}}})
+	}
+	return f, ids, now
+}
+
+// BenchmarkFoldPublish is the fold's cost per event of `anp2 bench`'s
+// publish phase: kind 1 posts, each with one t tag of 50 topics, by 2,000
+// agents, created at the bench's clock.
+func BenchmarkFoldPublish(b *testing.B) {
+	f, ids, now := publishFold(2000)
+	evs := make([]*protocol.Event, b.N)
+	for i := range evs {
+		evs[i] = &protocol.Event{ID: fmt.Sprintf("%064x", 1<<60+i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
+			CreatedAt: now + int64(i/5000), Content: fmt.Sprintf("bench full event %d at %d", i, now),
+			Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, e := range evs {
+		f.Add(e)
+	}
+}
+
+// BenchmarkFoldProfile is the fold's cost per kind 0: each agent
+// publishes a new revision of its profile.
+func BenchmarkFoldProfile(b *testing.B) {
+	f, ids, now := publishFold(2000)
+	evs := make([]*protocol.Event, b.N)
+	for i := range evs {
+		evs[i] = &protocol.Event{ID: fmt.Sprintf("%064x", 1<<60+i), AgentID: ids[i%len(ids)], Kind: protocol.KindProfile,
+			CreatedAt: now + int64(i), Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent revision %d","discoverability":"public"}`, i%len(ids), i)}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, e := range evs {
+		f.Add(e)
+	}
+}
