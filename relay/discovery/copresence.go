@@ -23,45 +23,79 @@ const (
 // tenths (summed as integers, so a score never depends on summation order).
 var ContextWeights = map[string]int{CtxThread: 10, CtxCitation: 8, CtxTopic: 5, CtxCapability: 3}
 
-// ctxIndex holds when each agent appeared in each context (sorted times).
+// ctxIndex holds when each agent appeared in each context (sorted times),
+// by agent and by context; both sides share one pairTimes per (agent,
+// context), so a new time is one insertion.
 type ctxIndex struct {
-	byAgent map[string]map[string][]int64
-	byRef   map[string]map[string][]int64
+	byAgent map[string]map[string]*pairTimes // agent → ref → its times
+	byRef   map[string]*refMembers           // ref → the agents in it
+}
+
+// pairTimes is when one agent appeared in one context.
+type pairTimes struct {
+	agent string
+	times []int64 // sorted
+	pos   int     // its index in its ref's list
+	one   [1]int64
+}
+
+// refMembers lists a context's agents, in no order.
+type refMembers struct {
+	list []*pairTimes
+	one  [1]*pairTimes
 }
 
 func newIndex() ctxIndex {
-	return ctxIndex{byAgent: map[string]map[string][]int64{}, byRef: map[string]map[string][]int64{}}
+	return ctxIndex{byAgent: map[string]map[string]*pairTimes{}, byRef: map[string]*refMembers{}}
 }
 
 func (x ctxIndex) apply(agent, ref string, at int64, add bool) {
-	edit(x.byAgent, agent, ref, at, add)
-	edit(x.byRef, ref, agent, at, add)
-}
-
-func edit(m map[string]map[string][]int64, a, b string, at int64, add bool) {
-	inner := m[a]
-	if inner == nil {
+	inner := x.byAgent[agent]
+	p := inner[ref]
+	if p == nil {
 		if !add {
 			return
 		}
-		inner = map[string][]int64{}
-		m[a] = inner
-	}
-	times := inner[b]
-	i, found := slices.BinarySearch(times, at)
-	if add {
-		times = slices.Insert(times, i, at)
-	} else if found {
-		times = slices.Delete(times, i, i+1)
-	}
-	if len(times) == 0 {
-		delete(inner, b)
-		if len(inner) == 0 {
-			delete(m, a)
+		if inner == nil {
+			inner = map[string]*pairTimes{}
+			x.byAgent[agent] = inner
 		}
+		p = &pairTimes{agent: agent}
+		p.times = p.one[:0]
+		inner[ref] = p
+		r := x.byRef[ref]
+		if r == nil {
+			r = &refMembers{}
+			r.list = r.one[:0]
+			x.byRef[ref] = r
+		}
+		p.pos = len(r.list)
+		r.list = append(r.list, p)
+	}
+	if n := len(p.times); add && (n == 0 || p.times[n-1] <= at) {
+		p.times = append(p.times, at)
 		return
 	}
-	inner[b] = times
+	i, found := slices.BinarySearch(p.times, at)
+	if add {
+		p.times = slices.Insert(p.times, i, at)
+	} else if found {
+		p.times = slices.Delete(p.times, i, i+1)
+	}
+	if len(p.times) > 0 {
+		return
+	}
+	delete(inner, ref)
+	if len(inner) == 0 {
+		delete(x.byAgent, agent)
+	}
+	r := x.byRef[ref]
+	last := r.list[len(r.list)-1]
+	r.list[p.pos], last.pos = last, p.pos
+	r.list[len(r.list)-1] = nil
+	if r.list = r.list[:len(r.list)-1]; len(r.list) == 0 {
+		delete(x.byRef, ref)
+	}
 }
 
 // contexts is the co-presence fold: threads, topics, cited events and
@@ -101,7 +135,8 @@ func threadOf(e *protocol.Event) string {
 	return ""
 }
 
-func (c *contexts) apply(e *protocol.Event, add bool) {
+// apply folds e in or out; topics and refs are its topicsOf and refsOf.
+func (c *contexts) apply(e *protocol.Event, topics []string, refs map[string][]string, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile, protocol.KindCapability, protocol.KindSubscribe:
 		return
@@ -109,10 +144,10 @@ func (c *contexts) apply(e *protocol.Event, add bool) {
 	if r := threadOf(e); r != "" {
 		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
 	}
-	for _, t := range topicsOf(e) {
+	for _, t := range topics {
 		c.topic.apply(e.AgentID, t, e.CreatedAt, add)
 	}
-	for id, rels := range refsOf(e) {
+	for id, rels := range refs {
 		if !slices.Contains(rels, "root") && !slices.Contains(rels, "reply") {
 			c.cite.apply(e.AgentID, id, e.CreatedAt, add)
 		}
@@ -220,12 +255,12 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	shared := func(idx ctxIndex, typ string, near func(a, b []int64) bool) {
 		for ref, mine := range idx.byAgent[agent] {
-			if !anyIn(mine, lo, hi) {
+			if !anyIn(mine.times, lo, hi) {
 				continue
 			}
-			for other, theirs := range idx.byRef[ref] {
-				if other != agent && near(mine, theirs) {
-					fn(other, Context{typ, ref})
+			for _, theirs := range idx.byRef[ref].list {
+				if theirs.agent != agent && near(mine.times, theirs.times) {
+					fn(theirs.agent, Context{typ, ref})
 				}
 			}
 		}

@@ -105,11 +105,17 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	case protocol.KindSubscribe:
 		f.subs.apply(e, add)
 	}
-	f.cites.apply(e, add)
-	f.ctx.apply(e, add)
-	f.recent.apply(e, add)
+	// Each index below reads e's topics and references: parsed once.
+	topics := topicsOf(e)
+	var refs map[string][]string
+	if mayCite(e) {
+		refs = refsOf(e)
+	}
+	f.cites.apply(e, refs, add)
+	f.ctx.apply(e, topics, refs, add)
+	f.recent.apply(e, topics, add)
 	if isPost(e) {
-		f.emb.apply(e, add)
+		f.emb.apply(e, topics, add)
 	}
 }
 
@@ -202,9 +208,9 @@ func capNames(e *protocol.Event) []string { return protocol.CapabilityNames(e) }
 // topicsOf returns e's distinct non-empty t tag values.
 func topicsOf(e *protocol.Event) []string {
 	var out []string
-	for _, v := range e.TagValues("t") {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
+	for _, t := range e.Tags {
+		if len(t) >= 2 && t[0] == "t" && t[1] != "" && !slices.Contains(out, t[1]) {
+			out = append(out, t[1])
 		}
 	}
 	return out

@@ -40,18 +40,39 @@ func newRecentIndex() recentIndex {
 
 func feedKind(k int64) bool { return slices.Contains(FeedKinds, k) }
 
-func (x *recentIndex) apply(e *protocol.Event, add bool) {
+// apply folds e in or out; topics are its topicsOf.
+func (x *recentIndex) apply(e *protocol.Event, topics []string, add bool) {
 	if !feedKind(e.Kind) || add && e.CreatedAt < x.horizon {
 		return
 	}
-	stub := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}
-	for _, t := range topicsOf(e) {
-		stub.Tags = append(stub.Tags, []string{"t", t})
-	}
+	stub := newStub(e, topics)
 	place(x.byAuthor, e.AgentID, stub, add)
-	for _, t := range topicsOf(e) {
+	for _, t := range topics {
 		place(x.byTopic, t, stub, add)
 	}
+}
+
+// stub1 is a stub with one t tag, allocated at once.
+type stub1 struct {
+	ev   protocol.Event
+	tags [1][]string
+	tag  [2]string
+}
+
+// newStub is e's stub: its id, author, time, kind and a ["t", topic] tag
+// per topic (no tags when none).
+func newStub(e *protocol.Event, topics []string) *protocol.Event {
+	if len(topics) == 1 {
+		s := &stub1{ev: protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}, tag: [2]string{"t", topics[0]}}
+		s.tags[0] = s.tag[:]
+		s.ev.Tags = s.tags[:]
+		return &s.ev
+	}
+	stub := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}
+	for _, t := range topics {
+		stub.Tags = append(stub.Tags, []string{"t", t})
+	}
+	return stub
 }
 
 // prune drops the stubs created before horizon (copying the lists kept,
@@ -106,6 +127,10 @@ func cmpEvents(a, b *protocol.Event) int {
 
 func place(m map[string][]*protocol.Event, key string, e *protocol.Event, add bool) {
 	list := m[key]
+	if n := len(list); add && (n == 0 || cmpEvents(list[n-1], e) < 0) {
+		m[key] = append(list, e) // the newest: most often
+		return
+	}
 	i, found := slices.BinarySearchFunc(list, e, cmpEvents)
 	switch {
 	case add && !found:
