@@ -102,13 +102,73 @@ func (x ctxIndex) apply(agent, ref string, at int64, add bool) {
 // declared capabilities, per agent and per context.
 type contexts struct {
 	thread, topic, cite ctxIndex
-	capsOf              map[string][]string
-	capMembers          map[string]map[string]bool
+	// roots holds the events that root their own thread (most posts) by
+	// id. Such an event enters the thread index only once its thread has
+	// another event (it is materialised): a thread of one event is no
+	// shared context, so leaving it out changes no answer and spares two
+	// index entries per post.
+	roots      map[string]rootRec
+	capsOf     map[string][]string
+	capMembers map[string]map[string]bool
+}
+
+// rootRec is an event rooting its own thread: its author, time, how many
+// times it was folded (once, but an index is a multiset) and whether it
+// is in the thread index.
+type rootRec struct {
+	agent string
+	at    int64
+	n     int32
+	in    bool
 }
 
 func newContexts() contexts {
-	return contexts{thread: newIndex(), topic: newIndex(), cite: newIndex(),
+	return contexts{thread: newIndex(), topic: newIndex(), cite: newIndex(), roots: map[string]rootRec{},
 		capsOf: map[string][]string{}, capMembers: map[string]map[string]bool{}}
+}
+
+// threadApply folds e (in thread r) in or out of the thread index.
+func (c *contexts) threadApply(e *protocol.Event, r string, add bool) {
+	if r != e.ID {
+		if add {
+			c.materialize(r)
+		}
+		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+		return
+	}
+	rec, ok := c.roots[r]
+	switch {
+	case add:
+		if !ok {
+			rec = rootRec{agent: e.AgentID, at: e.CreatedAt, in: c.thread.byRef[r] != nil}
+		}
+		rec.n++
+		c.roots[r] = rec
+	case !ok:
+		return
+	case rec.n == 1:
+		delete(c.roots, r)
+	default:
+		rec.n--
+		c.roots[r] = rec
+	}
+	if rec.in {
+		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+	}
+}
+
+// materialize puts thread r's root into the thread index, before another
+// event of the thread enters it.
+func (c *contexts) materialize(r string) {
+	rec, ok := c.roots[r]
+	if !ok || rec.in {
+		return
+	}
+	rec.in = true
+	c.roots[r] = rec
+	for range rec.n {
+		c.thread.apply(rec.agent, r, rec.at, true)
+	}
 }
 
 // threadOf is the thread root e belongs to: its ["e", id, "root"] tag, else
@@ -142,7 +202,7 @@ func (c *contexts) apply(e *protocol.Event, topics []string, refs map[string][]s
 		return
 	}
 	if r := threadOf(e); r != "" {
-		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+		c.threadApply(e, r, add)
 	}
 	for _, t := range topics {
 		c.topic.apply(e.AgentID, t, e.CreatedAt, add)

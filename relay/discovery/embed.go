@@ -36,9 +36,14 @@ const (
 
 var stopWords = map[string]bool{}
 
+// maxStopWord is the length of the longest stop word: longer tokens are
+// not looked up.
+var maxStopWord int
+
 func init() {
 	for _, w := range strings.Fields("the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am") {
 		stopWords[w] = true
+		maxStopWord = max(maxStopWord, len(w))
 	}
 }
 
@@ -72,6 +77,7 @@ func (a *agentVec) window() []postRec { return a.posts[max(0, len(a.posts)-Profi
 // any order.
 type embeddings struct {
 	agents   map[string]*agentVec
+	scratch  featureSet  // features' work space (the writer's)
 	names    []string    // idx → agent_id
 	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
 	postings *postingIndex
@@ -84,6 +90,7 @@ type embeddings struct {
 // deletions left tombstones to rehash.
 type postingIndex struct {
 	blocks [EmbeddingDims / postingBlock]*[postingBlock]*bucket
+	free   []*bucket // emptied tables to reuse (a post's rare buckets empty as often as they fill)
 }
 
 const postingBlock = 256
@@ -119,14 +126,24 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 		if w == 0 {
 			return
 		}
-		b = &bucket{}
+		if n := len(x.free); n > 0 {
+			b, x.free = x.free[n-1], x.free[:n-1]
+		} else {
+			b = &bucket{}
+		}
 		b.slots, b.shift = b.inline[:], 31
 		blk[dim%postingBlock] = b
 	}
 	if b.set(uint32(who), w); b.n == 0 {
 		blk[dim%postingBlock] = nil
+		if len(x.free) < maxFreeBuckets {
+			b.inline = [2]u32slot{}
+			x.free = append(x.free, b)
+		}
 	}
 }
+
+const maxFreeBuckets = 4096
 
 func newEmbeddings() embeddings {
 	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex)}
@@ -172,7 +189,7 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		p := postRec{at: e.CreatedAt, id: e.ID, feats: features(e, topics), topics: topics}
+		p := postRec{at: e.CreatedAt, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
 		a.posts = slices.Insert(a.posts, i, p)
 		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
 			var out []feature
@@ -298,10 +315,9 @@ func (s *featureSet) bigram(t, next string) {
 }
 
 // features returns the hashed feature counts of one post (see
-// EmbeddingSchema), by bucket; topics are e's topicsOf.
-func features(e *protocol.Event, topics []string) []feature {
-	var buf [48]feature
-	s := featureSet{list: buf[:0]}
+// EmbeddingSchema), by bucket; topics are e's topicsOf, s a work space.
+func features(e *protocol.Event, topics []string, s *featureSet) []feature {
+	s.list, s.at = s.list[:0], nil
 	text := postText(e)
 	if isASCII(text) {
 		// Lowercase ASCII letters and digits are the tokens' runes: the
@@ -316,7 +332,7 @@ func features(e *protocol.Event, topics []string) []feature {
 			for j < len(lower) && asciiTokenByte(lower[j]) {
 				j++
 			}
-			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && !stopWords[t] {
+			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && (len(t) > maxStopWord || !stopWords[t]) {
 				if prev != "" {
 					s.bigram(prev, t)
 				}
@@ -550,7 +566,7 @@ func (f *Fold) profileVec(agent string) *agentVec {
 	parts = append(parts, caps...)
 	e.Content = strings.Join(parts, " ")
 	v := &agentVec{idx: -1}
-	for _, ft := range features(e, topicsOf(e)) {
+	for _, ft := range features(e, topicsOf(e), &featureSet{}) {
 		v.counts.set(ft.dim, uint32(ft.w))
 		w := weight(uint32(ft.w))
 		v.normSq += w * w

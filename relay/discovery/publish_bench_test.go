@@ -1,6 +1,8 @@
 package discovery_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"syscall"
 	"testing"
@@ -19,17 +21,17 @@ func publishFold(agents int) (*discovery.Fold, []string, int64) {
 	const now = 1763800000
 	ids := make([]string, agents)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("%064x", 0xa9e470000+i)
+		ids[i] = hexID("agent", i)
 	}
 	f := discovery.New()
 	for i, id := range ids {
-		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<44+i), AgentID: id, Kind: protocol.KindProfile, CreatedAt: now - 7*86400,
+		f.Add(&protocol.Event{ID: hexID("profile", i), AgentID: id, Kind: protocol.KindProfile, CreatedAt: now - 7*86400,
 			Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent number %d"}`, i, i)})
-		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<45+i), AgentID: id, Kind: protocol.KindCapability, CreatedAt: now - 7*86400,
+		f.Add(&protocol.Event{ID: hexID("capability", i), AgentID: id, Kind: protocol.KindCapability, CreatedAt: now - 7*86400,
 			Content: "{}", Tags: [][]string{{"cap", fmt.Sprint("cap", i%40)}}})
 	}
 	for j := range 20 * agents {
-		f.Add(&protocol.Event{ID: fmt.Sprintf("%064x", 1<<46+j), AgentID: ids[j%agents], CreatedAt: now - int64(j%(6*86400)),
+		f.Add(&protocol.Event{ID: hexID("fill", j), AgentID: ids[j%agents], CreatedAt: now - int64(j%(6*86400)),
 			Kind: int64(1 + j%3), Content: fmt.Sprint("fill ", j),
 			Tags: [][]string{{"t", fmt.Sprint("topic", j%50)}, {"p", ids[(j+1)%agents]}}})
 	}
@@ -43,7 +45,7 @@ func BenchmarkFoldPublish(b *testing.B) {
 	f, ids, now := publishFold(2000)
 	evs := make([]*protocol.Event, b.N)
 	for i := range evs {
-		evs[i] = &protocol.Event{ID: fmt.Sprintf("%064x", 1<<60+i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
+		evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
 			CreatedAt: now + int64(i/5000), Content: fmt.Sprintf("bench full event %d at %d", i, now),
 			Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
 	}
@@ -56,7 +58,7 @@ func BenchmarkFoldProfile(b *testing.B) {
 	f, ids, now := publishFold(2000)
 	evs := make([]*protocol.Event, b.N)
 	for i := range evs {
-		evs[i] = &protocol.Event{ID: fmt.Sprintf("%064x", 1<<60+i), AgentID: ids[i%len(ids)], Kind: protocol.KindProfile,
+		evs[i] = &protocol.Event{ID: hexID("revision", i), AgentID: ids[i%len(ids)], Kind: protocol.KindProfile,
 			CreatedAt: now + int64(i), Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent revision %d","discoverability":"public"}`, i%len(ids), i)}
 	}
 	foldAll(b, f, evs)
@@ -80,4 +82,11 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// hexID is a 64-hex id as random as a real one (ids and agent_ids that
+// share long prefixes would make every comparison slower than it is).
+func hexID(what string, i int) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s %d", what, i))
+	return hex.EncodeToString(h[:])
 }
