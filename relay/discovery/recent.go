@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -22,9 +23,40 @@ import (
 // digested, §18.7): a rebuilt index answers every query within the
 // window exactly as the live one.
 type recentIndex struct {
-	byAuthor map[string][]*protocol.Event
-	byTopic  map[string][]*protocol.Event
+	byAuthor map[string]*stubList
+	byTopic  map[string]*stubList
 	horizon  int64 // stubs created before it are dropped
+}
+
+// stubList is one author's or topic's stubs, oldest first; each with its
+// created_at beside it, so a search reads the stubs only on a tie.
+type stubList struct{ list []stubRef }
+
+type stubRef struct {
+	at int64
+	ev *protocol.Event
+}
+
+// search is the index of the first stub at or after (at, id).
+func (l *stubList) search(at int64, id string) int {
+	n := len(l.list)
+	// A new stub is most often the newest, or near the end: gallop back
+	// from the end before the binary search.
+	lo, hi := 0, n
+	for step := 1; hi > 0; step *= 2 {
+		k := max(0, n-step)
+		if refBefore(l.list[k], at, id) {
+			lo = k + 1
+			break
+		}
+		hi = k
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return !refBefore(l.list[lo+i], at, id) })
+}
+
+// refBefore reports whether r comes before (at, id).
+func refBefore(r stubRef, at int64, id string) bool {
+	return r.at < at || r.at == at && r.ev.ID < id
 }
 
 // maxFeedWindow is the widest feed window (ParseWindow's 90 d); prunePeriod
@@ -35,7 +67,7 @@ const (
 )
 
 func newRecentIndex() recentIndex {
-	return recentIndex{byAuthor: map[string][]*protocol.Event{}, byTopic: map[string][]*protocol.Event{}}
+	return recentIndex{byAuthor: map[string]*stubList{}, byTopic: map[string]*stubList{}}
 }
 
 func feedKind(k int64) bool { return slices.Contains(FeedKinds, k) }
@@ -79,14 +111,14 @@ func newStub(e *protocol.Event, topics []string) *protocol.Event {
 // so the dropped ones' memory is freed).
 func (x *recentIndex) prune(horizon int64) {
 	x.horizon = horizon
-	for _, m := range []map[string][]*protocol.Event{x.byAuthor, x.byTopic} {
-		for k, list := range m {
-			i, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: horizon}, cmpEvents)
+	for _, m := range []map[string]*stubList{x.byAuthor, x.byTopic} {
+		for k, l := range m {
+			i := l.search(horizon, "")
 			switch {
-			case i == len(list):
+			case i == len(l.list):
 				delete(m, k)
 			case i > 0:
-				m[k] = slices.Clone(list[i:])
+				l.list = slices.Clone(l.list[i:])
 			}
 		}
 	}
@@ -125,22 +157,23 @@ func cmpEvents(a, b *protocol.Event) int {
 	return 0
 }
 
-func place(m map[string][]*protocol.Event, key string, e *protocol.Event, add bool) {
-	list := m[key]
-	if n := len(list); add && (n == 0 || cmpEvents(list[n-1], e) < 0) {
-		m[key] = append(list, e) // the newest: most often
-		return
+func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
+	l := m[key]
+	if l == nil {
+		if !add {
+			return
+		}
+		l = &stubList{}
+		m[key] = l
 	}
-	i, found := slices.BinarySearchFunc(list, e, cmpEvents)
+	i := l.search(e.CreatedAt, e.ID)
+	found := i < len(l.list) && l.list[i].ev.ID == e.ID
 	switch {
 	case add && !found:
-		m[key] = slices.Insert(list, i, e)
+		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, e})
 	case !add && found:
-		list = slices.Delete(list, i, i+1)
-		if len(list) == 0 {
+		if l.list = slices.Delete(l.list, i, i+1); len(l.list) == 0 {
 			delete(m, key)
-		} else {
-			m[key] = list
 		}
 	}
 }
@@ -156,10 +189,14 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []*protocol.Event
-	take := func(list []*protocol.Event) {
-		lo, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: since}, cmpEvents)
-		hi, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: until + 1}, cmpEvents)
-		out = append(out, list[max(lo, hi-n):hi]...)
+	take := func(l *stubList) {
+		if l == nil {
+			return
+		}
+		lo, hi := l.search(since, ""), l.search(until+1, "")
+		for _, r := range l.list[max(lo, hi-n):hi] {
+			out = append(out, r.ev)
+		}
 	}
 	for _, a := range authors {
 		take(f.recent.byAuthor[a])
