@@ -23,77 +23,79 @@ const (
 // tenths (summed as integers, so a score never depends on summation order).
 var ContextWeights = map[string]int{CtxThread: 10, CtxCitation: 8, CtxTopic: 5, CtxCapability: 3}
 
-// ctxIndex holds when each agent appeared in each context (sorted times),
-// by agent and by context; both sides share one pairTimes per (agent,
-// context), so a new time is one insertion.
+// ctxIndex holds when each agent appeared in each context (sorted times):
+// each context's members with their times, and for each agent where its
+// times are in each of its contexts, so a new time is one insertion and a
+// co-presence query walks a context's members in one array.
 type ctxIndex struct {
-	byAgent map[string]map[string]*pairTimes // agent → ref → its times
-	byRef   map[string]*refMembers           // ref → the agents in it
+	byAgent map[string]map[string]memberLoc // agent → ref → its entry
+	byRef   map[string]*refMembers          // ref → its members
 }
 
-// pairTimes is when one agent appeared in one context.
-type pairTimes struct {
+// memberLoc is where an agent's entry in a context is.
+type memberLoc struct {
+	r   *refMembers
+	pos int
+}
+
+// refMembers lists a context's members, in no order.
+type refMembers struct{ list []member }
+
+// member is when one agent appeared in one context.
+type member struct {
 	agent string
 	times []int64 // sorted
-	pos   int     // its index in its ref's list
-	one   [1]int64
-}
-
-// refMembers lists a context's agents, in no order.
-type refMembers struct {
-	list []*pairTimes
-	one  [1]*pairTimes
 }
 
 func newIndex() ctxIndex {
-	return ctxIndex{byAgent: map[string]map[string]*pairTimes{}, byRef: map[string]*refMembers{}}
+	return ctxIndex{byAgent: map[string]map[string]memberLoc{}, byRef: map[string]*refMembers{}}
 }
 
 func (x ctxIndex) apply(agent, ref string, at int64, add bool) {
 	inner := x.byAgent[agent]
-	p := inner[ref]
-	if p == nil {
+	loc, ok := inner[ref]
+	if !ok {
 		if !add {
 			return
 		}
 		if inner == nil {
-			inner = map[string]*pairTimes{}
+			inner = map[string]memberLoc{}
 			x.byAgent[agent] = inner
 		}
-		p = &pairTimes{agent: agent}
-		p.times = p.one[:0]
-		inner[ref] = p
 		r := x.byRef[ref]
 		if r == nil {
 			r = &refMembers{}
-			r.list = r.one[:0]
 			x.byRef[ref] = r
 		}
-		p.pos = len(r.list)
-		r.list = append(r.list, p)
+		loc = memberLoc{r, len(r.list)}
+		r.list = append(r.list, member{agent: agent})
+		inner[ref] = loc
 	}
-	if n := len(p.times); add && (n == 0 || p.times[n-1] <= at) {
-		p.times = append(p.times, at)
+	m := &loc.r.list[loc.pos]
+	if n := len(m.times); add && (n == 0 || m.times[n-1] <= at) {
+		m.times = append(m.times, at)
 		return
 	}
-	i, found := slices.BinarySearch(p.times, at)
+	i, found := slices.BinarySearch(m.times, at)
 	if add {
-		p.times = slices.Insert(p.times, i, at)
+		m.times = slices.Insert(m.times, i, at)
 	} else if found {
-		p.times = slices.Delete(p.times, i, i+1)
+		m.times = slices.Delete(m.times, i, i+1)
 	}
-	if len(p.times) > 0 {
+	if len(m.times) > 0 {
 		return
 	}
 	delete(inner, ref)
 	if len(inner) == 0 {
 		delete(x.byAgent, agent)
 	}
-	r := x.byRef[ref]
-	last := r.list[len(r.list)-1]
-	r.list[p.pos], last.pos = last, p.pos
-	r.list[len(r.list)-1] = nil
-	if r.list = r.list[:len(r.list)-1]; len(r.list) == 0 {
+	r, last := loc.r, len(loc.r.list)-1
+	if loc.pos != last {
+		r.list[loc.pos] = r.list[last]
+		x.byAgent[r.list[loc.pos].agent][ref] = loc
+	}
+	r.list[last] = member{}
+	if r.list = r.list[:last]; last == 0 {
 		delete(x.byRef, ref)
 	}
 }
@@ -314,12 +316,13 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 // within [lo, hi] (capabilities whatever the time).
 func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	shared := func(idx ctxIndex, typ string, near func(a, b []int64) bool) {
-		for ref, mine := range idx.byAgent[agent] {
-			if !anyIn(mine.times, lo, hi) {
+		for ref, loc := range idx.byAgent[agent] {
+			mine := loc.r.list[loc.pos].times
+			if !anyIn(mine, lo, hi) {
 				continue
 			}
-			for _, theirs := range idx.byRef[ref].list {
-				if theirs.agent != agent && near(mine.times, theirs.times) {
+			for _, theirs := range loc.r.list {
+				if theirs.agent != agent && near(mine, theirs.times) {
 					fn(theirs.agent, Context{typ, ref})
 				}
 			}

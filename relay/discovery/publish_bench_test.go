@@ -90,3 +90,10 @@ func hexID(what string, i int) string {
 	h := sha256.Sum256(fmt.Appendf(nil, "%s %d", what, i))
 	return hex.EncodeToString(h[:])
 }
+
+// BenchmarkRecent10k is the feed's candidate read: an author's and two
+// topics' newest 300 stubs in 7 days.
+func BenchmarkRecent10k(b *testing.B) {
+	f, ids, now := shared()
+	measure(b, ids, func(id string) { f.Recent([]string{id}, []string{"topic7", "topic9"}, now-7*86400, now, 300) })
+}
