@@ -11,8 +11,10 @@ package discovery
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -78,9 +80,14 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	defer f.mu.Unlock()
 	switch e.Kind {
 	case protocol.KindProfile:
+		before := latest(f.profiles[e.AgentID])
 		f.profiles[e.AgentID] = revise(f.profiles[e.AgentID], e, add)
+		now := latest(f.profiles[e.AgentID])
+		if now == before {
+			break // the setting is the latest profile's
+		}
 		was := f.disc[e.AgentID] == InviteOnly
-		if d := parseDiscoverability(latest(f.profiles[e.AgentID])); d != Public {
+		if d := parseDiscoverability(now); d != Public {
 			f.disc[e.AgentID] = d
 		} else {
 			delete(f.disc, e.AgentID)
@@ -188,7 +195,7 @@ func (f *Fold) MaySee(reader, author string) bool {
 // parseDiscoverability reads a profile's discoverability (public when p is
 // nil or says anything else).
 func parseDiscoverability(p *protocol.Event) string {
-	if p == nil {
+	if p == nil || !mayNameDiscoverability(p.Content) {
 		return Public
 	}
 	var body struct {
@@ -200,6 +207,23 @@ func parseDiscoverability(p *protocol.Event) string {
 		return body.Discoverability.(string)
 	}
 	return Public
+}
+
+// mayNameDiscoverability reports whether content may hold a key that
+// encoding/json matches to "discoverability" (any case; Unicode folds
+// such as ſ for s; escapes): always, unless content is ASCII without a
+// backslash and without that word in any case.
+func mayNameDiscoverability(content string) bool {
+	const key = "discoverability"
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c >= utf8.RuneSelf || c == '\\':
+			return true
+		case c|0x20 == 'd' && len(content)-i >= len(key) && strings.EqualFold(content[i:i+len(key)], key):
+			return true
+		}
+	}
+	return false
 }
 
 // capNames is protocol.CapabilityNames.

@@ -52,14 +52,21 @@ func BenchmarkFoldPublish(b *testing.B) {
 	foldAll(b, f, evs)
 }
 
-// BenchmarkFoldProfile is the fold's cost per kind 0: each agent
-// publishes a new revision of its profile.
+// BenchmarkFoldProfile is the fold's cost per kind 0: agents publish new
+// revisions of their profiles (the fold's 2,000 and new ones, about three
+// revisions each), half of them stating their discoverability.
 func BenchmarkFoldProfile(b *testing.B) {
 	f, ids, now := publishFold(2000)
+	agents := max(len(ids), b.N/3)
 	evs := make([]*protocol.Event, b.N)
 	for i := range evs {
-		evs[i] = &protocol.Event{ID: hexID("revision", i), AgentID: ids[i%len(ids)], Kind: protocol.KindProfile,
-			CreatedAt: now + int64(i), Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent revision %d","discoverability":"public"}`, i%len(ids), i)}
+		a := i % agents
+		id := hexID("agent", a) // ids[a] for the first 2,000
+		content := fmt.Sprintf(`{"name":"agent %d","about":"bench agent revision %d"}`, a, i)
+		if i%2 == 0 {
+			content = fmt.Sprintf(`{"name":"agent %d","about":"bench agent revision %d","discoverability":"public"}`, a, i)
+		}
+		evs[i] = &protocol.Event{ID: hexID("revision", i), AgentID: id, Kind: protocol.KindProfile, CreatedAt: now + int64(i), Content: content}
 	}
 	foldAll(b, f, evs)
 }
