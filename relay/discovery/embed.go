@@ -84,31 +84,42 @@ type embeddings struct {
 }
 
 // postingIndex is the inverted index bucket → agent idx → its weight
-// there: a table per bucket in use, found through two levels of arrays
-// (EmbeddingDims buckets in blocks of postingBlock), not a Go map: a
-// post's rare buckets come and go with the posts in a window, and a map's
-// deletions left tombstones to rehash.
+// there, found through two levels of arrays (EmbeddingDims buckets in
+// blocks of postingBlock), not a Go map: a post's rare buckets come and go
+// with the posts in a window, and a map's deletions left tombstones to
+// rehash. A bucket with one agent (most rare ones) holds it in its block
+// entry; a table is allocated once two agents share the bucket.
 type postingIndex struct {
-	blocks [EmbeddingDims / postingBlock]*[postingBlock]*bucket
-	free   []*bucket // emptied tables to reuse (a post's rare buckets empty as often as they fill)
+	blocks [EmbeddingDims / postingBlock]*[postingBlock]postingEntry
+	free   []*u32map // emptied tables to reuse (a post's rare buckets empty as often as they fill)
 }
 
-const postingBlock = 256
+const (
+	postingBlock   = 256
+	maxFreeBuckets = 4096
+)
 
-// bucket is one bucket's table, with room for its first two agents.
-type bucket struct {
-	u32map
-	inline [2]u32slot
+// postingEntry is one bucket: its only agent in one (v == 0: none) while
+// more is nil, else its table.
+type postingEntry struct {
+	one  [1]u32slot
+	more *u32map
 }
 
-// get is dim's table, or nil when no agent uses it.
-func (x *postingIndex) get(dim uint32) *u32map {
-	if blk := x.blocks[dim/postingBlock]; blk != nil {
-		if b := blk[dim%postingBlock]; b != nil {
-			return &b.u32map
-		}
+// members returns dim's agents (idx, weight) as table slots, the empty
+// ones (v == 0) to skip, and how many agents there are.
+func (x *postingIndex) members(dim uint32) ([]u32slot, int) {
+	blk := x.blocks[dim/postingBlock]
+	if blk == nil {
+		return nil, 0
 	}
-	return nil
+	switch pe := &blk[dim%postingBlock]; {
+	case pe.more != nil:
+		return pe.more.slots, pe.more.n
+	case pe.one[0].v != 0:
+		return pe.one[:], 1
+	}
+	return nil, 0
 }
 
 // set sets agent who's weight in dim (0: who leaves it).
@@ -118,32 +129,34 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 		if w == 0 {
 			return
 		}
-		blk = new([postingBlock]*bucket)
+		blk = new([postingBlock]postingEntry)
 		x.blocks[dim/postingBlock] = blk
 	}
-	b := blk[dim%postingBlock]
-	if b == nil {
-		if w == 0 {
+	pe, k := &blk[dim%postingBlock], uint32(who)
+	if pe.more == nil {
+		switch one := &pe.one[0]; {
+		case one.v == 0 || one.k == k:
+			*one = u32slot{k, w} // w == 0 empties it
 			return
+		case w == 0:
+			return // who is not in it
 		}
+		// A second agent: the bucket gets a table.
 		if n := len(x.free); n > 0 {
-			b, x.free = x.free[n-1], x.free[:n-1]
+			pe.more, x.free = x.free[n-1], x.free[:n-1]
 		} else {
-			b = &bucket{}
+			pe.more = &u32map{}
 		}
-		b.slots, b.shift = b.inline[:], 31
-		blk[dim%postingBlock] = b
+		pe.more.set(pe.one[0].k, pe.one[0].v)
+		pe.one[0] = u32slot{}
 	}
-	if b.set(uint32(who), w); b.n == 0 {
-		blk[dim%postingBlock] = nil
+	if pe.more.set(k, w); pe.more.n == 0 {
 		if len(x.free) < maxFreeBuckets {
-			b.inline = [2]u32slot{}
-			x.free = append(x.free, b)
+			x.free = append(x.free, pe.more)
 		}
+		pe.more = nil
 	}
 }
-
-const maxFreeBuckets = 4096
 
 func newEmbeddings() embeddings {
 	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex)}
@@ -485,11 +498,11 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		}
 		w := weight(s.v)
 		mine = append(mine, dimWeight{s.k, w})
-		b := f.emb.postings.get(s.k)
-		if b == nil || b.len() > limit {
+		slots, n := f.emb.postings.members(s.k)
+		if n > limit {
 			continue
 		}
-		for _, p := range b.slots {
+		for _, p := range slots {
 			who := int32(p.k)
 			if p.v == 0 || who == me.idx {
 				continue
