@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +104,17 @@ func hexID(what string, i int) string {
 func BenchmarkRecent10k(b *testing.B) {
 	f, ids, now := shared()
 	measure(b, ids, func(id string) { f.Recent([]string{id}, []string{"topic7", "topic9"}, now-7*86400, now, 300) })
+}
+
+// BenchmarkFoldHeap reports the live heap of the 10,000-agent,
+// 200,000-post fold the query benchmarks read (one build per run).
+func BenchmarkFoldHeap(b *testing.B) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f, _, _ := benchFold(10000, 20)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(f)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
 }

@@ -29,34 +29,55 @@ type recentIndex struct {
 }
 
 // stubList is one author's or topic's stubs, oldest first; each with its
-// created_at beside it, so a search reads the stubs only on a tie.
+// created_at and its id's first 8 bytes beside it, so a search reads a
+// stub only on a tie of both (events of one busy second tie on created_at).
 type stubList struct{ list []stubRef }
 
 type stubRef struct {
-	at int64
-	ev *protocol.Event
+	at  int64
+	pre uint64 // idPrefix(ev.ID)
+	ev  *protocol.Event
+}
+
+// idPrefix is id's first 8 bytes as a big-endian number (zero-padded):
+// ids in that order are in string order.
+func idPrefix(id string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(id) {
+			p |= uint64(id[i])
+		}
+	}
+	return p
 }
 
 // search is the index of the first stub at or after (at, id).
 func (l *stubList) search(at int64, id string) int {
-	n := len(l.list)
+	n, pre := len(l.list), idPrefix(id)
 	// A new stub is most often the newest, or near the end: gallop back
 	// from the end before the binary search.
 	lo, hi := 0, n
 	for step := 1; hi > 0; step *= 2 {
 		k := max(0, n-step)
-		if refBefore(l.list[k], at, id) {
+		if l.list[k].before(at, pre, id) {
 			lo = k + 1
 			break
 		}
 		hi = k
 	}
-	return lo + sort.Search(hi-lo, func(i int) bool { return !refBefore(l.list[lo+i], at, id) })
+	return lo + sort.Search(hi-lo, func(i int) bool { return !l.list[lo+i].before(at, pre, id) })
 }
 
-// refBefore reports whether r comes before (at, id).
-func refBefore(r stubRef, at int64, id string) bool {
-	return r.at < at || r.at == at && r.ev.ID < id
+// before reports whether r comes before (at, id); pre is idPrefix(id).
+func (r *stubRef) before(at int64, pre uint64, id string) bool {
+	if r.at != at {
+		return r.at < at
+	}
+	if r.pre != pre {
+		return r.pre < pre
+	}
+	return r.ev.ID < id
 }
 
 // maxFeedWindow is the widest feed window (ParseWindow's 90 d); prunePeriod
@@ -170,7 +191,7 @@ func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
 	found := i < len(l.list) && l.list[i].ev.ID == e.ID
 	switch {
 	case add && !found:
-		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, e})
+		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, idPrefix(e.ID), e})
 	case !add && found:
 		if l.list = slices.Delete(l.list, i, i+1); len(l.list) == 0 {
 			delete(m, key)
