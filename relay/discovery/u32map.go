@@ -1,6 +1,9 @@
 package discovery
 
-import "math/bits"
+import (
+	"math/bits"
+	"math/rand/v2"
+)
 
 // u32map maps uint32 keys to non-zero uint32 values: an open-addressing
 // table (linear probing, at most half full) whose deletions shift the
@@ -17,8 +20,20 @@ type u32map struct {
 // u32slot is one entry; v == 0 marks an empty slot.
 type u32slot struct{ k, v uint32 }
 
-// home is k's first slot (Fibonacci hashing: the product's top bits).
-func (m *u32map) home(k uint32) int { return int((k * 0x9e3779b1) >> m.shift) }
+// home is k's first slot: the top bits of k mixed with the process's
+// seed (murmur3's finaliser), so the buckets of an agent's posts, which it
+// picks through its words, cannot be chosen to fall in one probe run.
+func (m *u32map) home(k uint32) int {
+	k ^= hashSeed
+	k ^= k >> 16
+	k *= 0x85ebca6b
+	k ^= k >> 13
+	k *= 0xc2b2ae35
+	k ^= k >> 16
+	return int(k >> m.shift)
+}
+
+var hashSeed = rand.Uint32()
 
 // len is the number of entries.
 func (m *u32map) len() int { return m.n }
