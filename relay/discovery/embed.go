@@ -367,7 +367,15 @@ func features(e *protocol.Event, topics []string, s *featureSet) []feature {
 		s.add(fnvAdd(fnvAdd(fnvOffset, "t|"), strings.ToLower(t)))
 	}
 	out := slices.Clone(s.list)
-	slices.SortFunc(out, func(a, b feature) int { return cmp.Compare(a.dim, b.dim) })
+	if len(out) > 32 {
+		slices.SortFunc(out, func(a, b feature) int { return cmp.Compare(a.dim, b.dim) })
+		return out
+	}
+	for i := 1; i < len(out); i++ { // a post's few features: an insertion sort
+		for j := i; j > 0 && out[j].dim < out[j-1].dim; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
 	return out
 }
 
