@@ -187,11 +187,11 @@ func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
 		l = &stubList{}
 		m[key] = l
 	}
-	i := l.search(e.CreatedAt, e.ID)
-	found := i < len(l.list) && l.list[i].ev.ID == e.ID
+	i, pre := l.search(e.CreatedAt, e.ID), idPrefix(e.ID)
+	found := i < len(l.list) && l.list[i].at == e.CreatedAt && l.list[i].pre == pre && l.list[i].ev.ID == e.ID
 	switch {
 	case add && !found:
-		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, idPrefix(e.ID), e})
+		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, pre, e})
 	case !add && found:
 		if l.list = slices.Delete(l.list, i, i+1); len(l.list) == 0 {
 			delete(m, key)
