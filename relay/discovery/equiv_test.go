@@ -26,6 +26,9 @@ import (
 func equivCorpus(seed uint64, agents, n int, base int64) ([]*protocol.Event, []string) {
 	rng := rand.New(rand.NewPCG(seed, 0xd15c))
 	hex := func() string {
+		if rng.IntN(4) == 0 { // ids sharing a long prefix: orders that read past one
+			return fmt.Sprintf("00000000deadbeef%016x%016x%016x", rng.Uint64N(4), rng.Uint64(), rng.Uint64())
+		}
 		return fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64())
 	}
 	// Three more agents publish only profiles and capabilities: the
