@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -29,7 +28,7 @@ func readBatch(c echo.Context, d time.Duration) ([][]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	mt := mediaType(c.Request().Header.Get(echo.HeaderContentType))
 	var items [][]byte
 	rawType := "json"
 	switch mt {

@@ -50,6 +50,8 @@ type benchCmd struct {
 	// the POST /events/batch size of the batch run (0: no batch run).
 	inProcess bool
 	batch     int
+	// genProcs is the GOMAXPROCS of the load generator while it sends.
+	genProcs int
 	// relayBin is the anp2 binary the relay process runs ("": this one).
 	relayBin string
 	// backends and pg: see benchBackends.
@@ -77,6 +79,7 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
 	fs.StringVar(&c.relayBin, "relay-bin", "", "run the relay process from this anp2 binary instead of this one (A/B against another build)")
+	fs.IntVar(&c.genProcs, "generator-procs", 1, "GOMAXPROCS of this process while it sends the publish load (0: leave it): one P keeps the Go scheduler from spinning a second core between answers")
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
@@ -267,6 +270,9 @@ func (c *benchCmd) publishAll(ctx context.Context, base string, evs []*protocol.
 // request's latency (from writing the request to reading the complete
 // answer), the wall time and how many events were not accepted.
 func (c *benchCmd) sendAll(ctx context.Context, t loadTarget, reqs []loadRequest, conc int, rate float64, events int) ([]time.Duration, time.Duration, int) {
+	if c.genProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.genProcs))
+	}
 	lat := make([]time.Duration, len(reqs))
 	var next, done, errs atomic.Int64
 	var firstErr atomic.Pointer[error]
