@@ -79,7 +79,7 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
 	fs.StringVar(&c.relayBin, "relay-bin", "", "run the relay process from this anp2 binary instead of this one (A/B against another build)")
-	fs.IntVar(&c.genProcs, "generator-procs", 1, "GOMAXPROCS of this process while it sends the publish load (0: leave it): one P keeps the Go scheduler from spinning a second core between answers")
+	fs.IntVar(&c.genProcs, "generator-procs", 0, "GOMAXPROCS of this process while it sends the publish load (0: leave it); 1 spends less of the relay's CPU but may delay the reading of an answer behind the generator's own work, which then counts in its latency")
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
@@ -284,6 +284,7 @@ func (c *benchCmd) sendAll(ctx context.Context, t loadTarget, reqs []loadRequest
 			defer wg.Done()
 			lc := &loadConn{t: t}
 			defer lc.close()
+			lc.dial() // a failure is the first request's error
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(reqs) || ctx.Err() != nil {

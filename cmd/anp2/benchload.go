@@ -110,28 +110,47 @@ type loadConn struct {
 	body []byte
 	zr   *gzip.Reader
 	zbuf bytes.Buffer
+	// deadline is the connection's read and write deadline.
+	deadline time.Time
 }
 
 // roundTrip writes req and reads the complete answer: its status and its
-// body (gunzipped). An error leaves the connection closed.
+// body (gunzipped). An error leaves the connection closed. As net/http's
+// client in the bench did, it gives up on an answer after 30 s.
 func (lc *loadConn) roundTrip(req []byte) (int, []byte, error) {
-	if lc.c == nil {
-		c, err := net.Dial("tcp", lc.t.addr)
-		if err != nil {
-			return 0, nil, err
-		}
-		lc.c = c
-		if lc.r == nil {
-			lc.r = bufio.NewReaderSize(c, 16<<10)
-		} else {
-			lc.r.Reset(c)
-		}
+	if err := lc.dial(); err != nil {
+		return 0, nil, err
+	}
+	// The deadline is moved on only every 10 s, not per request: a
+	// deadline costs the generator timer work.
+	if now := time.Now(); lc.deadline.Sub(now) < 20*time.Second {
+		lc.deadline = now.Add(30 * time.Second)
+		lc.c.SetDeadline(lc.deadline)
 	}
 	status, body, keep, err := lc.exchange(req)
 	if err != nil || !keep {
 		lc.close()
 	}
 	return status, body, err
+}
+
+// dial connects unless connected (a worker dials before its first request
+// so that no latency counts the TCP handshake).
+func (lc *loadConn) dial() error {
+	if lc.c != nil {
+		return nil
+	}
+	c, err := net.Dial("tcp", lc.t.addr)
+	if err != nil {
+		return err
+	}
+	lc.c, lc.deadline = c, time.Time{}
+	if lc.r == nil {
+		lc.r = bufio.NewReaderSize(c, 16<<10)
+	} else {
+		lc.r.Reset(c)
+	}
+	return nil
 }
 
 func (lc *loadConn) close() {
