@@ -257,7 +257,7 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 		for _, n := range names[1:] {
 			vals := f.Tags[n]
 			where = append(where, "EXISTS (SELECT 1 FROM "+tags+" t2 WHERE t2.name = ? AND t2.value IN ("+
-				placeholders(len(vals))+") AND t2.created_at = t.created_at AND t2.id = t.id)")
+				placeholders(len(vals))+") AND t2.created_at = t.created_at AND t2.seq = t.seq)")
 			args = append(args, n)
 			args = append(args, anySlice(vals)...)
 		}

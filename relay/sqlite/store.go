@@ -288,6 +288,10 @@ type logShape struct {
 	// written before events_id), which a bulk load cannot drop.
 	inlineID bool
 	indexes  int // secondary indexes present
+	// tagKeyByID, timeByID: the tag key, events_order or events_kind
+	// order ties of created_at by id (logs written before they were by
+	// seq; see secondaryIndexes).
+	tagKeyByID, timeByID bool
 }
 
 func inspect(w *sql.DB) (logShape, error) {
@@ -298,8 +302,11 @@ func inspect(w *sql.DB) (logShape, error) {
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'sqlite_autoindex_events_1'),
-		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\')`).
-		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes)
+		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\'),
+		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'id' AND pk > 0),
+		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN ('events_order', 'events_kind')
+			AND sql NOT LIKE '%seq%')`).
+		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes, &l.tagKeyByID, &l.timeByID)
 	return l, err
 }
 
@@ -316,6 +323,9 @@ func (l logShape) repairs() string {
 	if l.oldTags() {
 		todo = append(todo, "migrating the tag tables")
 	}
+	if l.tagKeyByID && !l.oldTags() || l.timeByID {
+		todo = append(todo, "ordering the tag key and the time indexes by arrival within a second (once)")
+	}
 	switch {
 	case l.inlineID:
 		todo = append(todo, "moving event ids to an index of their own (once; the events table is copied and every index rebuilt)")
@@ -327,12 +337,26 @@ func (l logShape) repairs() string {
 
 // migrate brings a log written by an earlier version up to schema: tag
 // tables without kind and seq are rebuilt from the events (pending rows of
-// a cut-short bulk load included), and an events table whose ids are
+// a cut-short bulk load included), a tag key and time indexes that order
+// ties by id are rebuilt to order them by seq, and an events table whose ids are
 // unique by a table constraint is copied into one whose ids are unique by
 // events_id.
 func migrate(w *sql.DB, l logShape) error {
 	if err := migrateTagTables(w, l); err != nil {
 		return err
+	}
+	var rekey string
+	if l.tagKeyByID && !l.oldTags() {
+		rekey = migrateTagKey
+	}
+	if l.timeByID {
+		rekey += dropTimeIndexes
+	}
+	if rekey != "" {
+		if _, err := w.Exec("BEGIN IMMEDIATE;" + rekey + "COMMIT;"); err != nil {
+			w.Exec("ROLLBACK")
+			return fmt.Errorf("rekey tags and time indexes: %w", err)
+		}
 	}
 	if !l.inlineID {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -610,4 +611,124 @@ func TestBulkLoadTagRowsInMany(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTiesAnswerByIDAndMigrate appends events that share their created_at
+// in an order unrelated to their ids, and requires every filtered read
+// (through events_order, events_kind, the tag key and the author indexes,
+// with and without a second tag, a kind and an until bound) to answer
+// newest first with ties by id, as a sort of all matching events says;
+// then downgrades the log to the earlier keys (ties by id in the tag key
+// and the time indexes) and requires the same answers after Open rekeys
+// it, once.
+func TestTiesAnswerByIDAndMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ties.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*protocol.Event
+	for i := 0; i < 300; i++ {
+		evs = append(evs, ev(key(i%7), int64(100+i%4), int64(i%3), fmt.Sprint("tie ", i),
+			[]string{"t", fmt.Sprint("topic", i%5)}, []string{"p", protocol.AgentIDOf(key(i % 6))}))
+	}
+	appendAll(t, s, evs...)
+	until := int64(102)
+	filters := []Filter{{}, {Limit: 7}, {Kinds: []int64{1}}, {Kinds: []int64{0, 2}, Limit: 50}, {Until: &until, Limit: 30},
+		{Tags: map[string][]string{"t": {"topic1"}}}, {Tags: map[string][]string{"t": {"topic1", "topic3"}}, Limit: 40},
+		{Tags: map[string][]string{"t": {"topic2"}, "p": {protocol.AgentIDOf(key(4))}}},
+		{Tags: map[string][]string{"p": {protocol.AgentIDOf(key(2))}}, Kinds: []int64{2}, Until: &until},
+		{Authors: []string{protocol.AgentIDOf(key(3))}}, {Authors: []string{protocol.AgentIDOf(key(3))}, Kinds: []int64{1}}}
+	// want sorts every event a filter matches, newest first, ties by id.
+	want := func(f Filter) []string {
+		var ids []string
+		var match []*protocol.Event
+		for _, e := range evs {
+			if f.Until != nil && e.CreatedAt > *f.Until || len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) ||
+				len(f.Authors) > 0 && !slices.Contains(f.Authors, e.AgentID) {
+				continue
+			}
+			ok := true
+			for name, vals := range f.Tags {
+				has := false
+				for _, tag := range e.Tags {
+					has = has || tag[0] == name && slices.Contains(vals, tag[1])
+				}
+				ok = ok && has
+			}
+			if ok {
+				match = append(match, e)
+			}
+		}
+		slices.SortFunc(match, func(a, b *protocol.Event) int {
+			if a.CreatedAt != b.CreatedAt {
+				return int(b.CreatedAt - a.CreatedAt)
+			}
+			return strings.Compare(b.ID, a.ID)
+		})
+		limit := f.Limit
+		if limit == 0 {
+			limit = 100
+		}
+		for _, e := range match[:min(limit, len(match))] {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, f := range filters {
+			got, err := s.Query(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, b := range got {
+				e, err := protocol.DecodeJSON(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, e.ID)
+			}
+			if w := want(f); !slices.Equal(ids, w) || len(w) == 0 {
+				t.Fatalf("%s, %+v: %d ids, want %d in order (%v)", when, f, len(ids), len(w), slices.Equal(ids, w))
+			}
+		}
+	}
+	check("new log")
+	_, err = s.write.Exec(`
+		CREATE TABLE tags_old (` + tagColumns + `, PRIMARY KEY (name, value, created_at, id)) WITHOUT ROWID;
+		INSERT INTO tags_old SELECT * FROM tags;
+		DROP TABLE tags; ALTER TABLE tags_old RENAME TO tags;
+		DROP INDEX events_order; DROP INDEX events_kind;
+		CREATE INDEX events_order ON events(created_at, id);
+		CREATE INDEX events_kind ON events(kind, created_at, id);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var repairs []string
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(repairs) != 1 || !strings.Contains(repairs[0], "by arrival") {
+		t.Fatalf("repair notices %q", repairs)
+	}
+	check("rekeyed log")
+	s.Close()
+	repairs = nil
+	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil || len(repairs) != 0 {
+		t.Fatalf("second open: %v, notices %q", err, repairs)
+	}
+	defer s.Close()
+	if n := countRows(t, s, "pragma_table_info('tags') WHERE name = 'seq' AND pk = 4"); n != 1 {
+		t.Fatal("tag key not rekeyed by seq")
+	}
+	for _, idx := range []string{"events_order", "events_kind"} {
+		if n := countRows(t, s, "pragma_index_info('"+idx+"') WHERE name = 'seq'"); n != 1 {
+			t.Fatalf("%s not rekeyed by seq", idx)
+		}
+	}
+	check("reopened log")
 }
