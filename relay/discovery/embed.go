@@ -258,11 +258,9 @@ func (m *embeddings) change(a *agentVec, in, out []feature) {
 // count changes a's count of one bucket by delta, updating the norm and
 // the index.
 func (m *embeddings) count(a *agentVec, dim uint32, delta int64) {
-	old := a.counts.get(dim)
-	now := uint32(int64(old) + delta)
+	old, now := a.counts.add(dim, delta)
 	wo, wn := weight(old), weight(now)
 	a.normSq = a.normSq - wo*wo + wn*wn
-	a.counts.set(dim, now)
 	m.postings.set(dim, a.idx, uint32(wn))
 }
 

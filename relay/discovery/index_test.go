@@ -9,7 +9,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 )
 
-// TestU32MapAgainstMap: random sets, updates and deletions (keys from a
+// TestU32MapAgainstMap: random sets and adds, updates and deletions (keys from a
 // small range, so runs collide and wrap) leave the table equal to a Go map
 // after every step.
 func TestU32MapAgainstMap(t *testing.T) {
@@ -27,7 +27,11 @@ func TestU32MapAgainstMap(t *testing.T) {
 			if rng.IntN(5) < 3 {
 				v = 1 + rng.Uint32N(9)
 			}
-			m.set(k, v)
+			if rng.IntN(2) == 0 {
+				m.set(k, v)
+			} else if old, now := m.add(k, int64(v)-int64(want[k])); old != want[k] || now != v {
+				t.Fatalf("seed %d step %d: add(%d) went %d → %d, want %d → %d", seed, step, k, old, now, want[k], v)
+			}
 			if v == 0 {
 				delete(want, k)
 			} else {

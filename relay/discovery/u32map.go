@@ -77,6 +77,28 @@ func (m *u32map) set(k, v uint32) {
 	}
 }
 
+// add adds delta to k's value (absent: 0) in one probe and returns the
+// value before and after; a result of 0 deletes k.
+func (m *u32map) add(k uint32, delta int64) (old, now uint32) {
+	if m.n > 0 {
+		mask := len(m.slots) - 1
+		for i := m.home(k); m.slots[i].v != 0; i = (i + 1) & mask {
+			if s := &m.slots[i]; s.k == k {
+				old, now = s.v, uint32(int64(s.v)+delta)
+				if now == 0 {
+					m.delAt(i)
+				} else {
+					s.v = now
+				}
+				return old, now
+			}
+		}
+	}
+	now = uint32(delta)
+	m.set(k, now)
+	return 0, now
+}
+
 func (m *u32map) del(k uint32) {
 	if m.n == 0 {
 		return
@@ -88,6 +110,12 @@ func (m *u32map) del(k uint32) {
 			return
 		}
 	}
+	m.delAt(i)
+}
+
+// delAt empties slot i.
+func (m *u32map) delAt(i int) {
+	mask := len(m.slots) - 1
 	// Shift back each following entry of the run that may move into the
 	// hole: one whose home is not cyclically within (i, j].
 	for j := (i + 1) & mask; m.slots[j].v != 0; j = (j + 1) & mask {
