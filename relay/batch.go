@@ -1,10 +1,11 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -27,7 +28,7 @@ func readBatch(c echo.Context, d time.Duration) ([][]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	mt := mediaType(c.Request().Header.Get(echo.HeaderContentType))
 	var items [][]byte
 	rawType := "json"
 	switch mt {
@@ -37,12 +38,9 @@ func readBatch(c echo.Context, d time.Duration) ([][]byte, string, error) {
 			return nil, "", err
 		}
 	case "", "application/json", "application/anp+json":
-		var list []json.RawMessage
-		if err := json.Unmarshal(body, &list); err != nil {
+		var ok bool
+		if items, ok = splitJSONArray(body); !ok {
 			return nil, "", protocol.Errorf(CodeBadParameter, "body must be a JSON array of events")
-		}
-		for _, r := range list {
-			items = append(items, r)
 		}
 	default:
 		return nil, "", protocol.Errorf(CodeUnsupportedType, "send application/json or %s", protocol.ContentTypeCBOR)
@@ -136,7 +134,143 @@ func (s *Server) postBatch(c echo.Context) error {
 			ans.Accepted++
 		}
 	}
-	return c.JSON(http.StatusOK, ans)
+	return writeBatchAnswer(c, &ans)
+}
+
+// splitJSONArray returns the elements of body, a JSON array, as
+// sub-slices of it (each without the whitespace around it), or false when
+// body is not valid JSON or not an array; "null" is an empty list. It
+// answers exactly as json.Unmarshal into a []json.RawMessage (FuzzSplitJSONArray),
+// without copying each element.
+func splitJSONArray(body []byte) ([][]byte, bool) {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if bytes.HasPrefix(b, []byte("null")) {
+		return nil, true
+	}
+	if len(b) == 0 || b[0] != '[' {
+		return nil, false
+	}
+	var items [][]byte
+	depth, start, inString := 0, 1, false
+	for i := 1; i < len(b); i++ {
+		switch ch := b[i]; {
+		case inString:
+			if ch == '\\' {
+				i++
+			} else if ch == '"' {
+				inString = false
+			}
+		case ch == '"':
+			inString = true
+		case ch == '[' || ch == '{':
+			depth++
+		case depth > 0 && (ch == ']' || ch == '}'):
+			depth--
+		case depth == 0 && (ch == ',' || ch == ']'):
+			if item := bytes.Trim(b[start:i], " \t\r\n"); len(item) > 0 || ch == ',' {
+				items = append(items, item)
+			}
+			if ch == ']' {
+				return items, true
+			}
+			start = i + 1
+		}
+	}
+	return nil, false // unreachable for valid JSON
+}
+
+// writeBatchAnswer writes ans exactly as c.JSON would (the same bytes,
+// a newline after), without reflection for the fields it knows; ?pretty
+// and other parameters go through c.JSON.
+func writeBatchAnswer(c echo.Context, ans *batchAnswer) error {
+	if c.Request().URL.RawQuery != "" {
+		return c.JSON(http.StatusOK, ans)
+	}
+	b, err := appendBatchAnswer(make([]byte, 0, 64+130*len(ans.Results)), ans)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// appendBatchAnswer appends ans as encoding/json's Encoder writes it (a
+// newline after): TestBatchAnswerEncoding compares the two.
+func appendBatchAnswer(b []byte, ans *batchAnswer) ([]byte, error) {
+	b = append(b, `{"accepted":`...)
+	b = strconv.AppendInt(b, int64(ans.Accepted), 10)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendInt(b, int64(ans.Duplicate), 10)
+	b = append(b, `,"rejected":`...)
+	b = strconv.AppendInt(b, int64(ans.Rejected), 10)
+	b = append(b, `,"results":`...)
+	if ans.Results == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range ans.Results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendBatchResult(b, &ans.Results[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}\n"...), nil
+}
+
+func appendBatchResult(b []byte, r *BatchResult) ([]byte, error) {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(r.Index), 10)
+	if r.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, r.ID)
+	}
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, `,"accepted":`...)
+	b = strconv.AppendBool(b, r.Accepted)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, r.Duplicate)
+	b = append(b, `,"stored":`...)
+	b = strconv.AppendBool(b, r.Stored)
+	if r.Code != "" {
+		b = append(b, `,"code":`...)
+		b = appendJSONString(b, r.Code)
+	}
+	switch d := r.Detail.(type) {
+	case nil:
+	case string: // a non-nil interface: not omitted, even when ""
+		b = append(b, `,"detail":`...)
+		b = appendJSONString(b, d)
+	default:
+		j, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"detail":`...)
+		b = append(b, j...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it: plain
+// ASCII directly, anything that needs escaping through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // decodeItem decodes one batch item in the batch's encoding.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,4 +79,59 @@ func verifyRate() float64 {
 	time.Sleep(300 * time.Millisecond)
 	close(done)
 	return float64(n.Load()) / 0.3
+}
+
+// BenchmarkPublishBatch measures POST /events/batch of 100 events over real
+// HTTP from 4 concurrent clients that accept gzip (as net/http's does);
+// b.N counts events, so -benchmem gives the allocations per batched event.
+func BenchmarkPublishBatch(b *testing.B) {
+	const size = 100
+	r := startRelayB(b)
+	keys := make([]ed25519.PrivateKey, 500)
+	for i := range keys {
+		keys[i] = key(i)
+	}
+	now := r.clock.now().Unix()
+	var bodies [][]byte
+	for i := 0; i < b.N; i += size {
+		body := []byte{'['}
+		for k := i; k < min(b.N, i+size); k++ {
+			if k > i {
+				body = append(body, ',')
+			}
+			body = protocol.AppendJSON(body, mk(keys[k%len(keys)], now, 1, fmt.Sprint("batch ", k), []string{"t", fmt.Sprint("t", k%50)}))
+		}
+		bodies = append(bodies, append(body, ']'))
+	}
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	var next atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(bodies) {
+					return
+				}
+				resp, err := cl.Post(r.URL+"/events/batch", "application/json", bytes.NewReader(bodies[i]))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !bytes.Contains(out, []byte(`"rejected":0,`)) {
+					b.Errorf("status %d: %.200s", resp.StatusCode, out)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
 }

@@ -1,8 +1,14 @@
 package relay
 
 import (
+	"bufio"
+	"bytes"
 	"compress/gzip"
+	"io"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -35,7 +41,147 @@ const compressMinLength = 1024
 // fraction of the CPU, which matters when a mirror reads a whole export.
 // A protocol upgrade (GET /ws) is skipped: the gzip writer would hold
 // back its 101 answer.
+//
+// It answers exactly as Echo's middleware.Gzip with MinLength (the same
+// headers and bytes), but takes a gzip writer only once an answer proves
+// long enough to compress: Echo's resets one for every request that
+// accepts gzip and closes it into io.Discard after a short answer, which
+// cost every publish a few microseconds.
 func compress() echo.MiddlewareFunc {
-	return middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.BestSpeed, MinLength: compressMinLength,
-		Skipper: func(c echo.Context) bool { return c.Request().Header.Get("Upgrade") != "" }})
+	zpool := sync.Pool{New: func() any {
+		w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+		return w
+	}}
+	bpool := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.Header.Get("Upgrade") != "" {
+				return next(c)
+			}
+			res := c.Response()
+			res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+			if !strings.Contains(req.Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+				return next(c)
+			}
+			buf := bpool.Get().(*bytes.Buffer)
+			buf.Reset()
+			rw := res.Writer
+			gw := &gzipWriter{ResponseWriter: rw, pool: &zpool, buffer: buf}
+			defer func() {
+				gw.finish(res, rw)
+				bpool.Put(buf)
+			}()
+			res.Writer = gw
+			return next(c)
+		}
+	}
+}
+
+// gzipWriter is compress's response writer: it holds an answer back until
+// it reaches compressMinLength bytes (or is flushed), then compresses it
+// and what follows; a shorter answer goes out as it is.
+type gzipWriter struct {
+	http.ResponseWriter
+	pool              *sync.Pool
+	zw                *gzip.Writer // nil until the answer is compressed
+	buffer            *bytes.Buffer
+	code              int
+	wroteHeader       bool
+	wroteBody         bool
+	minLengthExceeded bool
+}
+
+// gz returns the compressor, taking one writing to the client first.
+func (w *gzipWriter) gz() *gzip.Writer {
+	if w.zw == nil {
+		w.zw = w.pool.Get().(*gzip.Writer)
+		w.zw.Reset(w.ResponseWriter)
+	}
+	return w.zw
+}
+
+func (w *gzipWriter) WriteHeader(code int) {
+	w.Header().Del(echo.HeaderContentLength)
+	w.wroteHeader = true
+	w.code = code
+}
+
+func (w *gzipWriter) Write(b []byte) (int, error) {
+	if w.Header().Get(echo.HeaderContentType) == "" {
+		w.Header().Set(echo.HeaderContentType, http.DetectContentType(b))
+	}
+	w.wroteBody = true
+	if w.minLengthExceeded {
+		return w.gz().Write(b)
+	}
+	n, err := w.buffer.Write(b)
+	if w.buffer.Len() < compressMinLength {
+		return n, err
+	}
+	w.startCompressing()
+	return w.gz().Write(w.buffer.Bytes())
+}
+
+// startCompressing marks the answer as compressed and sends its header.
+func (w *gzipWriter) startCompressing() {
+	w.minLengthExceeded = true
+	w.Header().Set(echo.HeaderContentEncoding, "gzip")
+	if w.wroteHeader {
+		w.ResponseWriter.WriteHeader(w.code)
+	}
+}
+
+// Flush compresses from now on (more may come), and sends what is held.
+func (w *gzipWriter) Flush() {
+	if !w.minLengthExceeded {
+		w.startCompressing()
+		w.gz().Write(w.buffer.Bytes())
+	}
+	w.gz().Flush()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *gzipWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *gzipWriter) Push(target string, opts *http.PushOptions) error {
+	if p, ok := w.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
+
+// finish ends the answer once the handler returned: an answer without a
+// body gets its status only, a short one goes out uncompressed, a
+// compressed one gets its gzip trailer.
+func (w *gzipWriter) finish(res *echo.Response, rw http.ResponseWriter) {
+	switch {
+	case !w.wroteBody:
+		if res.Header().Get(echo.HeaderContentEncoding) == "gzip" {
+			res.Header().Del(echo.HeaderContentEncoding)
+		}
+		if w.wroteHeader {
+			rw.WriteHeader(w.code)
+		}
+		res.Writer = rw
+		if w.zw != nil {
+			w.zw.Reset(io.Discard)
+		}
+	case !w.minLengthExceeded:
+		res.Writer = rw
+		if w.wroteHeader {
+			rw.WriteHeader(w.code)
+		}
+		w.buffer.WriteTo(rw)
+	}
+	if w.zw != nil {
+		w.zw.Close()
+		w.zw.Reset(io.Discard)
+		w.pool.Put(w.zw)
+		w.zw = nil
+	}
 }

@@ -33,8 +33,7 @@ func (s *Server) readEvent(c echo.Context) (*protocol.Event, []byte, string, err
 		return nil, nil, "", err
 	}
 	ct := c.Request().Header.Get(echo.HeaderContentType)
-	mt, _, _ := mime.ParseMediaType(ct)
-	switch mt {
+	switch mediaType(ct) {
 	case protocol.ContentTypeCBOR:
 		e, err := protocol.DecodeCBOR(body)
 		return e, body, "cbor", err
@@ -43,6 +42,18 @@ func (s *Server) readEvent(c echo.Context) (*protocol.Event, []byte, string, err
 		return e, body, "json", err
 	}
 	return nil, nil, "", protocol.Errorf(CodeUnsupportedType, "unsupported Content-Type %q: send application/json or %s", ct, protocol.ContentTypeCBOR)
+}
+
+// mediaType is the media type of the Content-Type ct, lower case, without
+// parameters ("" when ct is empty or malformed), as mime.ParseMediaType
+// finds it; the plain "application/json" most clients send is answered
+// without parsing.
+func mediaType(ct string) string {
+	if ct == "application/json" || ct == "" {
+		return ct
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt
 }
 
 // defaultBodyTimeout is Config.BodyTimeout's default.

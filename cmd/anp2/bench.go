@@ -50,6 +50,8 @@ type benchCmd struct {
 	// the POST /events/batch size of the batch run (0: no batch run).
 	inProcess bool
 	batch     int
+	// genProcs is the GOMAXPROCS of the load generator while it sends.
+	genProcs int
 	// relayBin is the anp2 binary the relay process runs ("": this one).
 	relayBin string
 	// backends and pg: see benchBackends.
@@ -77,6 +79,7 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.loadRate, "load-rate", 200, "with --views: background publishes per second")
 	fs.BoolVar(&c.inProcess, "in-process", false, "run the relay inside the bench's process instead of an anp2 serve process of its own (implied by --fill)")
 	fs.StringVar(&c.relayBin, "relay-bin", "", "run the relay process from this anp2 binary instead of this one (A/B against another build)")
+	fs.IntVar(&c.genProcs, "generator-procs", 0, "GOMAXPROCS of this process while it sends the publish load (0: leave it); 1 spends less of the relay's CPU but may delay the reading of an answer behind the generator's own work, which then counts in its latency")
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
@@ -109,6 +112,9 @@ func (c *benchCmd) Run(ctx context.Context) error {
 	base := c.relayURL
 	// relayCPU reads the relay process's CPU time (0 when it is not ours).
 	relayCPU := func() time.Duration { return 0 }
+	// genCPU reads the load generator's CPU time (0 when the relay runs in
+	// this process too).
+	genCPU := ownCPU
 	if base == "" {
 		dir, err := os.MkdirTemp("", "anp2-bench-")
 		if err != nil {
@@ -117,6 +123,7 @@ func (c *benchCmd) Run(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		db := filepath.Join(dir, "bench.db")
 		if c.inProcess || c.fill > 0 {
+			genCPU = func() time.Duration { return 0 }
 			srv := newServe(io.Discard, io.Discard)
 			if err := srv.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}); err != nil {
 				return err
@@ -163,33 +170,39 @@ func (c *benchCmd) Run(ctx context.Context) error {
 	// Every event is signed before any is sent: the clock of a run counts
 	// publishing only.
 	evs := c.makeEvents(keys, c.events, time.Now().Unix(), "publish")
-	cl := benchClient(base, c.concurrency)
-	cpu0 := relayCPU()
-	lat, elapsed, errs := c.publishAll(ctx, cl, evs, c.concurrency, 0)
+	target, err := newLoadTarget(base)
+	if err != nil {
+		return err
+	}
+	reqs := target.publishRequests(evs)
+	cpu0, gen0 := relayCPU(), genCPU()
+	lat, elapsed, errs := c.sendAll(ctx, target, reqs, c.concurrency, 0, len(evs))
 	rate := float64(len(evs)-errs) / elapsed.Seconds()
 	fmt.Fprintf(c.out, "publish (%d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors%s\n",
 		c.concurrency, len(evs), elapsed.Round(time.Millisecond), rate, 100*rate/all, runtime.GOMAXPROCS(0), errs,
-		cpuPerEvent(relayCPU()-cpu0, len(evs)-errs, one))
+		cpuPerEvent(relayCPU()-cpu0, genCPU()-gen0, len(evs)-errs, one))
 	printLatency(c.out, "  publish latency", lat)
 	if c.batch > 0 {
 		bevs := c.makeEvents(keys, c.events, time.Now().Unix()+2, "batch")
-		cpu0 = relayCPU()
-		blat, belapsed, berrs := c.publishBatches(ctx, cl, bevs, c.batch, c.concurrency/4+1)
+		breqs := target.batchRequests(bevs, c.batch)
+		cpu0, gen0 = relayCPU(), genCPU()
+		blat, belapsed, berrs := c.sendAll(ctx, target, breqs, c.concurrency/4+1, 0, len(bevs))
 		brate := float64(len(bevs)-berrs) / belapsed.Seconds()
 		fmt.Fprintf(c.out, "batch publish (POST /events/batch of %d, %d clients): %d events in %s = %.0f accepted/s (%.1f%% of the %d-core verify ceiling), %d errors%s\n",
 			c.batch, c.concurrency/4+1, len(bevs), belapsed.Round(time.Millisecond), brate, 100*brate/all, runtime.GOMAXPROCS(0), berrs,
-			cpuPerEvent(relayCPU()-cpu0, len(bevs)-berrs, one))
+			cpuPerEvent(relayCPU()-cpu0, genCPU()-gen0, len(bevs)-berrs, one))
 		printLatency(c.out, "  batch latency", blat)
 	}
 
 	n := int(rate / 2 * c.paceFor.Seconds())
-	paced := c.makeEvents(keys, n, time.Now().Unix()+1, "paced")
-	cpu0 = relayCPU()
-	lat, elapsed, errs = c.publishAll(ctx, cl, paced, c.concurrency, rate/2)
+	paced := target.publishRequests(c.makeEvents(keys, n, time.Now().Unix()+1, "paced"))
+	cpu0, gen0 = relayCPU(), genCPU()
+	lat, elapsed, errs = c.sendAll(ctx, target, paced, c.concurrency, rate/2, n)
 	fmt.Fprintf(c.out, "publish paced at %.0f/s (half the measured rate): %d events in %s, %d errors%s\n", rate/2, n, elapsed.Round(time.Millisecond), errs,
-		cpuPerEvent(relayCPU()-cpu0, n-errs, one))
+		cpuPerEvent(relayCPU()-cpu0, genCPU()-gen0, n-errs, one))
 	printLatency(c.out, "  paced latency", lat)
 
+	cl := benchClient(base, c.concurrency)
 	for _, q := range []struct {
 		name string
 		mk   func(i int) url.Values
@@ -238,39 +251,85 @@ func (c *benchCmd) makeEvents(keys []ed25519.PrivateKey, n int, createdAt int64,
 }
 
 // publishAll posts evs with conc workers, optionally paced to rate events/s
-// overall, and returns per-event latencies, wall time and the error count.
-func (c *benchCmd) publishAll(ctx context.Context, cl *client.Client, evs []*protocol.Event, conc int, rate float64) ([]time.Duration, time.Duration, int) {
-	lat := make([]time.Duration, len(evs))
+// overall, and returns per-event latencies, wall time and the error count
+// (failed requests and answers that do not accept their event). Each
+// request is serialized before the clock starts and sent by the lean
+// generator of benchload.go.
+func (c *benchCmd) publishAll(ctx context.Context, base string, evs []*protocol.Event, conc int, rate float64) ([]time.Duration, time.Duration, int, error) {
+	t, err := newLoadTarget(base)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	reqs := t.publishRequests(evs)
+	lat, elapsed, errs := c.sendAll(ctx, t, reqs, conc, rate, len(evs))
+	return lat, elapsed, errs, nil
+}
+
+// sendAll sends reqs from conc workers, each on a keep-alive connection of
+// its own, optionally paced to rate requests/s overall, and returns each
+// request's latency (from writing the request to reading the complete
+// answer), the wall time and how many events were not accepted.
+func (c *benchCmd) sendAll(ctx context.Context, t loadTarget, reqs []loadRequest, conc int, rate float64, events int) ([]time.Duration, time.Duration, int) {
+	if c.genProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.genProcs))
+	}
+	lat := make([]time.Duration, len(reqs))
 	var next, done, errs atomic.Int64
+	var firstErr atomic.Pointer[error]
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			lc := &loadConn{t: t}
+			defer lc.close()
+			lc.dial() // a failure is the first request's error
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(evs) || ctx.Err() != nil {
+				if i >= len(reqs) || ctx.Err() != nil {
 					return
 				}
 				if rate > 0 {
 					due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
 					time.Sleep(time.Until(due))
 				}
+				r := &reqs[i]
 				t0 := time.Now()
-				if _, err := cl.Publish(ctx, evs[i], false); err != nil {
-					errs.Add(1)
-				}
+				status, body, err := lc.roundTrip(r.wire)
 				lat[i] = time.Since(t0)
-				if d := done.Add(1); d%500 == 0 {
-					c.progress.update("published %d/%d", d, len(evs))
+				bad := len(r.ids)
+				switch {
+				case err != nil:
+					firstErr.CompareAndSwap(nil, &err)
+				case status != 200:
+				case !r.batch:
+					if publishAccepted(body, r.ids[0]) {
+						bad = 0
+					}
+				default:
+					bad = batchNotAccepted(body, r.ids)
+				}
+				if bad > 0 {
+					errs.Add(int64(bad))
+					if err == nil {
+						err = fmt.Errorf("status %d: %.200s", status, body)
+						firstErr.CompareAndSwap(nil, &err)
+					}
+				}
+				if d := done.Add(int64(len(r.ids))); d%500 < int64(len(r.ids)) {
+					c.progress.update("published %d/%d", d, events)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	c.progress.done()
-	return lat, time.Since(start), int(errs.Load())
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(c.out, "  first error: %v\n", *e)
+	}
+	return lat, elapsed, int(errs.Load())
 }
 
 func (c *benchCmd) queryAll(ctx context.Context, cl *client.Client, mk func(int) url.Values) []time.Duration {
@@ -411,47 +470,22 @@ func printLatency(w io.Writer, name string, lat []time.Duration) {
 
 // cpuPerEvent formats the relay process's CPU time per accepted event
 // beside what one crypto/ed25519 verification costs on this machine (the
-// reciprocal of the 1-core ceiling oneCore); "" when the relay is not a
-// process of ours.
-func cpuPerEvent(cpu time.Duration, n int, oneCore float64) string {
-	if cpu <= 0 || n <= 0 {
+// reciprocal of the 1-core ceiling oneCore), and the load generator's own
+// CPU time per accepted event (this process's rusage: on a machine of few
+// cores it is taken from the relay); the relay's part is "" when the relay
+// is not a process of ours.
+func cpuPerEvent(cpu, gen time.Duration, n int, oneCore float64) string {
+	if n <= 0 {
 		return ""
 	}
-	per := cpu / time.Duration(n)
-	verify := time.Duration(float64(time.Second) / oneCore)
-	return fmt.Sprintf("; relay CPU %s per accepted event (%.1f× one signature check, %s here)", per.Round(100*time.Nanosecond), float64(per)/float64(verify), verify.Round(100*time.Nanosecond))
-}
-
-// publishBatches posts evs in POST /events/batch bodies of size with conc
-// workers and returns each batch's latency, the wall time and how many
-// events were not accepted.
-func (c *benchCmd) publishBatches(ctx context.Context, cl *client.Client, evs []*protocol.Event, size, conc int) ([]time.Duration, time.Duration, int) {
-	n := (len(evs) + size - 1) / size
-	lat := make([]time.Duration, n)
-	var next, errs atomic.Int64
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				batch := evs[i*size : min(len(evs), (i+1)*size)]
-				t0 := time.Now()
-				res, err := cl.PublishBatch(ctx, batch)
-				lat[i] = time.Since(t0)
-				if err != nil {
-					errs.Add(int64(len(batch)))
-					continue
-				}
-				errs.Add(int64(len(batch) - res.Accepted - res.Duplicate))
-			}
-		}()
+	s := ""
+	if cpu > 0 {
+		per := cpu / time.Duration(n)
+		verify := time.Duration(float64(time.Second) / oneCore)
+		s = fmt.Sprintf("; relay CPU %s per accepted event (%.1f× one signature check, %s here)", per.Round(100*time.Nanosecond), float64(per)/float64(verify), verify.Round(100*time.Nanosecond))
 	}
-	wg.Wait()
-	return lat, time.Since(start), int(errs.Load())
+	if gen > 0 {
+		s += fmt.Sprintf("; load generator CPU %s per accepted event", (gen / time.Duration(n)).Round(100*time.Nanosecond))
+	}
+	return s
 }

@@ -85,7 +85,10 @@ func (c *benchCmd) benchBackends(ctx context.Context) error {
 		start := time.Now()
 		c.spread(bases, func(i int, base string) {
 			part := evs[i*len(evs)/len(bases) : (i+1)*len(evs)/len(bases)]
-			l, _, e := c.publishAll(ctx, benchClient(base, c.concurrency), part, c.concurrency/len(bases), 0)
+			l, _, e, err := c.publishAll(ctx, base, part, c.concurrency/len(bases), 0)
+			if err != nil {
+				e = len(part)
+			}
 			mu.Lock()
 			lat, errs = append(lat, l...), errs+e
 			mu.Unlock()

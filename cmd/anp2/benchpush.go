@@ -18,7 +18,7 @@ import (
 // (to a receiver in this process), events published at a fixed rate
 // with nobody listening and then with the listeners, side by side.
 func (c *benchCmd) benchPush(ctx context.Context) error {
-	base, relayCPU := c.relayURL, func() time.Duration { return 0 }
+	base, relayCPU, relayWrites := c.relayURL, func() time.Duration { return 0 }, func() int64 { return 0 }
 	if base == "" {
 		dir, err := os.MkdirTemp("", "anp2-bench-push-")
 		if err != nil {
@@ -36,18 +36,31 @@ func (c *benchCmd) benchPush(ctx context.Context) error {
 			return err
 		}
 		defer stop()
-		base, relayCPU = b, func() time.Duration { return procCPU(pid) }
+		base, relayCPU, relayWrites = b, func() time.Duration { return procCPU(pid) }, func() int64 { return procWrites(pid) }
 		fmt.Fprintf(c.out, "relay: its own anp2 serve process (%s, pid %d); this process only generates load\n", exe, pid)
 	}
 	fmt.Fprintf(c.out, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, loadAverage())
 	res, err := pushload.Run(ctx, pushload.Options{
 		Base: base, Subscribers: c.pushSubs, Triggers: c.pushTriggers, Rate: c.pushRate, Events: c.pushEvents, Topics: c.pushTopics,
-		RelayCPU: relayCPU, SelfCPU: cpuTime, MachineCPU: machineCPU,
+		RelayCPU: relayCPU, RelayWrites: relayWrites, SelfCPU: cpuTime, MachineCPU: machineCPU,
 		Progress: func(phase string, done, total int) { c.progress.step(phase, "%s: %d/%d", phase, done, total) },
 	})
 	c.progress.done()
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv("ANP2_PUSH_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = res.WriteTrace(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("push trace: %w", err)
+		}
 	}
 	res.Print(c.out)
 	fmt.Fprintf(c.out, "  load average after: %s\n", loadAverage())
@@ -91,4 +104,20 @@ func machineCPU() (busy, all time.Duration) {
 	}
 	tick := 10 * time.Millisecond
 	return time.Duration(sum-idle) * tick, time.Duration(sum) * tick
+}
+
+// procWrites returns the bytes process pid has caused to be written to
+// storage (Linux /proc/PID/io write_bytes), 0 when it cannot be read.
+func procWrites(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -358,3 +358,42 @@ func TestBusyWorkersQueuePending(t *testing.T) {
 		t.Fatalf("receiver got %d requests, want 3", n)
 	}
 }
+
+// TestFeedFullReadsLog: commits the matcher's feed could not hold (here
+// a feed of size 0 for the first half) are matched from the log, and the
+// matcher goes back to the feed once its cursor has passed them; every
+// matching event is delivered once, none lost, none twice.
+func TestFeedFullReadsLog(t *testing.T) {
+	r, m := start(t, delivery.Options{})
+	rc := newReceiver(t, nil)
+	a := taskstest.Pool(2)
+	trig := addTrigger(t, r, a[0], `{"match":{"kinds":[1],"authors":["`+a[1].ID+`"]},"target":{"type":"webhook","url":"`+rc.URL+`"}}`)
+	want := map[string]bool{}
+	var evs []*protocol.Event
+	for i := range 60 {
+		e := a[1].Sign(protocol.KindPost, vt-100+int64(i), fmt.Sprintf("n%d", i))
+		evs = append(evs, e)
+		want[delivery.IdempotencyKey(e.ID, trig)] = true
+	}
+	gap0 := delivery.FeedGap(m)
+	delivery.SetFeedMax(m, 0)
+	r.PostAll(t, evs[:30], 8)
+	if delivery.FeedGap(m) <= gap0 {
+		t.Fatalf("feed gap %d after 30 commits into a feed of 0, want past %d", delivery.FeedGap(m), gap0)
+	}
+	delivery.SetFeedMax(m, 4096)
+	r.PostAll(t, evs[30:], 8)
+	relaytest.Eventually(t, "60 delivered", func() bool { return len(rc.got()) >= 60 })
+	got := map[string]int{}
+	for _, h := range rc.got() {
+		got[h.key]++
+	}
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("key %s delivered %d times, want 1", k, got[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d keys delivered, want %d", len(got), len(want))
+	}
+}

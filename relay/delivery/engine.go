@@ -57,10 +57,19 @@ const (
 	maxMatched = 1024
 )
 
-// matchOnce matches the log past the cursor against the triggers, one
+// matchItem is one event the matcher considers: its sequence, the event
+// and, when some trigger may match it, its stored JSON.
+type matchItem struct {
+	seq  int64
+	ev   *protocol.Event
+	body []byte
+}
+
+// matchOnce matches the events past the cursor against the triggers, one
 // chunk per transaction (the deliveries and the cursor move together, so
-// a crash neither loses nor repeats a match). It reports whether it
-// reached the log's end.
+// a crash neither loses nor repeats a match). The events come from the
+// feed (the relay's commit hook) when it holds all of them, else from
+// the log. It reports whether it reached the log's end.
 func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 	m.matchMu.Lock()
 	defer m.matchMu.Unlock()
@@ -69,30 +78,67 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		// first moves the cursor to the log's end (postTrigger, skipTo).
 		return true, nil
 	}
-	after, _, err := m.store.cursor(ctx)
+	after := m.cursor
+	ix := m.ix.Load()
+	items, last, done, err := m.fromFeed(ix, after)
+	if last == -1 {
+		items, last, done, err = m.fromLog(ctx, ix, after)
+	}
 	if err != nil {
 		return false, err
 	}
-	type item struct {
-		seq  int64
-		ev   *protocol.Event
-		body []byte
+	if last == after {
+		return true, nil
 	}
-	var items []item
+	if err := m.queue(ctx, ix, items, last); err != nil {
+		return false, err
+	}
+	return done, nil
+}
+
+// fromFeed returns a chunk of the feed's events past after, the last
+// sequence it covers and whether the feed holds no more; last is -1 when
+// the feed may lack some events (the log must be read).
+func (m *Module) fromFeed(ix *index, after int64) ([]matchItem, int64, bool, error) {
+	evs, ok := m.feed.after(after, matchChunk)
+	if !ok {
+		return nil, -1, false, nil
+	}
+	last, cands := after, 0
+	items := make([]matchItem, 0, len(evs))
+	for _, c := range evs {
+		if cands >= maxMatched {
+			return items, last, false, nil
+		}
+		it := matchItem{seq: c.Seq, ev: c.Event}
+		if n := len(ix.candidates(c.Event)); n > 0 {
+			cands += n
+			// What the log stores of it (eventlog.Record's Body).
+			it.body = protocol.AppendJSON(nil, c.Event)
+		}
+		items = append(items, it)
+		last = c.Seq
+	}
+	return items, last, len(evs) < matchChunk, nil
+}
+
+// fromLog reads a chunk of the log's events past after: the events, the
+// last sequence it covers and whether it reached the log's end.
+func (m *Module) fromLog(ctx context.Context, ix *index, after int64) ([]matchItem, int64, bool, error) {
+	var items []matchItem
 	last := after
-	ix := m.ix.Load()
 	// A chunk ends at matchChunk events or once it may queue maxMatched
 	// deliveries: the transaction holds the queue's one connection, and
 	// the claims and outcomes wait for it.
 	cands := 0
-	err = m.core.Log().Export(ctx, after, func(int64) error { return nil }, func(seq int64, body []byte) error {
+	err := m.core.Log().Export(ctx, after, func(int64) error { return nil }, func(seq int64, body []byte) error {
 		if len(items) >= matchChunk || cands >= maxMatched {
 			return errChunk
 		}
 		last = seq
 		var ev protocol.Event
 		if json.Unmarshal(body, &ev) == nil {
-			it := item{seq: seq, ev: &ev}
+			it := matchItem{seq: seq, ev: &ev}
 			if n := len(ix.candidates(&ev)); n > 0 {
 				cands += n
 				it.body = bytes.Clone(body) // fn's body is the log's until it returns
@@ -101,17 +147,19 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		}
 		return nil
 	})
-	done := err == nil
 	if err != nil && !errors.Is(err, errChunk) {
-		return false, err
+		return nil, after, false, err
 	}
-	if last == after {
-		return true, nil
-	}
+	return items, last, err == nil, nil
+}
+
+// queue queues the deliveries of items and moves the cursor to last, in
+// one transaction; the caller holds matchMu.
+func (m *Module) queue(ctx context.Context, ix *index, items []matchItem, last int64) error {
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer tx.Rollback()
 	// Deliveries the matcher sends itself (direct): each holds a slot
@@ -128,7 +176,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		for _, t := range ix.candidates(it.ev) {
 			n, err := m.match(ctx, tx, t, it.seq, it.ev, now, &direct)
 			if err != nil {
-				return false, err
+				return err
 			}
 			queued += n
 		}
@@ -140,11 +188,12 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		made += queued
 	}
 	if _, err := m.store.exec(ctx, tx, qCursor, last); err != nil {
-		return false, err
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return false, err
+		return err
 	}
+	m.cursor = last
 	for _, c := range direct {
 		m.startWorker(ctx, c)
 	}
@@ -152,7 +201,7 @@ func (m *Module) matchOnce(ctx context.Context) (bool, error) {
 		m.wakeDispatcher()
 	}
 	direct = nil
-	return done, nil
+	return nil
 }
 
 // skipTo moves the cursor from after to the log's end without reading
@@ -172,6 +221,7 @@ func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 	if _, err := m.store.exec(ctx, m.store.db, qCursor, through); err != nil {
 		return false, err
 	}
+	m.cursor = through
 	return true, nil
 }
 

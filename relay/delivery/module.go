@@ -97,8 +97,13 @@ type Module struct {
 	// ix files trigs for the matcher; rebuilt (under mu) at each change.
 	ix atomic.Pointer[index]
 	// matchMu is held by each matcher pass and by a trigger's creation,
-	// so a new trigger starts exactly at the matcher's cursor.
+	// so a new trigger starts exactly at the matcher's cursor. cursor is
+	// the queue's cursor (the last log sequence matched), as committed;
+	// matchMu guards it.
 	matchMu sync.Mutex
+	cursor  int64
+	// feed holds the events committed since Mount for the matcher.
+	feed feed
 
 	matchWake, dispatchWake chan struct{}
 	// slots holds one token per attempt in flight (at most Workers);
@@ -124,7 +129,7 @@ var _ relay.Runner = (*Module)(nil)
 // NewModule returns the delivery module.
 func NewModule(opts Options) *Module {
 	opts.defaults()
-	m := &Module{opts: opts, trigs: map[string]*storedTrigger{},
+	m := &Module{opts: opts, trigs: map[string]*storedTrigger{}, feed: feed{max: maxFeed},
 		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers)}
 	m.ix.Store(newIndex(nil))
 	return m
@@ -168,21 +173,28 @@ func (m *Module) Mount(core *relay.Server) error {
 		m.trigs[t.ID] = t
 	}
 	m.ix.Store(newIndex(m.trigs))
-	if _, ok, err := st.cursor(ctx); err != nil {
+	// The feed starts now: what the log holds before is read from the
+	// log (the end is read after the hook is in place, so no commit falls
+	// between the two).
+	core.OnCommit(m.committed)
+	end, err := m.logEnd(ctx)
+	if err != nil {
 		return err
-	} else if !ok { // a new queue matches from the log's end on
-		end, err := m.logEnd(ctx)
-		if err != nil {
-			return err
-		}
+	}
+	m.feed.markGap(end)
+	if cur, ok, err := st.cursor(ctx); err != nil {
+		return err
+	} else if ok {
+		m.cursor = cur
+	} else { // a new queue matches from the log's end on
 		if _, err := st.db.Exec(`INSERT INTO cursor(k, seq) VALUES (1, ?)`, end); err != nil {
 			return err
 		}
+		m.cursor = end
 	}
 	m.client = newClient(m.opts.AllowPrivate, m.opts.Workers)
 	relay.RegisterStatus(CodeTooManyTriggers, http.StatusTooManyRequests)
 	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
-	core.OnCommit(func([]eventlog.Committed) { signal(m.matchWake) })
 	core.AddMetrics(m.writeMetrics)
 	core.OnPublish(m.cascadeGate)
 	core.OnDryRun(func(e *protocol.Event, _ int64) error { return m.cascadeGate(context.Background(), e, time.Time{}) })
@@ -201,6 +213,15 @@ func signal(ch chan struct{}) {
 }
 
 func (m *Module) wakeDispatcher() { signal(m.dispatchWake) }
+
+// committed is the relay's commit hook: it hands the batch to the
+// matcher's feed and wakes the matcher. While no trigger exists the feed
+// keeps nothing (the matcher has nothing to match, and the first trigger
+// starts at the log's end).
+func (m *Module) committed(batch []eventlog.Committed) {
+	m.feed.add(batch, m.ix.Load().all > 0)
+	signal(m.matchWake)
+}
 
 // now is the relay clock in milliseconds.
 func (m *Module) now() int64 { return m.core.Config().Now().UnixMilli() }
@@ -378,21 +399,15 @@ func (m *Module) postTrigger(c echo.Context) error {
 	// with the new trigger among the others.
 	m.matchMu.Lock()
 	defer m.matchMu.Unlock()
-	end, _, err := m.store.cursor(c.Request().Context())
-	if err != nil {
-		return err
-	}
 	if len(m.snapshot()) == 0 {
 		// The matcher stood idle while no trigger existed: the cursor
 		// moves to the log's end first, so the new trigger matches what
 		// is stored from now on, as it would behind a busy matcher.
-		if _, err := m.skipTo(c.Request().Context(), end); err != nil {
-			return err
-		}
-		if end, _, err = m.store.cursor(c.Request().Context()); err != nil {
+		if _, err := m.skipTo(c.Request().Context(), m.cursor); err != nil {
 			return err
 		}
 	}
+	end := m.cursor
 	canon, _ := json.Marshal(spec)
 	t := &storedTrigger{ID: newID(), Owner: owner, FromSeq: end, CreatedAt: m.core.Now(), Spec: spec, raw: string(canon)}
 	m.mu.Lock()

@@ -52,11 +52,13 @@ func benchFold(agents, posts int) (*discovery.Fold, []string, int64) {
 	return f, ids, base + int64(posts*3600)
 }
 
-// measure runs q b.N times over random agents and reports the p99 latency.
+// measure runs q b.N times over random agents and reports the p99 latency
+// and the process's CPU time per query.
 func measure(b *testing.B, ids []string, q func(id string)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for range b.N {
 		id := ids[rng.IntN(len(ids))]
 		t0 := time.Now()
@@ -64,6 +66,7 @@ func measure(b *testing.B, ids []string, q func(id string)) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

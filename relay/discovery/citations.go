@@ -80,7 +80,23 @@ func refsOf(e *protocol.Event) map[string][]string {
 	return out
 }
 
-func (c *citations) apply(e *protocol.Event, add bool) {
+// mayCite reports whether refsOf(e) may be non-empty: e has an e tag or
+// is a kind 5.
+func mayCite(e *protocol.Event) bool {
+	if e.Kind == protocol.KindKnowledge {
+		return true
+	}
+	for _, t := range e.Tags {
+		if len(t) >= 2 && t[0] == "e" {
+			return true
+		}
+	}
+	return false
+}
+
+// apply folds e in or out; refs are its refsOf (nil when it cites
+// nothing).
+func (c *citations) apply(e *protocol.Event, refs map[string][]string, add bool) {
 	if !add {
 		for _, edge := range c.outgoing[e.ID] {
 			if in := c.incoming[edge.Target]; in != nil {
@@ -93,11 +109,10 @@ func (c *citations) apply(e *protocol.Event, add bool) {
 		delete(c.outgoing, e.ID)
 		return
 	}
-	if _, done := c.outgoing[e.ID]; done {
+	if len(refs) == 0 {
 		return
 	}
-	refs := refsOf(e)
-	if len(refs) == 0 {
+	if _, done := c.outgoing[e.ID]; done {
 		return
 	}
 	edges := make([]*Citation, 0, len(refs))

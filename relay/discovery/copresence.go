@@ -23,58 +23,154 @@ const (
 // tenths (summed as integers, so a score never depends on summation order).
 var ContextWeights = map[string]int{CtxThread: 10, CtxCitation: 8, CtxTopic: 5, CtxCapability: 3}
 
-// ctxIndex holds when each agent appeared in each context (sorted times).
+// ctxIndex holds when each agent appeared in each context (sorted times):
+// each context's members with their times, and for each agent where its
+// times are in each of its contexts, so a new time is one insertion and a
+// co-presence query walks a context's members in one array.
 type ctxIndex struct {
-	byAgent map[string]map[string][]int64
-	byRef   map[string]map[string][]int64
+	byAgent map[string]map[string]memberLoc // agent → ref → its entry
+	byRef   map[string]*refMembers          // ref → its members
+}
+
+// memberLoc is where an agent's entry in a context is.
+type memberLoc struct {
+	r   *refMembers
+	pos int
+}
+
+// refMembers lists a context's members, in no order.
+type refMembers struct{ list []member }
+
+// member is when one agent appeared in one context.
+type member struct {
+	agent string
+	times []int64 // sorted
 }
 
 func newIndex() ctxIndex {
-	return ctxIndex{byAgent: map[string]map[string][]int64{}, byRef: map[string]map[string][]int64{}}
+	return ctxIndex{byAgent: map[string]map[string]memberLoc{}, byRef: map[string]*refMembers{}}
 }
 
 func (x ctxIndex) apply(agent, ref string, at int64, add bool) {
-	edit(x.byAgent, agent, ref, at, add)
-	edit(x.byRef, ref, agent, at, add)
-}
-
-func edit(m map[string]map[string][]int64, a, b string, at int64, add bool) {
-	inner := m[a]
-	if inner == nil {
+	inner := x.byAgent[agent]
+	loc, ok := inner[ref]
+	if !ok {
 		if !add {
 			return
 		}
-		inner = map[string][]int64{}
-		m[a] = inner
-	}
-	times := inner[b]
-	i, found := slices.BinarySearch(times, at)
-	if add {
-		times = slices.Insert(times, i, at)
-	} else if found {
-		times = slices.Delete(times, i, i+1)
-	}
-	if len(times) == 0 {
-		delete(inner, b)
-		if len(inner) == 0 {
-			delete(m, a)
+		if inner == nil {
+			inner = map[string]memberLoc{}
+			x.byAgent[agent] = inner
 		}
+		r := x.byRef[ref]
+		if r == nil {
+			r = &refMembers{}
+			x.byRef[ref] = r
+		}
+		loc = memberLoc{r, len(r.list)}
+		r.list = append(r.list, member{agent: agent})
+		inner[ref] = loc
+	}
+	m := &loc.r.list[loc.pos]
+	if n := len(m.times); add && (n == 0 || m.times[n-1] <= at) {
+		m.times = append(m.times, at)
 		return
 	}
-	inner[b] = times
+	i, found := slices.BinarySearch(m.times, at)
+	if add {
+		m.times = slices.Insert(m.times, i, at)
+	} else if found {
+		m.times = slices.Delete(m.times, i, i+1)
+	}
+	if len(m.times) > 0 {
+		return
+	}
+	delete(inner, ref)
+	if len(inner) == 0 {
+		delete(x.byAgent, agent)
+	}
+	r, last := loc.r, len(loc.r.list)-1
+	if loc.pos != last {
+		r.list[loc.pos] = r.list[last]
+		x.byAgent[r.list[loc.pos].agent][ref] = loc
+	}
+	r.list[last] = member{}
+	if r.list = r.list[:last]; last == 0 {
+		delete(x.byRef, ref)
+	}
 }
 
 // contexts is the co-presence fold: threads, topics, cited events and
 // declared capabilities, per agent and per context.
 type contexts struct {
 	thread, topic, cite ctxIndex
-	capsOf              map[string][]string
-	capMembers          map[string]map[string]bool
+	// roots holds the events that root their own thread (most posts) by
+	// id. Such an event enters the thread index only once its thread has
+	// another event (it is materialised): a thread of one event is no
+	// shared context, so leaving it out changes no answer and spares two
+	// index entries per post.
+	roots      map[string]rootRec
+	capsOf     map[string][]string
+	capMembers map[string]map[string]bool
+}
+
+// rootRec is an event rooting its own thread: its author, time, how many
+// times it was folded (once, but an index is a multiset) and whether it
+// is in the thread index.
+type rootRec struct {
+	agent string
+	at    int64
+	n     int32
+	in    bool
 }
 
 func newContexts() contexts {
-	return contexts{thread: newIndex(), topic: newIndex(), cite: newIndex(),
+	return contexts{thread: newIndex(), topic: newIndex(), cite: newIndex(), roots: map[string]rootRec{},
 		capsOf: map[string][]string{}, capMembers: map[string]map[string]bool{}}
+}
+
+// threadApply folds e (in thread r) in or out of the thread index.
+func (c *contexts) threadApply(e *protocol.Event, r string, add bool) {
+	if r != e.ID {
+		if add {
+			c.materialize(r)
+		}
+		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+		return
+	}
+	rec, ok := c.roots[r]
+	switch {
+	case add:
+		if !ok {
+			rec = rootRec{agent: e.AgentID, at: e.CreatedAt, in: c.thread.byRef[r] != nil}
+		}
+		rec.n++
+		c.roots[r] = rec
+	case !ok:
+		return
+	case rec.n == 1:
+		delete(c.roots, r)
+	default:
+		rec.n--
+		c.roots[r] = rec
+	}
+	if rec.in {
+		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+	}
+}
+
+// materialize puts thread r's root into the thread index, before another
+// event of the thread enters it.
+func (c *contexts) materialize(r string) {
+	rec, ok := c.roots[r]
+	if !ok || rec.in {
+		return
+	}
+	rec.in = true
+	c.roots[r] = rec
+	for range rec.n {
+		c.thread.apply(rec.agent, r, rec.at, true)
+	}
 }
 
 // threadOf is the thread root e belongs to: its ["e", id, "root"] tag, else
@@ -101,18 +197,19 @@ func threadOf(e *protocol.Event) string {
 	return ""
 }
 
-func (c *contexts) apply(e *protocol.Event, add bool) {
+// apply folds e in or out; topics and refs are its topicsOf and refsOf.
+func (c *contexts) apply(e *protocol.Event, topics []string, refs map[string][]string, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile, protocol.KindCapability, protocol.KindSubscribe:
 		return
 	}
 	if r := threadOf(e); r != "" {
-		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+		c.threadApply(e, r, add)
 	}
-	for _, t := range topicsOf(e) {
+	for _, t := range topics {
 		c.topic.apply(e.AgentID, t, e.CreatedAt, add)
 	}
-	for id, rels := range refsOf(e) {
+	for id, rels := range refs {
 		if !slices.Contains(rels, "root") && !slices.Contains(rels, "reply") {
 			c.cite.apply(e.AgentID, id, e.CreatedAt, add)
 		}
@@ -219,13 +316,14 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 // within [lo, hi] (capabilities whatever the time).
 func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	shared := func(idx ctxIndex, typ string, near func(a, b []int64) bool) {
-		for ref, mine := range idx.byAgent[agent] {
+		for ref, loc := range idx.byAgent[agent] {
+			mine := loc.r.list[loc.pos].times
 			if !anyIn(mine, lo, hi) {
 				continue
 			}
-			for other, theirs := range idx.byRef[ref] {
-				if other != agent && near(mine, theirs) {
-					fn(other, Context{typ, ref})
+			for _, theirs := range loc.r.list {
+				if theirs.agent != agent && near(mine, theirs.times) {
+					fn(theirs.agent, Context{typ, ref})
 				}
 			}
 		}

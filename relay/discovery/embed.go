@@ -1,14 +1,15 @@
 package discovery
 
 import (
+	"cmp"
 	"encoding/json"
-	"hash/fnv"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -35,9 +36,14 @@ const (
 
 var stopWords = map[string]bool{}
 
+// maxStopWord is the length of the longest stop word: longer tokens are
+// not looked up.
+var maxStopWord int
+
 func init() {
 	for _, w := range strings.Fields("the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am") {
 		stopWords[w] = true
+		maxStopWord = max(maxStopWord, len(w))
 	}
 }
 
@@ -55,10 +61,13 @@ type postRec struct {
 
 type agentVec struct {
 	idx    int32
-	posts  []postRec         // newest first by (created_at, id)
-	counts map[uint32]uint32 // bucket counts over the newest ProfilePosts posts
-	normSq uint64            // Σ weight² over counts
+	posts  []postRec // oldest first by (created_at, id); the window is the last ProfilePosts
+	counts u32map    // bucket counts over the newest ProfilePosts posts
+	normSq uint64    // Σ weight² over counts
 }
+
+// window is a's profile posts: its newest ProfilePosts.
+func (a *agentVec) window() []postRec { return a.posts[max(0, len(a.posts)-ProfilePosts):] }
 
 // embeddings holds each agent's posts' features, its profile counts and an
 // inverted index bucket → agent → weight for the neighbour query. Weights
@@ -68,13 +77,89 @@ type agentVec struct {
 // any order.
 type embeddings struct {
 	agents   map[string]*agentVec
+	scratch  featureSet  // features' work space (the writer's)
 	names    []string    // idx → agent_id
 	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
-	postings map[uint32]map[int32]uint32
+	postings *postingIndex
+}
+
+// postingIndex is the inverted index bucket → agent idx → its weight
+// there, found through two levels of arrays (EmbeddingDims buckets in
+// blocks of postingBlock), not a Go map: a post's rare buckets come and go
+// with the posts in a window, and a map's deletions left tombstones to
+// rehash. A bucket with one agent (most rare ones) holds it in its block
+// entry; a table is allocated once two agents share the bucket.
+type postingIndex struct {
+	blocks [EmbeddingDims / postingBlock]*[postingBlock]postingEntry
+	free   []*u32map // emptied tables to reuse (a post's rare buckets empty as often as they fill)
+}
+
+const (
+	postingBlock   = 256
+	maxFreeBuckets = 4096
+)
+
+// postingEntry is one bucket: its only agent in one (v == 0: none) while
+// more is nil, else its table.
+type postingEntry struct {
+	one  [1]u32slot
+	more *u32map
+}
+
+// members returns dim's agents (idx, weight) as table slots, the empty
+// ones (v == 0) to skip, and how many agents there are.
+func (x *postingIndex) members(dim uint32) ([]u32slot, int) {
+	blk := x.blocks[dim/postingBlock]
+	if blk == nil {
+		return nil, 0
+	}
+	switch pe := &blk[dim%postingBlock]; {
+	case pe.more != nil:
+		return pe.more.slots, pe.more.n
+	case pe.one[0].v != 0:
+		return pe.one[:], 1
+	}
+	return nil, 0
+}
+
+// set sets agent who's weight in dim (0: who leaves it).
+func (x *postingIndex) set(dim uint32, who int32, w uint32) {
+	blk := x.blocks[dim/postingBlock]
+	if blk == nil {
+		if w == 0 {
+			return
+		}
+		blk = new([postingBlock]postingEntry)
+		x.blocks[dim/postingBlock] = blk
+	}
+	pe, k := &blk[dim%postingBlock], uint32(who)
+	if pe.more == nil {
+		switch one := &pe.one[0]; {
+		case one.v == 0 || one.k == k:
+			*one = u32slot{k, w} // w == 0 empties it
+			return
+		case w == 0:
+			return // who is not in it
+		}
+		// A second agent: the bucket gets a table.
+		if n := len(x.free); n > 0 {
+			pe.more, x.free = x.free[n-1], x.free[:n-1]
+		} else {
+			pe.more = &u32map{}
+		}
+		pe.more.set(pe.one[0].k, pe.one[0].v)
+		pe.one[0] = u32slot{}
+	}
+	if pe.more.set(k, w); pe.more.n == 0 {
+		if len(x.free) < maxFreeBuckets {
+			x.free = append(x.free, pe.more)
+		}
+		pe.more = nil
+	}
 }
 
 func newEmbeddings() embeddings {
-	return embeddings{agents: map[string]*agentVec{}, postings: map[uint32]map[int32]uint32{}}
+	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex)}
 }
 
 func weight(c uint32) uint64 {
@@ -92,39 +177,49 @@ var weights = func() (t [4096]uint64) {
 	return t
 }()
 
-func (m *embeddings) apply(e *protocol.Event, add bool) {
+// apply folds a post (topics are its topicsOf) in or out of its author's
+// vector. Posts are kept oldest first, so a new post is appended; entering
+// the window and pushing its oldest post out of it are counted as one
+// change per bucket (the buckets both posts share do not move).
+func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 	a := m.agents[e.AgentID]
 	if a == nil {
 		if !add {
 			return
 		}
-		a = &agentVec{idx: int32(len(m.names)), counts: map[uint32]uint32{}}
+		a = &agentVec{idx: int32(len(m.names))}
 		m.names = append(m.names, e.AgentID)
 		m.vecs = append(m.vecs, a)
 		m.agents[e.AgentID] = a
 	}
-	i := sort.Search(len(a.posts), func(i int) bool {
-		p := a.posts[i]
-		return p.at < e.CreatedAt || p.at == e.CreatedAt && p.id <= e.ID
-	})
-	exists := i < len(a.posts) && a.posts[i].id == e.ID
+	// i is the first post after e in (created_at, id) order.
+	n := len(a.posts)
+	i := n
+	if n > 0 && postAfter(a.posts[n-1], e.CreatedAt, e.ID) {
+		i = sort.Search(n, func(i int) bool { return postAfter(a.posts[i], e.CreatedAt, e.ID) })
+	}
+	exists := i > 0 && a.posts[i-1].id == e.ID
+	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		a.posts = slices.Insert(a.posts, i, postRec{at: e.CreatedAt, id: e.ID, feats: features(e), topics: topicsOf(e)})
-		if i < ProfilePosts {
-			m.count(a, a.posts[i].feats, 1)
-			if len(a.posts) > ProfilePosts {
-				m.count(a, a.posts[ProfilePosts].feats, -1) // pushed out of the window
+		p := postRec{at: e.CreatedAt, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
+		a.posts = slices.Insert(a.posts, i, p)
+		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
+			var out []feature
+			if n >= ProfilePosts {
+				out = a.posts[n-ProfilePosts].feats // pushed out of the window
 			}
+			m.change(a, p.feats, out)
 		}
 	case !add && exists:
-		gone := a.posts[i]
-		a.posts = slices.Delete(a.posts, i, i+1)
-		if i < ProfilePosts {
-			m.count(a, gone.feats, -1)
-			if len(a.posts) >= ProfilePosts {
-				m.count(a, a.posts[ProfilePosts-1].feats, 1) // back into the window
+		gone := a.posts[i-1]
+		a.posts = slices.Delete(a.posts, i-1, i)
+		if i-1 >= n-ProfilePosts {
+			var back []feature
+			if n > ProfilePosts {
+				back = a.posts[n-1-ProfilePosts].feats // back into the window
 			}
+			m.change(a, back, gone.feats)
 		}
 		if len(a.posts) == 0 {
 			delete(m.agents, e.AgentID) // its slot stays, with no postings
@@ -133,60 +228,164 @@ func (m *embeddings) apply(e *protocol.Event, add bool) {
 	}
 }
 
-// count adds (sign 1) or subtracts (-1) one post's features from a's
-// counts, updating the norm and the index for each bucket it changes.
-func (m *embeddings) count(a *agentVec, feats []feature, sign int) {
-	for _, f := range feats {
-		old := a.counts[f.dim]
-		now := uint32(int64(old) + int64(sign)*int64(f.w))
-		wo, wn := weight(old), weight(now)
-		a.normSq = a.normSq - wo*wo + wn*wn
-		b := m.postings[f.dim]
-		if now == 0 {
-			delete(a.counts, f.dim)
-			delete(b, a.idx)
-			if len(b) == 0 {
-				delete(m.postings, f.dim)
-			}
-			continue
+// postAfter reports whether p comes after (at, id) in (created_at, id)
+// order.
+func postAfter(p postRec, at int64, id string) bool {
+	return p.at > at || p.at == at && p.id > id
+}
+
+// change adds the features in (sorted by bucket) to a's counts and
+// subtracts the features out, one bucket at a time.
+func (m *embeddings) change(a *agentVec, in, out []feature) {
+	for len(in) > 0 || len(out) > 0 {
+		var dim uint32
+		var delta int64
+		switch {
+		case len(out) == 0 || len(in) > 0 && in[0].dim < out[0].dim:
+			dim, delta, in = in[0].dim, int64(in[0].w), in[1:]
+		case len(in) == 0 || out[0].dim < in[0].dim:
+			dim, delta, out = out[0].dim, -int64(out[0].w), out[1:]
+		default:
+			dim, delta = in[0].dim, int64(in[0].w)-int64(out[0].w)
+			in, out = in[1:], out[1:]
 		}
-		a.counts[f.dim] = now
-		if b == nil {
-			b = map[int32]uint32{}
-			m.postings[f.dim] = b
+		if delta != 0 {
+			m.count(a, dim, delta)
 		}
-		b[a.idx] = uint32(wn)
 	}
 }
 
-// features returns the hashed feature counts of one post (see
-// EmbeddingSchema), by bucket.
-func features(e *protocol.Event) []feature {
-	counts := map[uint32]float32{}
-	add := func(s string) {
-		if len(counts) >= MaxPostFeatures {
+// count changes a's count of one bucket by delta, updating the norm and
+// the index.
+func (m *embeddings) count(a *agentVec, dim uint32, delta int64) {
+	old, now := a.counts.add(dim, delta)
+	wo, wn := weight(old), weight(now)
+	a.normSq = a.normSq - wo*wo + wn*wn
+	m.postings.set(dim, a.idx, uint32(wn))
+}
+
+// FNV-1a 32, the features' hash.
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+func fnvAdd(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// featureSet counts a post's features by bucket, at most MaxPostFeatures
+// distinct buckets (a feature in a new bucket past them, or any feature
+// once they are full, is not counted: the order features are added in is
+// the schema's). A short list is searched in place; a long one through a
+// map.
+type featureSet struct {
+	list []feature
+	at   map[uint32]int
+}
+
+func (s *featureSet) add(h uint32) {
+	if len(s.list) >= MaxPostFeatures {
+		return
+	}
+	d := h % EmbeddingDims
+	if s.at != nil {
+		if i, ok := s.at[d]; ok {
+			s.list[i].w++
 			return
 		}
-		h := fnv.New32a()
-		h.Write([]byte(s))
-		counts[h.Sum32()%EmbeddingDims]++
-	}
-	toks := Tokens(postText(e))
-	for i, t := range toks {
-		add("w|" + t)
-		if i+1 < len(toks) {
-			add("b|" + t + " " + toks[i+1])
+		s.at[d] = len(s.list)
+	} else {
+		for i := range s.list {
+			if s.list[i].dim == d {
+				s.list[i].w++
+				return
+			}
+		}
+		if len(s.list) == 32 {
+			s.at = make(map[uint32]int, 2*32)
+			for i, f := range s.list {
+				s.at[f.dim] = i
+			}
+			s.at[d] = len(s.list)
 		}
 	}
-	for _, t := range topicsOf(e) {
-		add("t|" + strings.ToLower(t))
+	s.list = append(s.list, feature{d, 1})
+}
+
+func (s *featureSet) full() bool { return len(s.list) >= MaxPostFeatures }
+
+func (s *featureSet) word(t string) { s.add(fnvAdd(fnvAdd(fnvOffset, "w|"), t)) }
+
+func (s *featureSet) bigram(t, next string) {
+	s.add(fnvAdd(fnvAdd(fnvAdd(fnvAdd(fnvOffset, "b|"), t), " "), next))
+}
+
+// features returns the hashed feature counts of one post (see
+// EmbeddingSchema), by bucket; topics are e's topicsOf, s a work space.
+func features(e *protocol.Event, topics []string, s *featureSet) []feature {
+	s.list, s.at = s.list[:0], nil
+	text := postText(e)
+	if isASCII(text) {
+		// Lowercase ASCII letters and digits are the tokens' runes: the
+		// tokens are slices of the lowercased text, hashed as they come.
+		lower := strings.ToLower(text)
+		prev := ""
+		for i := 0; i < len(lower) && !s.full(); {
+			for i < len(lower) && !asciiTokenByte(lower[i]) {
+				i++
+			}
+			j := i
+			for j < len(lower) && asciiTokenByte(lower[j]) {
+				j++
+			}
+			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && (len(t) > maxStopWord || !stopWords[t]) {
+				if prev != "" {
+					s.bigram(prev, t)
+				}
+				s.word(t)
+				prev = t
+			}
+			i = j
+		}
+	} else {
+		toks := Tokens(text)
+		for i, t := range toks {
+			s.word(t)
+			if i+1 < len(toks) {
+				s.bigram(t, toks[i+1])
+			}
+		}
 	}
-	out := make([]feature, 0, len(counts))
-	for d, c := range counts {
-		out = append(out, feature{d, c})
+	for _, t := range topics {
+		s.add(fnvAdd(fnvAdd(fnvOffset, "t|"), strings.ToLower(t)))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].dim < out[j].dim })
+	out := slices.Clone(s.list)
+	if len(out) > 32 {
+		slices.SortFunc(out, func(a, b feature) int { return cmp.Compare(a.dim, b.dim) })
+		return out
+	}
+	for i := 1; i < len(out); i++ { // a post's few features: an insertion sort
+		for j := i; j > 0 && out[j].dim < out[j-1].dim; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
 	return out
+}
+
+func asciiTokenByte(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Tokens splits text into the embedding's tokens.
@@ -202,7 +401,13 @@ func Tokens(text string) []string {
 	return out
 }
 
+// postText is a post's text: its content, or for JSON object content
+// (or null) its string fields claim, text, content, about, title and
+// summary joined by spaces.
 func postText(e *protocol.Event) string {
+	if !jsonObjectOrNull(e.Content) {
+		return e.Content // json.Unmarshal into a map would fail
+	}
 	var obj map[string]any
 	if json.Unmarshal([]byte(e.Content), &obj) != nil {
 		return e.Content
@@ -214,6 +419,21 @@ func postText(e *protocol.Event) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// jsonObjectOrNull reports whether s, past JSON whitespace, starts as an
+// object or null: only those unmarshal into a map without an error.
+func jsonObjectOrNull(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', 'n':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // Neighbor is one row of GET /neighbors.
@@ -262,7 +482,7 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		dim uint32
 		w   uint64
 	}
-	mine := make([]dimWeight, 0, len(me.counts))
+	mine := make([]dimWeight, 0, me.counts.len())
 	// One partial dot product per slot, from a pool: at 100,000 agents a
 	// fresh one is 800 KB of garbage per query; only touched slots are
 	// non-zero and they are cleared before the buffer goes back.
@@ -278,21 +498,25 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		}
 		partialPool.Put(buf)
 	}()
-	for dim, c := range me.counts {
-		w := weight(c)
-		mine = append(mine, dimWeight{dim, w})
-		b := f.emb.postings[dim]
-		if len(b) > limit {
+	for _, s := range me.counts.slots {
+		if s.v == 0 {
 			continue
 		}
-		for who, ow := range b {
-			if who == me.idx {
+		w := weight(s.v)
+		mine = append(mine, dimWeight{s.k, w})
+		slots, n := f.emb.postings.members(s.k)
+		if n > limit {
+			continue
+		}
+		for _, p := range slots {
+			who := int32(p.k)
+			if p.v == 0 || who == me.idx {
 				continue
 			}
 			if partial[who] == 0 {
 				touched = append(touched, who)
 			}
-			partial[who] += w * uint64(ow)
+			partial[who] += w * uint64(p.v)
 		}
 	}
 	better := func(a, b Neighbor) bool { return a.Sim > b.Sim || a.Sim == b.Sim && a.AgentID < b.AgentID }
@@ -309,13 +533,13 @@ func (f *Fold) Neighbors(agent string, k int) []Neighbor {
 		other := f.emb.vecs[who]
 		var dot uint64
 		for _, m := range mine {
-			dot += m.w * weight(other.counts[m.dim])
+			dot += m.w * weight(other.counts.get(m.dim))
 		}
 		sim := float64(dot) / math.Sqrt(float64(me.normSq)) / math.Sqrt(float64(other.normSq))
 		return Neighbor{AgentID: f.emb.names[who], Sim: round4(min(sim, 1))}
 	}, better, func(n Neighbor) bool { return n.Sim > 0 })
 	for i := range top {
-		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].posts, 3)
+		top[i].SampleTopics = sampleTopics(f.emb.agents[top[i].AgentID].window(), 3)
 	}
 	return top
 }
@@ -360,9 +584,9 @@ func (f *Fold) profileVec(agent string) *agentVec {
 	}
 	parts = append(parts, caps...)
 	e.Content = strings.Join(parts, " ")
-	v := &agentVec{idx: -1, counts: map[uint32]uint32{}}
-	for _, ft := range features(e) {
-		v.counts[ft.dim] = uint32(ft.w)
+	v := &agentVec{idx: -1}
+	for _, ft := range features(e, topicsOf(e), &featureSet{}) {
+		v.counts.set(ft.dim, uint32(ft.w))
 		w := weight(uint32(ft.w))
 		v.normSq += w * w
 	}
@@ -390,9 +614,10 @@ func topK(who []int32, k int, row func(int32) Neighbor, better func(a, b Neighbo
 	return top
 }
 
-func sampleTopics(posts []postRec, n int) []string {
+// sampleTopics is the n topics most used in window (a's profile posts).
+func sampleTopics(window []postRec, n int) []string {
 	count := map[string]int{}
-	for _, p := range posts[:min(len(posts), ProfilePosts)] {
+	for _, p := range window {
 		for _, t := range p.topics {
 			count[t]++
 		}
@@ -413,7 +638,7 @@ func (f *Fold) SampleTopics(agent string) []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if a := f.emb.agents[agent]; a != nil {
-		return sampleTopics(a.posts, 3)
+		return sampleTopics(a.window(), 3)
 	}
 	return []string{}
 }

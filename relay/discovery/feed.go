@@ -63,7 +63,7 @@ func (f *Fold) Interests(agent string) (follows, topics, caps []string) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if a := f.emb.agents[agent]; a != nil {
-		for _, t := range sampleTopics(a.posts, 5) {
+		for _, t := range sampleTopics(a.window(), 5) {
 			if !slices.Contains(topics, t) {
 				topics = append(topics, t)
 			}

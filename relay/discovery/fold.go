@@ -11,8 +11,10 @@ package discovery
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -78,9 +80,14 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	defer f.mu.Unlock()
 	switch e.Kind {
 	case protocol.KindProfile:
+		before := latest(f.profiles[e.AgentID])
 		f.profiles[e.AgentID] = revise(f.profiles[e.AgentID], e, add)
+		now := latest(f.profiles[e.AgentID])
+		if now == before {
+			break // the setting is the latest profile's
+		}
 		was := f.disc[e.AgentID] == InviteOnly
-		if d := parseDiscoverability(latest(f.profiles[e.AgentID])); d != Public {
+		if d := parseDiscoverability(now); d != Public {
 			f.disc[e.AgentID] = d
 		} else {
 			delete(f.disc, e.AgentID)
@@ -105,11 +112,17 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	case protocol.KindSubscribe:
 		f.subs.apply(e, add)
 	}
-	f.cites.apply(e, add)
-	f.ctx.apply(e, add)
-	f.recent.apply(e, add)
+	// Each index below reads e's topics and references: parsed once.
+	topics := topicsOf(e)
+	var refs map[string][]string
+	if mayCite(e) {
+		refs = refsOf(e)
+	}
+	f.cites.apply(e, refs, add)
+	f.ctx.apply(e, topics, refs, add)
+	f.recent.apply(e, topics, add)
 	if isPost(e) {
-		f.emb.apply(e, add)
+		f.emb.apply(e, topics, add)
 	}
 }
 
@@ -182,7 +195,7 @@ func (f *Fold) MaySee(reader, author string) bool {
 // parseDiscoverability reads a profile's discoverability (public when p is
 // nil or says anything else).
 func parseDiscoverability(p *protocol.Event) string {
-	if p == nil {
+	if p == nil || !mayNameDiscoverability(p.Content) {
 		return Public
 	}
 	var body struct {
@@ -196,15 +209,32 @@ func parseDiscoverability(p *protocol.Event) string {
 	return Public
 }
 
+// mayNameDiscoverability reports whether content may hold a key that
+// encoding/json matches to "discoverability" (any case; Unicode folds
+// such as ſ for s; escapes): always, unless content is ASCII without a
+// backslash and without that word in any case.
+func mayNameDiscoverability(content string) bool {
+	const key = "discoverability"
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c >= utf8.RuneSelf || c == '\\':
+			return true
+		case c|0x20 == 'd' && len(content)-i >= len(key) && strings.EqualFold(content[i:i+len(key)], key):
+			return true
+		}
+	}
+	return false
+}
+
 // capNames is protocol.CapabilityNames.
 func capNames(e *protocol.Event) []string { return protocol.CapabilityNames(e) }
 
 // topicsOf returns e's distinct non-empty t tag values.
 func topicsOf(e *protocol.Event) []string {
 	var out []string
-	for _, v := range e.TagValues("t") {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
+	for _, t := range e.Tags {
+		if len(t) >= 2 && t[0] == "t" && t[1] != "" && !slices.Contains(out, t[1]) {
+			out = append(out, t[1])
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -22,9 +23,61 @@ import (
 // digested, §18.7): a rebuilt index answers every query within the
 // window exactly as the live one.
 type recentIndex struct {
-	byAuthor map[string][]*protocol.Event
-	byTopic  map[string][]*protocol.Event
+	byAuthor map[string]*stubList
+	byTopic  map[string]*stubList
 	horizon  int64 // stubs created before it are dropped
+}
+
+// stubList is one author's or topic's stubs, oldest first; each with its
+// created_at and its id's first 8 bytes beside it, so a search reads a
+// stub only on a tie of both (events of one busy second tie on created_at).
+type stubList struct{ list []stubRef }
+
+type stubRef struct {
+	at  int64
+	pre uint64 // idPrefix(ev.ID)
+	ev  *protocol.Event
+}
+
+// idPrefix is id's first 8 bytes as a big-endian number (zero-padded):
+// ids in that order are in string order.
+func idPrefix(id string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(id) {
+			p |= uint64(id[i])
+		}
+	}
+	return p
+}
+
+// search is the index of the first stub at or after (at, id).
+func (l *stubList) search(at int64, id string) int {
+	n, pre := len(l.list), idPrefix(id)
+	// A new stub is most often the newest, or near the end: gallop back
+	// from the end before the binary search.
+	lo, hi := 0, n
+	for step := 1; hi > 0; step *= 2 {
+		k := max(0, n-step)
+		if l.list[k].before(at, pre, id) {
+			lo = k + 1
+			break
+		}
+		hi = k
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return !l.list[lo+i].before(at, pre, id) })
+}
+
+// before reports whether r comes before (at, id); pre is idPrefix(id).
+func (r *stubRef) before(at int64, pre uint64, id string) bool {
+	if r.at != at {
+		return r.at < at
+	}
+	if r.pre != pre {
+		return r.pre < pre
+	}
+	return r.ev.ID < id
 }
 
 // maxFeedWindow is the widest feed window (ParseWindow's 90 d); prunePeriod
@@ -35,37 +88,58 @@ const (
 )
 
 func newRecentIndex() recentIndex {
-	return recentIndex{byAuthor: map[string][]*protocol.Event{}, byTopic: map[string][]*protocol.Event{}}
+	return recentIndex{byAuthor: map[string]*stubList{}, byTopic: map[string]*stubList{}}
 }
 
 func feedKind(k int64) bool { return slices.Contains(FeedKinds, k) }
 
-func (x *recentIndex) apply(e *protocol.Event, add bool) {
+// apply folds e in or out; topics are its topicsOf.
+func (x *recentIndex) apply(e *protocol.Event, topics []string, add bool) {
 	if !feedKind(e.Kind) || add && e.CreatedAt < x.horizon {
 		return
 	}
-	stub := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}
-	for _, t := range topicsOf(e) {
-		stub.Tags = append(stub.Tags, []string{"t", t})
-	}
+	stub := newStub(e, topics)
 	place(x.byAuthor, e.AgentID, stub, add)
-	for _, t := range topicsOf(e) {
+	for _, t := range topics {
 		place(x.byTopic, t, stub, add)
 	}
+}
+
+// stub1 is a stub with one t tag, allocated at once.
+type stub1 struct {
+	ev   protocol.Event
+	tags [1][]string
+	tag  [2]string
+}
+
+// newStub is e's stub: its id, author, time, kind and a ["t", topic] tag
+// per topic (no tags when none).
+func newStub(e *protocol.Event, topics []string) *protocol.Event {
+	if len(topics) == 1 {
+		s := &stub1{ev: protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}, tag: [2]string{"t", topics[0]}}
+		s.tags[0] = s.tag[:]
+		s.ev.Tags = s.tags[:]
+		return &s.ev
+	}
+	stub := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}
+	for _, t := range topics {
+		stub.Tags = append(stub.Tags, []string{"t", t})
+	}
+	return stub
 }
 
 // prune drops the stubs created before horizon (copying the lists kept,
 // so the dropped ones' memory is freed).
 func (x *recentIndex) prune(horizon int64) {
 	x.horizon = horizon
-	for _, m := range []map[string][]*protocol.Event{x.byAuthor, x.byTopic} {
-		for k, list := range m {
-			i, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: horizon}, cmpEvents)
+	for _, m := range []map[string]*stubList{x.byAuthor, x.byTopic} {
+		for k, l := range m {
+			i := l.search(horizon, "")
 			switch {
-			case i == len(list):
+			case i == len(l.list):
 				delete(m, k)
 			case i > 0:
-				m[k] = slices.Clone(list[i:])
+				l.list = slices.Clone(l.list[i:])
 			}
 		}
 	}
@@ -104,18 +178,23 @@ func cmpEvents(a, b *protocol.Event) int {
 	return 0
 }
 
-func place(m map[string][]*protocol.Event, key string, e *protocol.Event, add bool) {
-	list := m[key]
-	i, found := slices.BinarySearchFunc(list, e, cmpEvents)
+func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
+	l := m[key]
+	if l == nil {
+		if !add {
+			return
+		}
+		l = &stubList{}
+		m[key] = l
+	}
+	i, pre := l.search(e.CreatedAt, e.ID), idPrefix(e.ID)
+	found := i < len(l.list) && l.list[i].at == e.CreatedAt && l.list[i].pre == pre && l.list[i].ev.ID == e.ID
 	switch {
 	case add && !found:
-		m[key] = slices.Insert(list, i, e)
+		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, pre, e})
 	case !add && found:
-		list = slices.Delete(list, i, i+1)
-		if len(list) == 0 {
+		if l.list = slices.Delete(l.list, i, i+1); len(l.list) == 0 {
 			delete(m, key)
-		} else {
-			m[key] = list
 		}
 	}
 }
@@ -131,10 +210,14 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []*protocol.Event
-	take := func(list []*protocol.Event) {
-		lo, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: since}, cmpEvents)
-		hi, _ := slices.BinarySearchFunc(list, &protocol.Event{CreatedAt: until + 1}, cmpEvents)
-		out = append(out, list[max(lo, hi-n):hi]...)
+	take := func(l *stubList) {
+		if l == nil {
+			return
+		}
+		lo, hi := l.search(since, ""), l.search(until+1, "")
+		for _, r := range l.list[max(lo, hi-n):hi] {
+			out = append(out, r.ev)
+		}
 	}
 	for _, a := range authors {
 		take(f.recent.byAuthor[a])

@@ -54,9 +54,12 @@ type Record struct {
 }
 
 // NewRecord returns the record of e received as raw (of rawType) at
-// receivedAt: its body encoded, and raw kept only when it differs.
+// receivedAt: its body encoded, and raw kept only when it differs. The
+// body is encoded into one buffer of raw's size (the size of a canonical
+// JSON raw; at most 16 KiB, so a padded raw does not size it), not grown
+// from nothing.
 func NewRecord(e *protocol.Event, raw []byte, rawType string, receivedAt int64) Record {
-	rec := Record{Event: e, Body: protocol.AppendJSON(nil, e), RawType: rawType, ReceivedAt: receivedAt}
+	rec := Record{Event: e, Body: protocol.AppendJSON(make([]byte, 0, min(len(raw), 16<<10)), e), RawType: rawType, ReceivedAt: receivedAt}
 	if !bytes.Equal(raw, rec.Body) {
 		rec.Raw = raw
 	}

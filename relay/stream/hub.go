@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -89,6 +90,17 @@ type Hub struct {
 	subs    map[*subscriber]struct{}
 	closed  bool
 	dropped uint64 // subscribers disconnected for being too slow
+	// The routing index (route.go), under mu: routes files subscribers
+	// by key, scan holds those offered everything; gen, cands and key are
+	// candidates' scratch.
+	routes map[string]map[*subscriber]struct{}
+	scan   map[*subscriber]struct{}
+	gen    uint64
+	cands  []*subscriber
+	key    []byte
+	// last is the last sequence Publish has handed out (stored once the
+	// batch's offers are done).
+	last atomic.Int64
 }
 
 // NewHub returns a hub; it panics when opts.Backlog is nil.
@@ -97,7 +109,8 @@ func NewHub(opts Options) *Hub {
 		panic("stream: Options.Backlog is required")
 	}
 	opts.defaults()
-	return &Hub{opts: opts, subs: map[*subscriber]struct{}{}}
+	return &Hub{opts: opts, subs: map[*subscriber]struct{}{}, routes: map[string]map[*subscriber]struct{}{},
+		scan: map[*subscriber]struct{}{}}
 }
 
 // entry is one frame waiting for subscribers; entries are shared.
@@ -135,9 +148,16 @@ type subscriber struct {
 	gone   chan struct{} // closed when the hub drops it; reason is set first
 	reason endReason
 
+	// keys are its routing keys (nil: offered everything); mark is the
+	// last candidates pass that listed it; both under the hub's mu.
+	keys []string
+	mark uint64
+	// last is the hub's; regAt its value when s registered.
+	last  *atomic.Int64
+	regAt int64
+
 	mu    sync.Mutex
 	queue []*entry
-	seen  int64 // last seq Publish considered for this subscriber
 	spare []*entry
 }
 
@@ -156,9 +176,13 @@ func (h *Hub) Publish(items []Item) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs {
+	cands := h.candidates(entries)
+	for _, s := range cands {
 		h.offer(s, entries)
 	}
+	clear(cands)
+	// Every subscriber has now been offered what it matches up to here.
+	h.last.Store(entries[len(entries)-1].seq)
 }
 
 // offer queues the entries s matches; the caller holds h.mu.
@@ -178,7 +202,6 @@ func (h *Hub) offer(s *subscriber, entries []entry) {
 		s.queue = append(s.queue, e)
 		added = true
 	}
-	s.seen = entries[len(entries)-1].seq
 	s.mu.Unlock()
 	if added {
 		s.signal()
@@ -227,6 +250,7 @@ func (h *Hub) drop(s *subscriber, why endReason) {
 		return
 	}
 	delete(h.subs, s)
+	h.unfile(s)
 	if why == endSlow {
 		h.dropped++
 	}
@@ -247,25 +271,38 @@ func (h *Hub) register(f *Filter, reader string) (*subscriber, error) {
 			RetryAfter: h.opts.RetryAfter,
 		}
 	}
-	s := &subscriber{filter: f, reader: reader, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	s := &subscriber{filter: f, reader: reader, wake: make(chan struct{}, 1), gone: make(chan struct{}),
+		last: &h.last, regAt: h.last.Load()}
 	h.subs[s] = struct{}{}
+	h.file(s)
 	return s, nil
 }
 
 func (h *Hub) unregister(s *subscriber) {
 	h.mu.Lock()
-	delete(h.subs, s)
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		h.unfile(s)
+	}
 	h.mu.Unlock()
 }
 
 // take swaps out s's queue, returning the queued entries and the last
-// sequence Publish had considered when they were taken.
+// sequence Publish had considered for s when they were taken (0 before
+// the first batch published since s registered).
 func (s *subscriber) take() ([]*entry, int64) {
+	// Read before the queue: the offers of every batch up to last were
+	// done when it was stored, so their entries are in this queue or an
+	// earlier one.
+	seen := s.last.Load()
+	if seen <= s.regAt {
+		seen = 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queue
 	s.queue, s.spare = s.spare[:0], nil
-	return q, s.seen
+	return q, seen
 }
 
 // keepQueueCap is the largest drained queue a subscriber keeps for reuse.

@@ -8,6 +8,7 @@
 package pushload
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -44,6 +45,9 @@ type Options struct {
 	Progress func(phase string, done, total int)
 	// RelayCPU, when set, reads the relay's CPU time.
 	RelayCPU func() time.Duration
+	// RelayWrites, when set, reads the bytes the relay has written to
+	// storage (its files and their fsyncs: the log's and the queue's).
+	RelayWrites func() int64
 	// SelfCPU and MachineCPU, when set, read the load generator's CPU
 	// time and the whole machine's (busy, and busy plus idle, over all
 	// cores), so the relay's share of the loaded phase is told apart
@@ -54,13 +58,22 @@ type Options struct {
 
 // Result is what one run measured.
 type Result struct {
-	Opts                       Options
-	RateIdle, RateLoaded       float64
-	PubIdle, PubLoaded         []time.Duration
-	WS, Hooks                  []time.Duration
+	Opts                 Options
+	RateIdle, RateLoaded float64
+	PubIdle, PubLoaded   []time.Duration
+	WS, Hooks            []time.Duration
+	// WSEvent and HookEvent name the event of each receipt in WS and
+	// Hooks (its index in the loaded phase); PubStart is each loaded
+	// publish's start, as an offset from the phase's start.
+	WSEvent, HookEvent         []int32
+	PubStart                   []time.Duration
+	PubT0                      time.Time // the loaded phase's first publish's start
 	WantWS, WantHooks          int
 	CPUIdle, CPULoaded         time.Duration
 	ElapsedIdle, ElapsedLoaded time.Duration
+	// WritesIdle and WritesLoaded are the relay's storage writes over
+	// each phase, in bytes (0 when not measured).
+	WritesIdle, WritesLoaded int64
 	// Over the loaded phase: the generator's CPU, and the machine's busy
 	// and total CPU time (0 when not measured).
 	SelfLoaded, MachineBusy, MachineAll time.Duration
@@ -73,7 +86,9 @@ type phase struct {
 	mu    sync.Mutex
 	ws    []time.Duration
 	hooks []time.Duration
-	wsN   atomic.Int64
+	// wsEv and hookEv are the events of ws and hooks, one each.
+	wsEv, hookEv []int32
+	wsN          atomic.Int64
 }
 
 // index returns n of the content "<tag><n>" found in a frame or body, or
@@ -110,6 +125,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.RelayCPU == nil {
 		o.RelayCPU = func() time.Duration { return 0 }
 	}
+	if o.RelayWrites == nil {
+		o.RelayWrites = func() int64 { return 0 }
+	}
 	if o.SelfCPU == nil {
 		o.SelfCPU = func() time.Duration { return 0 }
 	}
@@ -145,9 +163,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cl := &client.Client{Base: o.Base, HTTP: &http.Client{Transport: tr, Timeout: time.Minute}}
 
 	a := &phase{tag: "A", start: make([]atomic.Int64, o.Events)}
-	cpu0, t0 := o.RelayCPU(), time.Now()
+	cpu0, t0, w0 := o.RelayCPU(), time.Now(), o.RelayWrites()
 	res.PubIdle, res.RateIdle = publish(ctx, cl, idle, a, o)
 	res.CPUIdle, res.ElapsedIdle = o.RelayCPU()-cpu0, time.Since(t0)
+	res.WritesIdle = o.RelayWrites() - w0
 
 	b := &phase{tag: "B", start: make([]atomic.Int64, o.Events)}
 	stopHook, hookURL, err := receiver(b)
@@ -180,7 +199,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}
-	cpu0, t0 = o.RelayCPU(), time.Now()
+	cpu0, t0, w0 = o.RelayCPU(), time.Now(), o.RelayWrites()
 	self0 := o.SelfCPU()
 	busy0, all0 := o.MachineCPU()
 	res.PubLoaded, res.RateLoaded = publish(ctx, cl, loaded, b, o)
@@ -190,6 +209,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.CPULoaded, res.ElapsedLoaded = o.RelayCPU()-cpu0, time.Since(t0)
+	res.WritesLoaded = o.RelayWrites() - w0
 	res.SelfLoaded = o.SelfCPU() - self0
 	busy1, all1 := o.MachineCPU()
 	res.MachineBusy, res.MachineAll = busy1-busy0, all1-all0
@@ -199,8 +219,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	wait()
 	conns = nil
 	b.mu.Lock()
-	res.WS, res.Hooks = b.ws, b.hooks
+	res.WS, res.Hooks, res.WSEvent, res.HookEvent = b.ws, b.hooks, b.wsEv, b.hookEv
 	b.mu.Unlock()
+	res.PubT0 = time.Unix(0, b.start[0].Load())
+	res.PubStart = make([]time.Duration, len(b.start))
+	for i := range b.start {
+		res.PubStart[i] = time.Duration(b.start[i].Load() - b.start[0].Load())
+	}
 	return res, nil
 }
 
@@ -261,6 +286,7 @@ func receiver(p *phase) (func(), string, error) {
 			d := p.since(i)
 			p.mu.Lock()
 			p.hooks = append(p.hooks, d)
+			p.hookEv = append(p.hookEv, int32(i))
 			p.mu.Unlock()
 		}
 	})}
@@ -333,9 +359,11 @@ func subscribe(ctx context.Context, o Options, p *phase) ([]*websocket.Conn, fun
 		go func() {
 			defer wg.Done()
 			var got []time.Duration
+			var evs []int32
 			defer func() {
 				p.mu.Lock()
 				p.ws = append(p.ws, got...)
+				p.wsEv = append(p.wsEv, evs...)
 				p.mu.Unlock()
 			}()
 			var buf bytes.Buffer
@@ -354,6 +382,7 @@ func subscribe(ctx context.Context, o Options, p *phase) ([]*websocket.Conn, fun
 					ready <- struct{}{}
 				} else if i := p.index(buf.Bytes()); i >= 0 {
 					got = append(got, p.since(i))
+					evs = append(evs, int32(i))
 					p.wsN.Add(1)
 				}
 			}
@@ -370,11 +399,12 @@ func subscribe(ctx context.Context, o Options, p *phase) ([]*websocket.Conn, fun
 	return conns, wg.Wait, nil
 }
 
-// Pct returns the q quantile of ds in milliseconds (ds is sorted).
+// Pct returns the q quantile of ds in milliseconds (ds is left as it is).
 func Pct(ds []time.Duration, q float64) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
+	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))].Microseconds()) / 1000
 }
@@ -405,6 +435,10 @@ func (r *Result) Print(w io.Writer) {
 			float64(r.CPUIdle.Microseconds())/float64(o.Events), float64(r.CPULoaded.Microseconds())/float64(o.Events),
 			float64(r.CPULoaded.Microseconds()-r.CPUIdle.Microseconds())/float64(max(1, len(r.WS)+len(r.Hooks))))
 	}
+	if r.WritesIdle > 0 || r.WritesLoaded > 0 {
+		fmt.Fprintf(w, "  relay storage writes: %.1f KiB | %.1f KiB per event published\n",
+			float64(r.WritesIdle)/1024/float64(o.Events), float64(r.WritesLoaded)/1024/float64(o.Events))
+	}
 	if r.MachineAll > 0 {
 		el := r.ElapsedLoaded.Seconds()
 		cores := float64(r.MachineAll) / float64(r.ElapsedLoaded) // the machine's cores
@@ -414,4 +448,52 @@ func (r *Result) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  WebSocket: %d/%d frames, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.WS), r.WantWS, Pct(r.WS, .5), Pct(r.WS, .99))
 	fmt.Fprintf(w, "  webhooks:  %d/%d deliveries, publish-to-receipt p50 %.1f ms, p99 %.1f ms\n", len(r.Hooks), r.WantHooks, Pct(r.Hooks, .5), Pct(r.Hooks, .99))
+	ws, hooks := r.afterAnswer(r.WS, r.WSEvent), r.afterAnswer(r.Hooks, r.HookEvent)
+	fmt.Fprintf(w, "  receipt after the publish's own answer (negative: before it): WebSocket p50 %.1f ms, p99 %.1f ms; webhooks p50 %.1f ms, p99 %.1f ms\n",
+		Pct(ws, .5), Pct(ws, .99), Pct(hooks, .5), Pct(hooks, .99))
 }
+
+// afterAnswer returns, for each receipt of ds (of the events evs), its
+// time after its publish's answer: what the delivery path added beyond
+// the publish path's own latency.
+func (r *Result) afterAnswer(ds []time.Duration, evs []int32) []time.Duration {
+	out := make([]time.Duration, 0, len(ds))
+	for k, d := range ds {
+		if k < len(evs) && int(evs[k]) < len(r.PubLoaded) && r.PubLoaded[evs[k]] >= 0 {
+			out = append(out, d-r.PubLoaded[evs[k]])
+		}
+	}
+	return out
+}
+
+// WriteTrace writes one line per receipt of the loaded phase: the
+// channel (ws or hook), the event's index, its publish's start after the
+// phase's (ms), its publish latency (ms, -1: failed) and the
+// publish-to-receipt time (ms), to tell a stall (receipts late together)
+// from a slow publish (late receipts of slow publishes) from the
+// delivery path's own delay.
+func (r *Result) WriteTrace(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# loaded phase's first publish at %d (unix ns)\n", r.PubT0.UnixNano())
+	fmt.Fprintln(bw, "channel event start_ms publish_ms receipt_ms")
+	for _, ch := range []struct {
+		name string
+		ds   []time.Duration
+		evs  []int32
+	}{{"ws", r.WS, r.WSEvent}, {"hook", r.Hooks, r.HookEvent}} {
+		for k, d := range ch.ds {
+			if k >= len(ch.evs) {
+				break
+			}
+			i := ch.evs[k]
+			pub := -1.0
+			if r.PubLoaded[i] >= 0 {
+				pub = ms(r.PubLoaded[i])
+			}
+			fmt.Fprintf(bw, "%s %d %.3f %.3f %.3f\n", ch.name, i, ms(r.PubStart[i]), pub, ms(d))
+		}
+	}
+	return bw.Flush()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

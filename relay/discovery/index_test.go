@@ -1,0 +1,110 @@
+package discovery
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/anp2net/relay/protocol"
+)
+
+// TestU32MapAgainstMap: random sets and adds, updates and deletions (keys from a
+// small range, so runs collide and wrap) leave the table equal to a Go map
+// after every step.
+func TestU32MapAgainstMap(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var m u32map
+		want := map[uint32]uint32{}
+		keys := uint32(4 + rng.IntN(300))
+		for step := range 5000 {
+			k := rng.Uint32N(keys)
+			if rng.IntN(3) == 0 && seed%2 == 0 {
+				k *= 1 << 20 // same low bits
+			}
+			v := uint32(0)
+			if rng.IntN(5) < 3 {
+				v = 1 + rng.Uint32N(9)
+			}
+			if rng.IntN(2) == 0 {
+				m.set(k, v)
+			} else if old, now := m.add(k, int64(v)-int64(want[k])); old != want[k] || now != v {
+				t.Fatalf("seed %d step %d: add(%d) went %d → %d, want %d → %d", seed, step, k, old, now, want[k], v)
+			}
+			if v == 0 {
+				delete(want, k)
+			} else {
+				want[k] = v
+			}
+			if m.len() != len(want) {
+				t.Fatalf("seed %d step %d: len %d, want %d", seed, step, m.len(), len(want))
+			}
+			if step%97 == 0 || step > 4900 {
+				n := 0
+				for _, s := range m.slots {
+					if s.v != 0 {
+						n++
+						if want[s.k] != s.v {
+							t.Fatalf("seed %d step %d: slot %d=%d, want %d", seed, step, s.k, s.v, want[s.k])
+						}
+					}
+				}
+				for wk, wv := range want {
+					if got := m.get(wk); got != wv {
+						t.Fatalf("seed %d step %d: get %d = %d, want %d", seed, step, wk, got, wv)
+					}
+				}
+				if n != len(want) || m.get(keys+1) != 0 {
+					t.Fatalf("seed %d step %d: %d slots in use, want %d", seed, step, n, len(want))
+				}
+			}
+		}
+	}
+}
+
+// TestStubListOrder: the feed index's lists, built by place from events
+// with many ties on created_at and on long id prefixes, added and removed
+// in random order, hold exactly the live events in (created_at, id) order,
+// and search finds the first stub at or after any key.
+func TestStubListOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	ids := []string{"", "0", "00000000", "00000000a", "00000000ab", "0000000a", "ff", "00000000deadbeef"}
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i))
+	}
+	m := map[string]*stubList{}
+	live := map[string]*protocol.Event{}
+	for step := range 3000 {
+		e := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
+		if old := live[e.ID]; old != nil {
+			e = old
+		}
+		add := rng.IntN(3) > 0
+		place(m, "k", e, add)
+		if add {
+			live[e.ID] = e
+		} else {
+			delete(live, e.ID)
+		}
+		var want []*protocol.Event
+		for _, e := range live {
+			want = append(want, e)
+		}
+		slices.SortFunc(want, cmpEvents)
+		var got []*protocol.Event
+		if l := m["k"]; l != nil {
+			for _, r := range l.list {
+				got = append(got, r.ev)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: list out of order or wrong", step)
+		}
+		key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
+		first, _ := slices.BinarySearchFunc(want, key, cmpEvents)
+		if l := m["k"]; l != nil && l.search(key.CreatedAt, key.ID) != first {
+			t.Fatalf("step %d: search(%d, %q) = %d, want %d", step, key.CreatedAt, key.ID, l.search(key.CreatedAt, key.ID), first)
+		}
+	}
+}
