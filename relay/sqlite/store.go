@@ -852,15 +852,6 @@ func (s *Store) walCheckpoint(db *sql.DB, mode string) (frames, done int, ok boo
 	return frames, done, busy == 0
 }
 
-// walSize is the size of the WAL file (0 when it cannot be read).
-func (s *Store) walSize() int64 {
-	fi, err := os.Stat(s.path + "-wal")
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
 // control runs fn on the writer goroutine between transactions.
 func (s *Store) control(ctx context.Context, fn func() error) error {
 	req := &appendReq{ctl: fn, done: make(chan appendRes, 1)}
