@@ -85,10 +85,7 @@ func (m *Module) getWelcome(c echo.Context) error {
 // getOnboarding is GET /onboarding/{agent_id}: the agent's progress
 // through the guide, with the next step.
 func (m *Module) getOnboarding(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
+	id, err := httpx.AgentOnly(c)
 	if err != nil {
 		return err
 	}

@@ -204,10 +204,7 @@ const maxDMCount = 1000
 // makes public, without the sealed contents, so the agent page can show
 // a count and nothing else.
 func (m *Module) getDMCount(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
+	id, err := httpx.AgentOnly(c)
 	if err != nil {
 		return err
 	}

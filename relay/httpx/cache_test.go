@@ -1,10 +1,13 @@
 package httpx
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/labstack/echo/v4"
 )
 
@@ -71,5 +74,31 @@ func TestCachedScope(t *testing.T) {
 	}
 	if r := do("ANP2 x", anon.Header().Get("ETag")); r.Code != http.StatusNotModified {
 		t.Errorf("If-None-Match: %d, want 304", r.Code)
+	}
+}
+
+// TestAgentOnly checks the preamble of the routes that take an agent_id
+// and no query parameters: the id back when both hold, the code of the
+// rule broken otherwise.
+func TestAgentOnly(t *testing.T) {
+	e := echo.New()
+	id := strings.Repeat("ab", 32)
+	for _, c := range []struct{ query, param, code string }{
+		{"", id, ""},
+		{"?x=1", id, CodeUnknownParam},
+		{"", "AB" + id[2:], CodeBadParameter},
+		{"", id[:62], CodeBadParameter},
+	} {
+		ctx := e.NewContext(httptest.NewRequest(http.MethodGet, "/agents/x/tier"+c.query, nil), httptest.NewRecorder())
+		ctx.SetParamNames("agent_id")
+		ctx.SetParamValues(c.param)
+		got, err := AgentOnly(ctx)
+		var pe *protocol.Error
+		switch {
+		case c.code == "" && (err != nil || got != id):
+			t.Errorf("%q %q: %q, %v", c.query, c.param, got, err)
+		case c.code != "" && (!errors.As(err, &pe) || pe.Code != c.code):
+			t.Errorf("%q %q: %v, want code %s", c.query, c.param, err, c.code)
+		}
 	}
 }

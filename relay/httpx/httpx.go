@@ -59,6 +59,15 @@ func HexParam(c echo.Context, name string) (string, error) {
 	return v, nil
 }
 
+// AgentOnly is the agent_id path parameter of a route that takes no
+// query parameters (the error of Params or of HexParam otherwise).
+func AgentOnly(c echo.Context) (string, error) {
+	if _, err := Params(c); err != nil {
+		return "", err
+	}
+	return HexParam(c, "agent_id")
+}
+
 // IntParam parses an optional integer parameter: def when absent, a 400
 // unless it is an integer within [lo, hi].
 func IntParam(v url.Values, name string, def, lo, hi int64) (int64, error) {

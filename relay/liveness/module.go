@@ -46,10 +46,7 @@ func (m *Module) Mount(core *relay.Server) error {
 
 // getHealth is GET /agents/{agent_id}/health.
 func (m *Module) getHealth(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
+	id, err := httpx.AgentOnly(c)
 	if err != nil {
 		return err
 	}

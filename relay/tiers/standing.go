@@ -248,10 +248,7 @@ func passedBy(v tasks.TaskView, ts *trust.Snapshot) int {
 // getStanding is GET /agents/{agent_id}/standing, from published
 // snapshots (what the pre-check sees).
 func (m *Module) getStanding(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
+	id, err := httpx.AgentOnly(c)
 	if err != nil {
 		return err
 	}

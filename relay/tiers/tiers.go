@@ -292,10 +292,7 @@ func retry(code string, after int, format string, args ...any) error {
 
 // getTier is GET /agents/{agent_id}/tier: the agent's tier and why.
 func (m *Module) getTier(c echo.Context) error {
-	if _, err := httpx.Params(c); err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
+	id, err := httpx.AgentOnly(c)
 	if err != nil {
 		return err
 	}
