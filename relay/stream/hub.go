@@ -298,6 +298,14 @@ func (s *subscriber) take() ([]*entry, int64) {
 	if seen <= s.regAt {
 		seen = 0
 	}
+	select {
+	case <-s.gone:
+		// Dropped by an offer that found its queue full, before last
+		// moved past the entries it did not queue: those are not here,
+		// and the resume position must stay below them.
+		seen = 0
+	default:
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queue
