@@ -119,43 +119,58 @@ func (x *idIndex) len() int {
 	return n
 }
 
-// loadIDs reads every stored id into a new index (at Open, on the
-// writer). SQLite reads them from the narrowest index that holds id and
-// seq rather than from the table with the bodies.
-func loadIDs(w *sql.DB) (*idIndex, error) {
+// loadIndexes reads every stored event's id, author, created_at and kind
+// into a new id index and author index (at Open, on the writer).
+func loadIndexes(w *sql.DB) (*idIndex, *authorIndex, error) {
 	var n int64
 	if err := w.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&n); err != nil {
-		return nil, fmt.Errorf("load ids: %w", err)
+		return nil, nil, fmt.Errorf("load ids: %w", err)
 	}
-	x := newIDIndex(int(n))
-	rows, err := w.Query(`SELECT seq, id FROM events`)
+	x, authors := newIDIndex(int(n)), newAuthorIndex()
+	rows, err := w.Query(`SELECT seq, id, agent_id, created_at, kind FROM events`)
 	if err != nil {
-		return nil, fmt.Errorf("load ids: %w", err)
+		return nil, nil, fmt.Errorf("load ids: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id sql.RawBytes
-		var seq int64
-		if err := rows.Scan(&seq, &id); err != nil {
-			return nil, fmt.Errorf("load ids: %w", err)
+		var id, agent sql.RawBytes
+		var seq, at, kind int64
+		if err := rows.Scan(&seq, &id, &agent, &at, &kind); err != nil {
+			return nil, nil, fmt.Errorf("load ids: %w", err)
 		}
 		if len(id) == 32 {
 			x.putLocked(idKey(id), seq)
+			if len(agent) == 32 {
+				authors.addLocked([32]byte(agent), entryOf(id, at, kind, seq))
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load ids: %w", err)
+		return nil, nil, fmt.Errorf("load ids: %w", err)
 	}
-	return x, nil
+	return x, authors, nil
 }
 
-// resolveIDs gives f the seqs of the events its ids may name, so the
-// query reads them by seq (the id condition still holds them to the ids
-// asked for); none reports that no id is stored.
-func (s *Store) resolveIDs(filter Filter) (f query, none bool) {
+// resolve gives f the seqs of the events its ids may name, so the query
+// reads them by seq (the id condition still holds them to the ids asked
+// for); without ids or tags, it gives an author filter the seqs of the
+// newest want events that the author index finds for it (see
+// authorIndex.candidates). none reports that no event can match.
+func (s *Store) resolve(filter Filter, want int) (f query, none bool) {
 	f.Filter = filter
 	if len(f.IDs) == 0 {
-		return f, false
+		if len(f.Authors) == 0 || len(f.Tags) > 0 {
+			return f, false
+		}
+		authors := make([][32]byte, 0, len(f.Authors))
+		for _, h := range f.Authors {
+			if a, ok := decodeID(h); ok {
+				authors = append(authors, [32]byte(a))
+			}
+		}
+		f.byAuthors = true
+		f.authorSeqs, f.authorMore = s.authors.candidates(authors, scopeOf(filter), want)
+		return f, len(f.authorSeqs) == 0
 	}
 	var seqs []int64
 	for _, h := range f.IDs {

@@ -233,9 +233,10 @@ func TestReadsByIDSeeAnsweredAppends(t *testing.T) {
 }
 
 // TestOlderBinaryRoundTrip opens the log as a binary from before the id
-// index would (it creates events_id again and appends with ON CONFLICT(id)
-// DO NOTHING), then with this one: Open must say it drops events_id, drop
-// it, find the older binary's events by id and as duplicates, and leave ids
+// and author indexes would (it creates events_id, events_author and
+// events_author_kind again and appends with ON CONFLICT(id) DO NOTHING),
+// then with this one: Open must say it drops them, drop them, find the
+// older binary's events by id, as duplicates and by author, and leave ids
 // unique so that the older binary can build its index again.
 func TestOlderBinaryRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.db")
@@ -255,8 +256,10 @@ func TestOlderBinaryRoundTrip(t *testing.T) {
 		}
 		defer db.Close()
 		// What the older binary's Open and Append run.
-		if _, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(id)`); err != nil {
-			t.Fatalf("older binary rebuilding events_id: %v", err)
+		if _, err := db.Exec(`CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(id);
+			CREATE INDEX IF NOT EXISTS events_author ON events(agent_id, created_at, id);
+			CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id)`); err != nil {
+			t.Fatalf("older binary rebuilding its indexes: %v", err)
 		}
 		for _, e := range []*protocol.Event{mine, theirs} {
 			id, _ := hex.DecodeString(e.ID)
@@ -273,13 +276,17 @@ func TestOlderBinaryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { s.Close() }()
-	if len(notices) != 1 || !strings.Contains(notices[0], "dropping the index events_id") {
+	if len(notices) != 1 || !strings.Contains(notices[0], "dropping the indexes events_id, events_author, events_author_kind") {
 		t.Fatalf("notices %q", notices)
 	}
-	if countRows(t, s, "sqlite_master WHERE name = 'events_id'") != 0 {
-		t.Fatal("events_id not dropped")
+	if n := countRows(t, s, "sqlite_master WHERE name IN ('events_id', 'events_author', 'events_author_kind')"); n != 0 {
+		t.Fatalf("%d of the older binary's indexes not dropped", n)
 	}
 	checkByID(t, s, "after the older binary", map[string]int64{mine.ID: 1, theirs.ID: 2}, nil)
+	if got, err := s.Query(context.Background(), Filter{Authors: []string{theirs.AgentID, mine.AgentID}}); err != nil || len(got) != 2 ||
+		!strings.Contains(string(got[0]), theirs.ID) || !strings.Contains(string(got[1]), mine.ID) {
+		t.Fatalf("by author after the older binary: %q %v", got, err)
+	}
 	appendAll(t, s, ev(key(3), 102, 1, "new again"))
 	s.Close()
 	older() // builds events_id over the ids again: they are unique
@@ -365,9 +372,9 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 	open := time.Since(t0)
 	b.StopTimer()
 	t0 = time.Now()
-	x, err := loadIDs(s.write)
-	if err != nil || x.len() != b.N {
-		b.Fatalf("loaded %d ids: %v", x.len(), err)
+	x, authors, err := loadIndexes(s.write)
+	if err != nil || x.len() != b.N || authors.len() != b.N {
+		b.Fatalf("loaded %d ids, %d author entries: %v", x.len(), authors.len(), err)
 	}
 	b.ReportMetric(time.Since(t0).Seconds(), "load-ids-s")
 	b.ReportMetric(open.Seconds(), "open-s")

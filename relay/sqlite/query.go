@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/anp2net/relay/relay/eventlog"
@@ -18,10 +20,15 @@ import (
 var ErrNotFound = eventlog.ErrNotFound
 
 // query is a Filter with what the store adds to it: idSeqs are the seqs
-// the id index gives for IDs (see resolveIDs).
+// the id index gives for IDs, and with byAuthors authorSeqs are those the
+// author index gives for Authors: the candidates, of which authorMore
+// tells that more remain (see resolve).
 type query struct {
 	Filter
-	idSeqs []int64
+	idSeqs     []int64
+	byAuthors  bool
+	authorSeqs []int64
+	authorMore bool
 }
 
 // Lookup reports whether id is stored and, if so, its signature, so the
@@ -99,33 +106,44 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 // starts cold and reads a page per event; stored bodies never change, so
 // the cache needs no invalidation.
 func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
-	f, none := s.resolveIDs(filter)
-	if none {
-		return nil, nil
-	}
-	if f.AsOf != nil || !f.IncludeRevoked && f.Revoked == nil {
-		return s.queryBodies(ctx, f)
-	}
-	limit := f.Limit
+	limit := filter.Limit
 	if limit <= 0 {
 		limit = 100
+	}
+	if filter.AsOf != nil || !filter.IncludeRevoked && filter.Revoked == nil {
+		// When the author index gives the candidates, the statement may
+		// drop some of them (revoked, or not the latest as of AsOf): then
+		// ask again with twice as many.
+		for want := limit; ; want *= 2 {
+			f, none := s.resolve(filter, want)
+			if none {
+				return nil, nil
+			}
+			out, err := s.queryBodies(ctx, f)
+			if err != nil || len(out) >= limit || !f.authorMore {
+				return out, err
+			}
+		}
 	}
 	// A few extra rows absorb revoked events; when they do not, ask again
 	// for twice as many.
 	for want := limit + 8; ; want *= 2 {
-		g := f
-		g.Limit = want
-		seqs, ids, err := s.queryRefs(ctx, g)
+		f, none := s.resolve(filter, want)
+		if none {
+			return nil, nil
+		}
+		f.Limit = want
+		seqs, ids, err := s.queryRefs(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		keep := seqs[:0]
 		for i, seq := range seqs {
-			if f.IncludeRevoked || !f.Revoked(ids[i]) {
+			if filter.IncludeRevoked || !filter.Revoked(ids[i]) {
 				keep = append(keep, seq)
 			}
 		}
-		if len(keep) >= limit || len(seqs) < want {
+		if len(keep) >= limit || len(seqs) < want && !f.authorMore {
 			return s.bodies(ctx, keep[:min(len(keep), limit)])
 		}
 	}
@@ -230,10 +248,10 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 	var where []string
 	var args []any
 	from := "events e"
-	if len(f.idSeqs) > 0 {
+	if len(f.idSeqs) > 0 || f.byAuthors {
 		// Read the events by seq: the planner would otherwise take an
-		// index that gives the order (kinds, authors) and filter its
-		// rows by seq, a scan of every event of that kind or author.
+		// index that gives the order (kinds, time) and filter its rows by
+		// seq, a scan of every event of that kind.
 		from = "events e NOT INDEXED"
 	}
 	names := make([]string, 0, len(f.Tags))
@@ -275,6 +293,13 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 		for _, seq := range f.idSeqs {
 			args = append(args, seq)
 		}
+	}
+	if f.byAuthors {
+		// The author index's candidates (the author condition below
+		// still holds them to the authors asked for).
+		clause, list := seqList(f.authorSeqs)
+		where = append(where, "e.seq IN "+clause)
+		args = append(args, list...)
 	}
 	if len(f.IDs) > 0 {
 		where = append(where, "e.id IN ("+placeholders(len(f.IDs))+")")
@@ -335,16 +360,35 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 }
 
 // overwriteLatestClause keeps, for overwrite kinds, only the author's latest
-// event of that kind created at or before as_of.
+// event of that kind created at or before as_of. The probe repeats the
+// kinds so SQLite reads events_latest, which holds only those kinds.
 func overwriteLatestClause() string {
-	kinds := make([]string, 0, len(protocol.OverwriteKinds))
-	for k := range protocol.OverwriteKinds {
-		kinds = append(kinds, fmt.Sprint(k))
-	}
-	sort.Strings(kinds)
-	return "(e.kind NOT IN (" + strings.Join(kinds, ",") + ") OR NOT EXISTS (SELECT 1 FROM events n " +
-		"WHERE n.agent_id = e.agent_id AND n.kind = e.kind AND n.created_at <= ? " +
+	kinds := overwriteKinds()
+	return "(e.kind NOT IN (" + kinds + ") OR NOT EXISTS (SELECT 1 FROM events n " +
+		"WHERE n.agent_id = e.agent_id AND n.kind = e.kind AND n.kind IN (" + kinds + ") AND n.created_at <= ? " +
 		"AND (n.created_at > e.created_at OR (n.created_at = e.created_at AND n.id > e.id))))"
+}
+
+// seqList is an SQL list of seqs for IN and its arguments: placeholders
+// for a short list, else one JSON array (SQLite takes at most 32,766
+// arguments to a statement).
+func seqList(seqs []int64) (string, []any) {
+	if len(seqs) <= 256 {
+		args := make([]any, len(seqs))
+		for i, seq := range seqs {
+			args[i] = seq
+		}
+		return "(" + placeholders(len(seqs)) + ")", args
+	}
+	b := make([]byte, 0, 8*len(seqs))
+	b = append(b, '[')
+	for i, seq := range seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, seq, 10)
+	}
+	return "(SELECT value FROM json_each(?))", []any{string(append(b, ']'))}
 }
 
 // decodeID returns the 32 bytes of a hex event id, or false.
@@ -366,11 +410,24 @@ func anySlice(ss []string) []any {
 }
 
 // History returns every revision of agent's events of kind, oldest first
-// (§10.4), revoked ones included: history is an audit view.
+// (§10.4), revoked ones included: history is an audit view. Events of an
+// overwrite kind are read through events_latest, others by the seqs the
+// author index gives.
 func (s *Store) History(ctx context.Context, agent string, kind int64) ([][]byte, error) {
-	a, _ := hex.DecodeString(agent)
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT body FROM events WHERE agent_id = ? AND kind = ? ORDER BY created_at, id`, a, kind)
+	a, ok := decodeID(agent)
+	if !ok {
+		return nil, nil
+	}
+	q, args := `SELECT body FROM events WHERE agent_id = ? AND kind = ? AND kind IN (`+overwriteKinds()+`) ORDER BY created_at, id`, []any{a, kind}
+	if !protocol.OverwriteKinds[kind] {
+		seqs := s.authors.seqsOf([32]byte(a), authorScope{kinds: []int64{kind}, since: math.MinInt64, until: math.MaxInt64})
+		if len(seqs) == 0 {
+			return nil, nil
+		}
+		clause, list := seqList(seqs)
+		q, args = `SELECT body FROM events NOT INDEXED WHERE seq IN `+clause+` AND agent_id = ? AND kind = ? ORDER BY created_at, id`, append(list, a, kind)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -446,7 +503,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 
 // explain returns SQLite's query plan for f (tests assert index use).
 func (s *Store) explain(f Filter, refs bool) (string, error) {
-	qf, _ := s.resolveIDs(f)
+	qf, _ := s.resolve(f, max(f.Limit, 100))
 	q, args := buildQuery(qf, s.bulkOn.Load(), refs)
 	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
@@ -467,7 +524,8 @@ func (s *Store) explain(f Filter, refs bool) (string, error) {
 
 // Items calls fn with the (created_at, id) of every stored event matching
 // kinds, authors (empty: any) and created_at ≥ since, in no particular
-// order. Set reconciliation over a filtered set uses it.
+// order. Set reconciliation over a filtered set uses it. With authors the
+// author index gives the events' seqs.
 func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, since int64, fn func(createdAt int64, id []byte)) error {
 	where := []string{"created_at >= ?"}
 	args := []any{since}
@@ -477,14 +535,28 @@ func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, sinc
 			args = append(args, k)
 		}
 	}
+	from := "events"
 	if len(authors) > 0 {
-		where = append(where, "agent_id IN ("+placeholders(len(authors))+")")
+		var seqs []int64
+		sc := authorScope{kinds: kinds, since: since, until: math.MaxInt64}
+		for _, h := range authors {
+			if a, ok := decodeID(h); ok {
+				seqs = append(seqs, s.authors.seqsOf([32]byte(a), sc)...)
+			}
+		}
+		if len(seqs) == 0 {
+			return nil
+		}
+		clause, list := seqList(seqs)
+		from = "events NOT INDEXED"
+		where = append(where, "seq IN "+clause, "agent_id IN ("+placeholders(len(authors))+")")
+		args = append(args, list...)
 		for _, a := range authors {
 			b, _ := hex.DecodeString(a)
 			args = append(args, b)
 		}
 	}
-	rows, err := s.read.QueryContext(ctx, "SELECT created_at, id FROM events WHERE "+strings.Join(where, " AND "), args...)
+	rows, err := s.read.QueryContext(ctx, "SELECT created_at, id FROM "+from+" WHERE "+strings.Join(where, " AND "), args...)
 	if err != nil {
 		return fmt.Errorf("items: %w", err)
 	}

@@ -1,6 +1,12 @@
 package sqlite
 
-import "strings"
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/anp2net/relay/protocol"
+)
 
 // schema is the log's layout. events is append-only; seq is the local
 // arrival order (the rowid). tags holds one row per tag with at least two
@@ -58,13 +64,41 @@ const eventColumns = `
 // (SQLite's sort of the right part of ORDER BY), which costs a read only
 // at high rates, in proportion to the events that share the boundary
 // second of the page it returns.
-// Every append updates each of them at a position set by its key, which
-// at a million events means a scattered page write per index per event.
+// Authors have no index of the log but events_latest: the writer's author
+// index (authorIndex) lists each author's events in memory, because an
+// index keyed by author takes a page write at a scattered place for every
+// append. events_latest holds only the events of overwrite kinds (profiles,
+// capabilities, funding: a few per author), for the "latest as of" check
+// of an as_of query and for History.
 var secondaryIndexes = []string{
 	`CREATE INDEX IF NOT EXISTS events_order       ON events(created_at, seq, id)`,
-	`CREATE INDEX IF NOT EXISTS events_author      ON events(agent_id, created_at, id)`,
 	`CREATE INDEX IF NOT EXISTS events_kind        ON events(kind, created_at, seq, id)`,
-	`CREATE INDEX IF NOT EXISTS events_author_kind ON events(agent_id, kind, created_at, id)`,
+	latestIndex,
+}
+
+// latestIndex is events_latest (see secondaryIndexes). Its condition is
+// overwriteKinds, written as the queries that use it write it: SQLite
+// takes a partial index only for a query whose WHERE clause contains the
+// index's. Open builds it again when the overwrite kinds change.
+var latestIndex = `CREATE INDEX IF NOT EXISTS events_latest ON events(agent_id, kind, created_at, id) WHERE kind IN (` + overwriteKinds() + `)`
+
+// droppedIndexes are indexes of earlier logs that Open drops: ids and
+// authors are indexed in memory now (idIndex, authorIndex). An earlier
+// binary that opens the log creates them again.
+var droppedIndexes = []string{"events_id", "events_author", "events_author_kind"}
+
+// overwriteKinds lists protocol.OverwriteKinds for SQL, in ascending order.
+func overwriteKinds() string {
+	kinds := make([]int64, 0, len(protocol.OverwriteKinds))
+	for k := range protocol.OverwriteKinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = strconv.FormatInt(k, 10)
+	}
+	return strings.Join(out, ",")
 }
 
 // idIndexName is the unique index on events(id) that logs kept before the

@@ -48,6 +48,9 @@ type Store struct {
 	// ids maps every stored id to its seq (see idIndex); only the writer
 	// adds to it.
 	ids *idIndex
+	// authors lists each author's events (see authorIndex); only the
+	// writer adds to it.
+	authors *authorIndex
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
@@ -217,7 +220,7 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 		return nil, fmt.Errorf("page size: %w", err)
 	}
 	s.frameSize += 24
-	if s.ids, err = loadIDs(w); err == nil {
+	if s.ids, s.authors, err = loadIndexes(w); err == nil {
 		err = w.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(&s.nextSeq)
 	}
 	if err == nil {
@@ -238,19 +241,21 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	return s, nil
 }
 
-// prepareLog migrates an earlier log, creates what the schema lacks
-// (every index, after a migration or a bulk load cut short), drops the
-// index on ids that earlier binaries kept (and create again when they open
-// the log) and merges tag rows a bulk load left pending.
+// prepareLog migrates an earlier log, drops the indexes on ids and authors
+// that earlier binaries kept (and create again when they open the log),
+// creates what the schema lacks (every index, after a migration or a bulk
+// load cut short) and merges tag rows a bulk load left pending.
 func prepareLog(w *sql.DB, shape logShape) error {
 	if err := migrate(w, shape); err != nil {
 		return err
 	}
+	for _, name := range shape.dropped {
+		if _, err := w.Exec(`DROP INDEX IF EXISTS ` + name); err != nil {
+			return fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
 	if _, err := w.Exec(schema); err != nil {
 		return fmt.Errorf("create schema: %w", err)
-	}
-	if _, err := w.Exec(`DROP INDEX IF EXISTS ` + idIndexName); err != nil {
-		return fmt.Errorf("drop %s: %w", idIndexName, err)
 	}
 	if _, err := w.Exec(`BEGIN IMMEDIATE;` + mergePending + `COMMIT;`); err != nil {
 		w.Exec(`ROLLBACK`)
@@ -297,8 +302,8 @@ type logShape struct {
 	// inlineID: ids are unique by a constraint of the events table (logs
 	// written before events_id), which would be written on every append.
 	inlineID bool
-	indexes  int  // secondary indexes present
-	idIndex  bool // events_id, which Open drops
+	indexes  int      // secondary indexes present
+	dropped  []string // indexes Open drops (see droppedIndexes)
 	// tagKeyByID, timeByID: the tag key, events_order or events_kind
 	// order ties of created_at by id (logs written before they were by
 	// seq; see secondaryIndexes).
@@ -313,13 +318,33 @@ func inspect(w *sql.DB) (logShape, error) {
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'seq'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tags_pending'),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'sqlite_autoindex_events_1'),
-		(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events\_%' ESCAPE '\' AND name <> ?),
-		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?),
 		EXISTS(SELECT 1 FROM pragma_table_info('tags') WHERE name = 'id' AND pk > 0),
 		EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN ('events_order', 'events_kind')
-			AND sql NOT LIKE '%seq%')`, idIndexName, idIndexName).
-		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.indexes, &l.idIndex, &l.tagKeyByID, &l.timeByID)
-	return l, err
+			AND sql NOT LIKE '%seq%')`).
+		Scan(&l.events, &l.tags, &l.tagsHaveSeq, &l.pending, &l.inlineID, &l.tagKeyByID, &l.timeByID)
+	if err != nil {
+		return l, err
+	}
+	rows, err := w.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL`)
+	if err != nil {
+		return l, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, ddl string
+		if err := rows.Scan(&name, &ddl); err != nil {
+			return l, err
+		}
+		switch {
+		case slices.Contains(droppedIndexes, name):
+			l.dropped = append(l.dropped, name)
+		case name == indexName(latestIndex) && ddl != strings.Replace(latestIndex, " IF NOT EXISTS", "", 1):
+			l.dropped = append(l.dropped, name) // made for other overwrite kinds
+		case slices.ContainsFunc(secondaryIndexes, func(ddl string) bool { return indexName(ddl) == name }):
+			l.indexes++
+		}
+	}
+	return l, rows.Err()
 }
 
 // oldTags reports tag tables written before they carried kind and seq.
@@ -344,8 +369,8 @@ func (l logShape) repairs() string {
 	case l.indexes < len(secondaryIndexes):
 		todo = append(todo, fmt.Sprintf("rebuilding %d indexes left out by an unfinished bulk load", len(secondaryIndexes)-l.indexes))
 	}
-	if l.idIndex {
-		todo = append(todo, "dropping the index events_id (ids are kept in memory now)")
+	if len(l.dropped) > 0 {
+		todo = append(todo, "dropping the indexes "+strings.Join(l.dropped, ", ")+" (ids and authors are indexed in memory now)")
 	}
 	return strings.Join(todo, "; ")
 }
@@ -1084,6 +1109,7 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 		return nil, nil, err
 	}
 	s.nextSeq = st.next
+	s.authors.add(st.agents, st.entries)
 	// Newest-first reads mostly ask for what was just published. A bulk
 	// load would only churn the cache.
 	if s.bulk == 0 {
@@ -1100,19 +1126,22 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 // error after its frames became durable would leave them stored: their ids
 // must then stay unique and their seqs taken.
 func (s *Store) catchUp(tx *sql.Tx) error {
-	rows, err := tx.Query(`SELECT seq, id FROM events WHERE seq >= ? ORDER BY seq`, s.nextSeq)
+	rows, err := tx.Query(`SELECT seq, id, agent_id, created_at, kind FROM events WHERE seq >= ? ORDER BY seq`, s.nextSeq)
 	if err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var seq int64
-		var id []byte
-		if err := rows.Scan(&seq, &id); err != nil {
+		var seq, at, kind int64
+		var id, agent []byte
+		if err := rows.Scan(&seq, &id, &agent, &at, &kind); err != nil {
 			return fmt.Errorf("catch up: %w", err)
 		}
 		if len(id) == 32 {
 			s.ids.put(id, seq)
+			if len(agent) == 32 {
+				s.authors.add([][32]byte{[32]byte(agent)}, []authorEntry{entryOf(id, at, kind, seq)})
+			}
 		}
 		s.nextSeq = seq + 1
 	}
@@ -1165,6 +1194,10 @@ type txStmts struct {
 	tags, events *rowBatch
 	// seqs is scratch for the id index's answers.
 	seqs []int64
+	// agents and entries are the author index's entries of the events
+	// added, recorded once the transaction commits.
+	agents  [][32]byte
+	entries []authorEntry
 }
 
 // rowBatch gathers rows of width values and inserts them per rows a
@@ -1234,6 +1267,10 @@ func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err 
 	st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	st.ids.put(id, seq)
 	st.added = append(st.added, [32]byte(id))
+	if len(agent) == 32 {
+		st.agents = append(st.agents, [32]byte(agent))
+		st.entries = append(st.entries, entryOf(id, e.CreatedAt, e.Kind, seq))
+	}
 	for i, t := range e.Tags {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue

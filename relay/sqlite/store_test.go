@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -144,13 +145,17 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 
 func checkPlans(t *testing.T, s *Store) {
 	t.Helper()
+	var author []byte
+	if err := s.read.QueryRow(`SELECT agent_id FROM events LIMIT 1`).Scan(&author); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]Filter{
 		"t":      {Tags: map[string][]string{"t": {"a"}}},
 		"e":      {Tags: map[string][]string{"e": {strings.Repeat("a", 64)}}},
 		"p":      {Tags: map[string][]string{"p": {strings.Repeat("b", 64)}}, Kinds: []int64{1}},
 		"cap":    {Tags: map[string][]string{"cap": {"x.y"}}},
 		"x":      {Tags: map[string][]string{"x": {"y"}}},
-		"author": {Authors: []string{strings.Repeat("c", 64)}},
+		"author": {Authors: []string{hex.EncodeToString(author)}},
 	}
 	for _, refs := range []bool{false, true} {
 		for name, f := range cases {
@@ -164,11 +169,13 @@ func checkPlans(t *testing.T, s *Store) {
 			if name != "author" && !strings.Contains(plan, "SEARCH t USING PRIMARY KEY") {
 				t.Errorf("%s filter does not search the tag index:\n%s", name, plan)
 			}
-			if name == "author" && !strings.Contains(plan, "events_author") {
-				t.Errorf("author filter does not use events_author:\n%s", plan)
+			if name == "author" && !strings.Contains(plan, "SEARCH e USING INTEGER PRIMARY KEY") {
+				t.Errorf("author filter does not read the author index's candidates by seq:\n%s", plan)
 			}
-			// The first step of a two-step query reads index entries only.
-			if refs && (strings.Contains(plan, " e ") || strings.Contains(plan, "revokes")) && !strings.Contains(plan, "COVERING INDEX") {
+			// The first step of a two-step query reads index entries only
+			// (an author filter reads its candidates' rows by seq: the
+			// author index is in memory).
+			if refs && name != "author" && (strings.Contains(plan, " e ") || strings.Contains(plan, "revokes")) && !strings.Contains(plan, "COVERING INDEX") {
 				t.Errorf("%s filter reads events for its refs:\n%s", name, plan)
 			}
 		}

@@ -1,0 +1,292 @@
+package sqlite
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// authorIndex lists each author's events in memory, in place of two
+// indexes of the log on (agent_id, created_at) and (agent_id, kind,
+// created_at): it gives the seqs of an author filter's candidates, newest
+// first, and the log is then read by seq. Those indexes were written at a
+// place set by the author, so with many publishing agents every append
+// wrote a leaf page of each at a scattered place: together about two of the
+// five or so WAL frames (4 KiB each) an event cost, and a third of the
+// writer's CPU (BenchmarkAppendGroup).
+//
+// An entry is 32 bytes: created_at, the first 8 bytes of the id (so
+// entries order as the log's (created_at, id) order does, but for ids that
+// share those 8 bytes, which callers treat as ties), seq and kind. Each
+// author's entries are kept sorted in chunks of at most authorChunk, so an
+// event that arrives out of order (a mirror's backfill) costs a copy of
+// part of one chunk, not of the author's whole list.
+//
+// The writer adds a transaction's events after it commits and before their
+// appends are answered, so a read that follows an answered append sees the
+// event; one that runs between the commit and that moment may miss it, as
+// it would had it started before the commit. Open fills it from the log.
+type authorIndex struct {
+	mu sync.RWMutex
+	m  map[[32]byte]*authorList
+	n  int
+}
+
+// authorEntry is one event of an author (see authorIndex).
+type authorEntry struct {
+	at   int64
+	id   uint64 // the id's first 8 bytes, big-endian
+	seq  int64
+	kind int64
+}
+
+// authorChunk bounds a chunk of an author's list.
+const authorChunk = 256
+
+// authorList is an author's entries, ascending, in chunks none of which is
+// empty.
+type authorList struct {
+	chunks [][]authorEntry
+}
+
+func newAuthorIndex() *authorIndex { return &authorIndex{m: map[[32]byte]*authorList{}} }
+
+// entryOf is the entry of an event.
+func entryOf(id []byte, createdAt, kind, seq int64) authorEntry {
+	return authorEntry{at: createdAt, id: binary.BigEndian.Uint64(id), seq: seq, kind: kind}
+}
+
+// compareEntries orders entries as the log orders events, oldest first; seq
+// breaks ties of the id's first 8 bytes.
+func compareEntries(a, b authorEntry) int {
+	if c := cmp.Compare(a.at, b.at); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// sameKey reports whether a and b tie in the log's order as far as the
+// index can tell.
+func sameKey(a, b authorEntry) bool { return a.at == b.at && a.id == b.id }
+
+// add records events of authors (writer only, and Open).
+func (x *authorIndex) add(agents [][32]byte, entries []authorEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i, e := range entries {
+		x.addLocked(agents[i], e)
+	}
+}
+
+func (x *authorIndex) addLocked(agent [32]byte, e authorEntry) {
+	l := x.m[agent]
+	if l == nil {
+		l = &authorList{}
+		x.m[agent] = l
+	}
+	l.insert(e)
+	x.n++
+}
+
+// len is how many events the index holds.
+func (x *authorIndex) len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.n
+}
+
+// insert adds e in order.
+func (l *authorList) insert(e authorEntry) {
+	n := len(l.chunks)
+	if n == 0 {
+		l.chunks = [][]authorEntry{append(make([]authorEntry, 0, 2), e)}
+		return
+	}
+	if last := l.chunks[n-1]; compareEntries(e, last[len(last)-1]) >= 0 {
+		// The usual case: the author's newest event.
+		if len(last) < authorChunk {
+			l.chunks[n-1] = append(last, e)
+		} else {
+			l.chunks = append(l.chunks, append(make([]authorEntry, 0, 16), e))
+		}
+		return
+	}
+	// The first chunk that ends after e takes it.
+	i := sort.Search(n, func(i int) bool {
+		c := l.chunks[i]
+		return compareEntries(e, c[len(c)-1]) < 0
+	})
+	c := l.chunks[i]
+	j := sort.Search(len(c), func(j int) bool { return compareEntries(e, c[j]) < 0 })
+	c = slices.Insert(c, j, e)
+	if len(c) > authorChunk {
+		half := len(c) / 2
+		upper := append(make([]authorEntry, 0, authorChunk), c[half:]...)
+		c = c[:half:half]
+		l.chunks = slices.Insert(l.chunks, i+1, upper)
+	}
+	l.chunks[i] = c
+}
+
+// authorCursor walks an author's list newest first from a bound: ci, pi
+// name the next entry (ci < 0: none left).
+type authorCursor struct {
+	l      *authorList
+	ci, pi int
+}
+
+// cursorAt starts a walk at the newest entry created at or before until.
+func (l *authorList) cursorAt(until int64) authorCursor {
+	i := sort.Search(len(l.chunks), func(i int) bool {
+		c := l.chunks[i]
+		return c[len(c)-1].at > until
+	})
+	if i == len(l.chunks) {
+		c := i - 1
+		if c < 0 {
+			return authorCursor{l: l, ci: -1}
+		}
+		return authorCursor{l: l, ci: c, pi: len(l.chunks[c]) - 1}
+	}
+	c := l.chunks[i]
+	j := sort.Search(len(c), func(j int) bool { return c[j].at > until })
+	cur := authorCursor{l: l, ci: i, pi: j - 1}
+	if cur.pi < 0 {
+		cur.ci--
+		if cur.ci >= 0 {
+			cur.pi = len(l.chunks[cur.ci]) - 1
+		}
+	}
+	return cur
+}
+
+func (c *authorCursor) valid() bool        { return c.ci >= 0 }
+func (c *authorCursor) entry() authorEntry { return c.l.chunks[c.ci][c.pi] }
+
+func (c *authorCursor) next() {
+	if c.pi--; c.pi < 0 {
+		if c.ci--; c.ci >= 0 {
+			c.pi = len(c.l.chunks[c.ci]) - 1
+		}
+	}
+}
+
+// authorScope is what an author filter asks of the index besides its
+// authors: kinds (empty: any) and created_at bounds (inclusive).
+type authorScope struct {
+	kinds        []int64
+	since, until int64
+}
+
+func scopeOf(f Filter) authorScope {
+	sc := authorScope{kinds: f.Kinds, since: math.MinInt64, until: math.MaxInt64}
+	if f.Since != nil {
+		sc.since = *f.Since
+	}
+	for _, u := range []*int64{f.Until, f.AsOf} {
+		if u != nil && *u < sc.until {
+			sc.until = *u
+		}
+	}
+	return sc
+}
+
+// skip moves c to the newest entry at or below it that sc admits, or
+// ends it.
+func (c *authorCursor) skip(sc authorScope) {
+	for ; c.valid(); c.next() {
+		e := c.entry()
+		if e.at < sc.since {
+			c.ci = -1
+			return
+		}
+		if len(sc.kinds) == 0 || slices.Contains(sc.kinds, e.kind) {
+			return
+		}
+	}
+}
+
+// candidates returns the seqs of the newest want events of authors (hex
+// or not, as decoded by the caller) that sc admits, newest first, with
+// every further event that ties the last of them (see sameKey), and
+// whether events past those remain. The log's order of the candidates is
+// theirs but among ties, which the caller's read sorts.
+func (x *authorIndex) candidates(authors [][32]byte, sc authorScope, want int) (seqs []int64, more bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	h := cursorHeap{}
+	seen := map[[32]byte]bool{}
+	for _, a := range authors {
+		l := x.m[a]
+		if l == nil || seen[a] {
+			continue
+		}
+		seen[a] = true
+		c := l.cursorAt(sc.until)
+		c.skip(sc)
+		if c.valid() {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	var last authorEntry
+	for len(h) > 0 {
+		e := h[0].entry()
+		if len(seqs) >= want && !sameKey(e, last) {
+			return seqs, true
+		}
+		seqs, last = append(seqs, e.seq), e
+		h[0].next()
+		h[0].skip(sc)
+		if h[0].valid() {
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
+	return seqs, false
+}
+
+// seqsOf returns the seqs of author's events that sc admits, oldest first.
+func (x *authorIndex) seqsOf(author [32]byte, sc authorScope) []int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	l := x.m[author]
+	if l == nil {
+		return nil
+	}
+	var seqs []int64
+	for c := l.cursorAt(sc.until); ; c.next() {
+		c.skip(sc)
+		if !c.valid() {
+			break
+		}
+		seqs = append(seqs, c.entry().seq)
+	}
+	slices.Reverse(seqs)
+	return seqs
+}
+
+// cursorHeap orders cursors by their entries, newest on top.
+type cursorHeap []authorCursor
+
+func (h cursorHeap) Len() int           { return len(h) }
+func (h cursorHeap) Less(i, j int) bool { return compareEntries(h[i].entry(), h[j].entry()) > 0 }
+func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(v any)        { *h = append(*h, v.(authorCursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
