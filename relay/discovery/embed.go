@@ -34,16 +34,51 @@ const (
 	MaxPostFeatures = 256
 )
 
-var stopWords = map[string]bool{}
+// stopWordList is the embedding's stop words.
+const stopWordList = "the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am"
 
-// maxStopWord is the length of the longest stop word: longer tokens are
-// not looked up.
+// stopWords is the set of stop words, each packed by packWord, in an
+// open-addressing table (0: an empty slot): a token is looked up without
+// hashing a string.
+var stopWords [512]uint64
+
+// maxStopWord is the length of the longest stop word (at most 8): longer
+// tokens are not looked up.
 var maxStopWord int
 
+// packWord is the bytes of t (at most 8, none zero) as a number.
+func packWord(t string) uint64 {
+	var p uint64
+	for i := 0; i < len(t); i++ {
+		p = p<<8 | uint64(t[i])
+	}
+	return p
+}
+
+// stopSlot is the first slot of packed word p in stopWords.
+func stopSlot(p uint64) int { return int(p * 0x9e3779b97f4a7c15 >> 55) }
+
+// isStopWord reports whether the token t is a stop word.
+func isStopWord(t string) bool {
+	if len(t) > maxStopWord {
+		return false
+	}
+	p := packWord(t)
+	for i := stopSlot(p); stopWords[i] != 0; i = (i + 1) % len(stopWords) {
+		if stopWords[i] == p {
+			return true
+		}
+	}
+	return false
+}
+
 func init() {
-	for _, w := range strings.Fields("the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am") {
-		stopWords[w] = true
+	for _, w := range strings.Fields(stopWordList) {
 		maxStopWord = max(maxStopWord, len(w))
+		p, i := packWord(w), 0
+		for i = stopSlot(p); stopWords[i] != 0 && stopWords[i] != p; i = (i + 1) % len(stopWords) {
+		}
+		stopWords[i] = p
 	}
 }
 
@@ -54,6 +89,7 @@ type feature struct {
 
 type postRec struct {
 	at     int64
+	pre    uint64 // idPrefix(id): most comparisons do not read id
 	id     string
 	feats  []feature // counts in w
 	topics []string
@@ -193,16 +229,16 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 		m.agents[e.AgentID] = a
 	}
 	// i is the first post after e in (created_at, id) order.
-	n := len(a.posts)
+	n, pre := len(a.posts), idPrefix(e.ID)
 	i := n
-	if n > 0 && postAfter(a.posts[n-1], e.CreatedAt, e.ID) {
-		i = sort.Search(n, func(i int) bool { return postAfter(a.posts[i], e.CreatedAt, e.ID) })
+	if n > 0 && postAfter(&a.posts[n-1], e.CreatedAt, pre, e.ID) {
+		i = sort.Search(n, func(i int) bool { return postAfter(&a.posts[i], e.CreatedAt, pre, e.ID) })
 	}
 	exists := i > 0 && a.posts[i-1].id == e.ID
 	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		p := postRec{at: e.CreatedAt, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
+		p := postRec{at: e.CreatedAt, pre: pre, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
 		a.posts = slices.Insert(a.posts, i, p)
 		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
 			var out []feature
@@ -229,9 +265,15 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 }
 
 // postAfter reports whether p comes after (at, id) in (created_at, id)
-// order.
-func postAfter(p postRec, at int64, id string) bool {
-	return p.at > at || p.at == at && p.id > id
+// order; pre is idPrefix(id).
+func postAfter(p *postRec, at int64, pre uint64, id string) bool {
+	if p.at != at {
+		return p.at > at
+	}
+	if p.pre != pre {
+		return p.pre > pre
+	}
+	return p.id > id
 }
 
 // change adds the features in (sorted by bucket) to a's counts and
@@ -343,7 +385,7 @@ func features(e *protocol.Event, topics []string, s *featureSet) []feature {
 			for j < len(lower) && asciiTokenByte(lower[j]) {
 				j++
 			}
-			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && (len(t) > maxStopWord || !stopWords[t]) {
+			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && !isStopWord(t) {
 				if prev != "" {
 					s.bigram(prev, t)
 				}
@@ -394,7 +436,7 @@ func Tokens(text string) []string {
 	for _, t := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if len(t) >= 2 && len(t) <= 40 && !stopWords[t] {
+		if len(t) >= 2 && len(t) <= 40 && !isStopWord(t) {
 			out = append(out, t)
 		}
 	}

@@ -65,18 +65,19 @@ func TestU32MapAgainstMap(t *testing.T) {
 
 // TestStubListOrder: the feed index's lists, built by place from events
 // with many ties on created_at and on long id prefixes, added and removed
-// in random order, hold exactly the live events in (created_at, id) order,
-// and search finds the first stub at or after any key.
+// in random order and pruned now and then, hold exactly the live events in
+// (created_at, id) order, and search finds the first stub at or after any
+// key.
 func TestStubListOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	ids := []string{"", "0", "00000000", "00000000a", "00000000ab", "0000000a", "ff", "00000000deadbeef"}
-	for i := range 600 { // more than chunkStubs live: chunks split, empty and go
+	for i := range 300 { // more than chunkStubs live: chunks split, empty and go
 
-		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i))
+		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i), fmt.Sprintf("%08x%x", rng.Uint32(), i))
 	}
 	m := map[string]*stubList{}
 	live := map[string]*protocol.Event{}
-	for step := range 3000 {
+	for step := range 12000 {
 		e := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
 		if old := live[e.ID]; old != nil {
 			e = old
@@ -87,6 +88,18 @@ func TestStubListOrder(t *testing.T) {
 			live[e.ID] = e
 		} else {
 			delete(live, e.ID)
+		}
+		if l := m["k"]; l != nil && rng.IntN(300) == 0 {
+			// The prune: drop the stubs before a key.
+			key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
+			if l.dropBefore(l.search(key.CreatedAt, key.ID)); l.n == 0 {
+				delete(m, "k")
+			}
+			for id, e := range live {
+				if cmpEvents(e, key) < 0 {
+					delete(live, id)
+				}
+			}
 		}
 		var want []*protocol.Event
 		for _, e := range live {
@@ -100,9 +113,15 @@ func TestStubListOrder(t *testing.T) {
 			if l.n != len(got) {
 				t.Fatalf("step %d: n = %d, holds %d", step, l.n, len(got))
 			}
-			for _, ch := range l.chunks {
+			if len(l.firsts) != len(l.chunks) {
+				t.Fatalf("step %d: %d chunks, %d first keys", step, len(l.chunks), len(l.firsts))
+			}
+			for c, ch := range l.chunks {
 				if len(ch.list) == 0 || len(ch.list) > chunkStubs {
 					t.Fatalf("step %d: a chunk of %d stubs", step, len(ch.list))
+				}
+				if l.firsts[c] != ch.list[0].key() {
+					t.Fatalf("step %d: chunk %d's first key is stale", step, c)
 				}
 			}
 		}
@@ -120,7 +139,7 @@ func TestStubListOrder(t *testing.T) {
 		// The newest n of a range, as Recent reads them.
 		hi := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
 		last, _ := slices.BinarySearchFunc(want, hi, cmpEvents)
-		n := rng.IntN(300)
+		n := rng.IntN(300) + 1
 		wantRange := want[max(first, min(last, len(want))-n):max(first, last)]
 		gotRange := l.newest(l.search(key.CreatedAt, key.ID), l.search(hi.CreatedAt, hi.ID), n, nil)
 		slices.SortFunc(gotRange, cmpEvents)

@@ -36,7 +36,14 @@ type recentIndex struct {
 // on created_at).
 type stubList struct {
 	chunks []*stubChunk // in order, none empty
+	firsts []stubKey    // each chunk's first stub's key, searched without reading the chunks
 	n      int
+}
+
+// stubKey is a stub's created_at and idPrefix.
+type stubKey struct {
+	at  int64
+	pre uint64
 }
 
 type stubChunk struct{ list []stubRef }
@@ -75,8 +82,8 @@ func (l *stubList) search(at int64, id string) stubPos {
 	// A new stub is most often the newest, or near the end: the last
 	// chunk is tried before the binary search.
 	c := len(l.chunks) - 1
-	if c > 0 && l.chunks[c].list[0].after(at, pre, id) {
-		c = sort.Search(c, func(k int) bool { return l.chunks[k].list[0].after(at, pre, id) }) - 1
+	if c > 0 && l.firstAfter(c, at, pre, id) {
+		c = sort.Search(c, func(k int) bool { return l.firstAfter(k, at, pre, id) }) - 1
 	}
 	c = max(c, 0)
 	if len(l.chunks) == 0 {
@@ -89,6 +96,21 @@ func (l *stubList) search(at int64, id string) stubPos {
 	}
 	return stubPos{c, sort.Search(n, func(i int) bool { return !list[i].before(at, pre, id) })}
 }
+
+// firstAfter reports whether chunk c's first stub comes after (at, id);
+// pre is idPrefix(id).
+func (l *stubList) firstAfter(c int, at int64, pre uint64, id string) bool {
+	switch k := l.firsts[c]; {
+	case k.at != at:
+		return k.at > at
+	case k.pre != pre:
+		return k.pre > pre
+	}
+	return l.chunks[c].list[0].ev.ID > id
+}
+
+// key is r's key.
+func (r *stubRef) key() stubKey { return stubKey{r.at, r.pre} }
 
 // get returns the stub at p, or nil past the end.
 func (l *stubList) get(p stubPos) *stubRef {
@@ -106,6 +128,7 @@ func (l *stubList) insert(p stubPos, r stubRef) {
 	l.n++
 	if len(l.chunks) == 0 {
 		l.chunks = []*stubChunk{{list: append(make([]stubRef, 0, 8), r)}}
+		l.firsts = []stubKey{r.key()}
 		return
 	}
 	ch := l.chunks[p.c]
@@ -114,6 +137,7 @@ func (l *stubList) insert(p stubPos, r stubRef) {
 			// After the last stub: a new chunk, so that stubs arriving in
 			// order pack the chunks full.
 			l.chunks = append(l.chunks, &stubChunk{list: append(make([]stubRef, 0, chunkStubs), r)})
+			l.firsts = append(l.firsts, r.key())
 			return
 		}
 		half := len(ch.list) / 2
@@ -122,11 +146,15 @@ func (l *stubList) insert(p stubPos, r stubRef) {
 		clear(ch.list[half:])
 		ch.list = ch.list[:half]
 		l.chunks = slices.Insert(l.chunks, p.c+1, right)
+		l.firsts = slices.Insert(l.firsts, p.c+1, right.list[0].key())
 		if p.i > half {
-			ch, p.i = right, p.i-half
+			p.c, ch, p.i = p.c+1, right, p.i-half
 		}
 	}
 	ch.list = slices.Insert(ch.list, p.i, r)
+	if p.i == 0 {
+		l.firsts[p.c] = r.key()
+	}
 }
 
 // delete removes the stub at p (one get found).
@@ -136,8 +164,12 @@ func (l *stubList) delete(p stubPos) {
 	}
 	l.n--
 	ch := l.chunks[p.c]
-	if ch.list = slices.Delete(ch.list, p.i, p.i+1); len(ch.list) == 0 {
+	switch ch.list = slices.Delete(ch.list, p.i, p.i+1); {
+	case len(ch.list) == 0:
 		l.chunks = slices.Delete(l.chunks, p.c, p.c+1)
+		l.firsts = slices.Delete(l.firsts, p.c, p.c+1)
+	case p.i == 0:
+		l.firsts[p.c] = ch.list[0].key()
 	}
 }
 
@@ -148,6 +180,7 @@ func (l *stubList) dropBefore(p stubPos) {
 		l.n -= len(ch.list)
 	}
 	l.chunks = slices.Delete(l.chunks, 0, p.c)
+	l.firsts = slices.Delete(l.firsts, 0, p.c)
 	if len(l.chunks) == 0 {
 		return
 	}
@@ -155,6 +188,9 @@ func (l *stubList) dropBefore(p stubPos) {
 	l.n -= p.i
 	if ch.list = slices.Clone(ch.list[p.i:]); len(ch.list) == 0 {
 		l.chunks = slices.Delete(l.chunks, 0, 1)
+		l.firsts = slices.Delete(l.firsts, 0, 1)
+	} else {
+		l.firsts[0] = ch.list[0].key()
 	}
 }
 
