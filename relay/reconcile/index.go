@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"bytes"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"sync"
@@ -24,9 +26,31 @@ const (
 // search, a move of under 1024 items and O(log blocks) tree updates.
 type Index struct {
 	mu     sync.RWMutex
-	blocks []*block // in order, none empty
+	blocks []*block  // in order, none empty
+	firsts []itemKey // each block's first item's key, searched without reading the blocks
 	tree   fenwick
 	n      int
+}
+
+// itemKey is an item's CreatedAt and the first 8 bytes of its id as a
+// big-endian number: keys in order are items in order, but for a tie.
+type itemKey struct {
+	at  int64
+	pre uint64
+}
+
+func keyOf(it *Item) itemKey { return itemKey{it.CreatedAt, binary.BigEndian.Uint64(it.ID[:8])} }
+
+// after reports whether the item with key k and id is after it, whose key
+// is ik.
+func after(k itemKey, id *[32]byte, ik itemKey, it *Item) bool {
+	switch {
+	case k.at != ik.at:
+		return k.at > ik.at
+	case k.pre != ik.pre:
+		return k.pre > ik.pre
+	}
+	return bytes.Compare(id[8:], it.ID[8:]) > 0
 }
 
 type block struct {
@@ -56,6 +80,7 @@ func NewIndex(items []Item) *Index {
 			b.sum.addID(&b.items[i].ID)
 		}
 		x.blocks = append(x.blocks, b)
+		x.firsts = append(x.firsts, keyOf(&b.items[0]))
 		s = s[k:]
 	}
 	x.tree.build(x.blocks)
@@ -82,6 +107,7 @@ func (x *Index) Add(it Item) bool {
 		b := &block{items: append(make([]Item, 0, 64), it)}
 		b.sum.addID(&it.ID)
 		x.blocks = []*block{b}
+		x.firsts = []itemKey{keyOf(&it)}
 		x.tree.build(x.blocks)
 		x.n = 1
 		return true
@@ -90,11 +116,11 @@ func (x *Index) Add(it Item) bool {
 	bi := len(x.blocks) - 1
 	b := x.blocks[bi]
 	i := len(b.items)
-	if len(b.items) == 0 || b.items[len(b.items)-1].Compare(it) >= 0 {
-		bi = x.blockFor(it)
+	if k := keyOf(&it); len(b.items) == 0 || !after(k, &it.ID, keyOf(&b.items[i-1]), &b.items[i-1]) {
+		bi = x.blockFor(k, &it)
 		b = x.blocks[bi]
 		var found bool
-		if i, found = slices.BinarySearchFunc(b.items, it, Item.Compare); found {
+		if i, found = search(b.items, k, &it); found {
 			return false
 		}
 	}
@@ -103,6 +129,9 @@ func (x *Index) Add(it Item) bool {
 		b = x.blocks[bi]
 	}
 	b.items = slices.Insert(b.items, i, it)
+	if i == 0 {
+		x.firsts[bi] = keyOf(&it)
+	}
 	b.sum.addID(&it.ID)
 	x.tree.add(bi, &it.ID)
 	x.n++
@@ -116,15 +145,23 @@ func (x *Index) Has(it Item) bool {
 	if len(x.blocks) == 0 {
 		return false
 	}
-	_, found := slices.BinarySearchFunc(x.blocks[x.blockFor(it)].items, it, Item.Compare)
+	k := keyOf(&it)
+	_, found := search(x.blocks[x.blockFor(k, &it)].items, k, &it)
 	return found
 }
 
-// blockFor returns the block an item belongs in: the last whose first item
-// is not after it, or the first block.
-func (x *Index) blockFor(it Item) int {
-	j := sort.Search(len(x.blocks), func(k int) bool { return x.blocks[k].items[0].Compare(it) > 0 })
+// blockFor returns the block an item (with key k) belongs in: the last
+// whose first item is not after it, or the first block.
+func (x *Index) blockFor(k itemKey, it *Item) int {
+	j := sort.Search(len(x.blocks), func(b int) bool { return after(x.firsts[b], &x.blocks[b].items[0].ID, k, it) })
 	return max(j-1, 0)
+}
+
+// search returns the position of it (with key k) in the sorted items, or
+// where it would be inserted, and whether it is there.
+func search(items []Item, k itemKey, it *Item) (int, bool) {
+	i := sort.Search(len(items), func(i int) bool { return !after(k, &it.ID, keyOf(&items[i]), &items[i]) })
+	return i, i < len(items) && items[i] == *it
 }
 
 // makeRoom makes space for an insert at position i of the full block bi and
@@ -135,6 +172,7 @@ func (x *Index) makeRoom(bi, i int) (int, int) {
 	b := x.blocks[bi]
 	if i == len(b.items) && bi == len(x.blocks)-1 {
 		x.blocks = append(x.blocks, &block{items: make([]Item, 0, maxBlock)})
+		x.firsts = append(x.firsts, itemKey{}) // set by the insert at 0
 		x.tree.build(x.blocks)
 		return bi + 1, 0
 	}
@@ -147,6 +185,7 @@ func (x *Index) makeRoom(bi, i int) (int, int) {
 	}
 	b.sum.sub(&right.sum)
 	x.blocks = slices.Insert(x.blocks, bi+1, right)
+	x.firsts = slices.Insert(x.firsts, bi+1, keyOf(&right.items[0]))
 	x.tree.build(x.blocks)
 	if i > half {
 		return bi + 1, i - half
