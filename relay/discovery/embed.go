@@ -234,7 +234,7 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 	if n > 0 && postAfter(&a.posts[n-1], e.CreatedAt, pre, e.ID) {
 		i = sort.Search(n, func(i int) bool { return postAfter(&a.posts[i], e.CreatedAt, pre, e.ID) })
 	}
-	exists := i > 0 && a.posts[i-1].id == e.ID
+	exists := i > 0 && a.posts[i-1].pre == pre && a.posts[i-1].id == e.ID
 	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
