@@ -136,11 +136,27 @@ const (
 )
 
 // postingEntry is one bucket: its only agent in one (v == 0: none) while
-// more is nil, else its table.
+// more is nil, else its table, and then one[0].v != 0 marks the table
+// stale.
+//
+// A stale table holds the bucket's agents but not their current weights:
+// the neighbour query reads no bucket of more than maxRareBucket agents,
+// so a bucket that grows past staleBucket stops following its members'
+// counts (a post's common words would otherwise rewrite a weight in a
+// table of thousands, a cache miss each) and only records who joins and
+// leaves; once it is back to maxRareBucket agents its weights are
+// recomputed from their counts (refresh) and followed again.
 type postingEntry struct {
 	one  [1]u32slot
 	more *u32map
 }
+
+// staleBucket is the size past which a bucket's table goes stale: twice
+// the largest bucket the query reads, so a bucket hovering at that size
+// is not recomputed at every post.
+const staleBucket = 2 * maxRareBucket
+
+func (pe *postingEntry) stale() bool { return pe.more != nil && pe.one[0].v != 0 }
 
 // members returns dim's agents (idx, weight) as table slots, the empty
 // ones (v == 0) to skip, and how many agents there are.
@@ -158,12 +174,14 @@ func (x *postingIndex) members(dim uint32) ([]u32slot, int) {
 	return nil, 0
 }
 
-// set sets agent who's weight in dim (0: who leaves it).
-func (x *postingIndex) set(dim uint32, who int32, w uint32) {
+// set sets agent who's weight in dim (0: who leaves it); stays says who
+// was in dim before and still is. It reports whether dim's table must be
+// refreshed: it just stopped being stale.
+func (x *postingIndex) set(dim uint32, who int32, w uint32, stays bool) bool {
 	blk := x.blocks[dim/postingBlock]
 	if blk == nil {
 		if w == 0 {
-			return
+			return false
 		}
 		blk = new([postingBlock]postingEntry)
 		x.blocks[dim/postingBlock] = blk
@@ -173,9 +191,9 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 		switch one := &pe.one[0]; {
 		case one.v == 0 || one.k == k:
 			*one = u32slot{k, w} // w == 0 empties it
-			return
+			return false
 		case w == 0:
-			return // who is not in it
+			return false // who is not in it
 		}
 		// A second agent: the bucket gets a table.
 		if n := len(x.free); n > 0 {
@@ -186,11 +204,34 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 		pe.more.set(pe.one[0].k, pe.one[0].v)
 		pe.one[0] = u32slot{}
 	}
+	if stays && pe.stale() {
+		return false // its members, not their weights
+	}
 	if pe.more.set(k, w); pe.more.n == 0 {
 		if len(x.free) < maxFreeBuckets {
 			x.free = append(x.free, pe.more)
 		}
-		pe.more = nil
+		pe.more, pe.one[0] = nil, u32slot{}
+		return false
+	}
+	switch {
+	case pe.stale() && pe.more.n <= maxRareBucket:
+		pe.one[0] = u32slot{}
+		return true
+	case !pe.stale() && pe.more.n > staleBucket:
+		pe.one[0] = u32slot{v: 1}
+	}
+	return false
+}
+
+// refresh sets the weight of each of dim's agents (vecs by idx) from its
+// count.
+func (x *postingIndex) refresh(dim uint32, vecs []*agentVec) {
+	t := x.blocks[dim/postingBlock][dim%postingBlock].more
+	for i := range t.slots {
+		if s := &t.slots[i]; s.v != 0 {
+			s.v = uint32(weight(vecs[s.k].counts.get(dim)))
+		}
 	}
 }
 
@@ -303,7 +344,9 @@ func (m *embeddings) count(a *agentVec, dim uint32, delta int64) {
 	old, now := a.counts.add(dim, delta)
 	wo, wn := weight(old), weight(now)
 	a.normSq = a.normSq - wo*wo + wn*wn
-	m.postings.set(dim, a.idx, uint32(wn))
+	if m.postings.set(dim, a.idx, uint32(wn), old != 0 && now != 0) {
+		m.postings.refresh(dim, m.vecs)
+	}
 }
 
 // FNV-1a 32, the features' hash.
