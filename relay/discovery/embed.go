@@ -128,6 +128,10 @@ type embeddings struct {
 type postingIndex struct {
 	blocks [EmbeddingDims / postingBlock]*[postingBlock]postingEntry
 	free   []*u32map // emptied tables to reuse (a post's rare buckets empty as often as they fill)
+	// stale has a bit per bucket whose table is stale (see postingEntry),
+	// read before the bucket's entry: 128 KiB that stay in cache, where
+	// the entries are 16 MiB.
+	stale [EmbeddingDims / 64]uint64
 }
 
 const (
@@ -136,8 +140,7 @@ const (
 )
 
 // postingEntry is one bucket: its only agent in one (v == 0: none) while
-// more is nil, else its table, and then one[0].v != 0 marks the table
-// stale.
+// more is nil, else its table.
 //
 // A stale table holds the bucket's agents but not their current weights:
 // the neighbour query reads no bucket of more than maxRareBucket agents,
@@ -156,7 +159,17 @@ type postingEntry struct {
 // is not recomputed at every post.
 const staleBucket = 2 * maxRareBucket
 
-func (pe *postingEntry) stale() bool { return pe.more != nil && pe.one[0].v != 0 }
+// isStale reports whether dim's table is stale.
+func (x *postingIndex) isStale(dim uint32) bool { return x.stale[dim/64]&(1<<(dim%64)) != 0 }
+
+// setStale marks dim's table stale or not.
+func (x *postingIndex) setStale(dim uint32, stale bool) {
+	if stale {
+		x.stale[dim/64] |= 1 << (dim % 64)
+	} else {
+		x.stale[dim/64] &^= 1 << (dim % 64)
+	}
+}
 
 // members returns dim's agents (idx, weight) as table slots, the empty
 // ones (v == 0) to skip, and how many agents there are.
@@ -178,6 +191,9 @@ func (x *postingIndex) members(dim uint32) ([]u32slot, int) {
 // was in dim before and still is. It reports whether dim's table must be
 // refreshed: it just stopped being stale.
 func (x *postingIndex) set(dim uint32, who int32, w uint32, stays bool) bool {
+	if stays && x.isStale(dim) {
+		return false // its members, not their weights
+	}
 	blk := x.blocks[dim/postingBlock]
 	if blk == nil {
 		if w == 0 {
@@ -204,22 +220,19 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32, stays bool) bool {
 		pe.more.set(pe.one[0].k, pe.one[0].v)
 		pe.one[0] = u32slot{}
 	}
-	if stays && pe.stale() {
-		return false // its members, not their weights
-	}
 	if pe.more.set(k, w); pe.more.n == 0 {
 		if len(x.free) < maxFreeBuckets {
 			x.free = append(x.free, pe.more)
 		}
-		pe.more, pe.one[0] = nil, u32slot{}
+		pe.more = nil
 		return false
 	}
-	switch {
-	case pe.stale() && pe.more.n <= maxRareBucket:
-		pe.one[0] = u32slot{}
+	switch stale := x.isStale(dim); {
+	case stale && pe.more.n <= maxRareBucket:
+		x.setStale(dim, false)
 		return true
-	case !pe.stale() && pe.more.n > staleBucket:
-		pe.one[0] = u32slot{v: 1}
+	case !stale && pe.more.n > staleBucket:
+		x.setStale(dim, true)
 	}
 	return false
 }
