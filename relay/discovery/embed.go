@@ -354,6 +354,11 @@ func (m *embeddings) change(a *agentVec, in, out []feature) {
 // count changes a's count of one bucket by delta, updating the norm and
 // the index.
 func (m *embeddings) count(a *agentVec, dim uint32, delta int64) {
+	if a.counts.slots == nil {
+		// A post brings about ten buckets and its agent's next posts more:
+		// start at 64 slots rather than doubling from 2.
+		a.counts.resize(64)
+	}
 	old, now := a.counts.add(dim, delta)
 	wo, wn := weight(old), weight(now)
 	a.normSq = a.normSq - wo*wo + wn*wn
