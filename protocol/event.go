@@ -44,9 +44,11 @@ func AppendCanonicalPayload(dst []byte, e *Event) []byte {
 	return append(dst, ']')
 }
 
-// ComputeID returns SHA-256 of the canonical payload.
+// ComputeID returns SHA-256 of the canonical payload. The payload of a
+// usual event is built on the stack: only a larger one allocates.
 func (e *Event) ComputeID() [32]byte {
-	return sha256.Sum256(e.CanonicalPayload())
+	var buf [1024]byte
+	return sha256.Sum256(AppendCanonicalPayload(buf[:0], e))
 }
 
 // IDBytes decodes e.ID; ok is false when it is not 64 hex characters.

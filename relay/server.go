@@ -361,7 +361,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
 	withdraw := s.announce()
 	defer withdraw()
-	return s.ingest(ctx, e, raw, rawType, ip, withdraw)
+	return s.ingest(ctx, e, raw, rawType, ip, false, withdraw)
 }
 
 // Authenticate returns the D4 Authorization event of a request after
