@@ -144,6 +144,17 @@ func (w *gzipWriter) Flush() {
 
 func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// uncompressed is for a handler about to write, as its whole answer,
+// fewer than compressMinLength bytes: compress would only hold them back
+// and then send them as they are, so they go straight to the client (the
+// same headers and bytes, without the copy). Call it before writing.
+func uncompressed(c echo.Context) {
+	res := c.Response()
+	if w, ok := res.Writer.(*gzipWriter); ok && !w.wroteHeader && !w.wroteBody {
+		res.Writer = w.ResponseWriter
+	}
+}
+
 func (w *gzipWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }

@@ -154,6 +154,9 @@ func writeAnswer(c echo.Context, ans *PublishAnswer) error {
 	b = append(b, `,"stored":`...)
 	b = strconv.AppendBool(b, ans.Stored)
 	b = append(b, "}\n"...)
+	if len(b) < compressMinLength { // always: the id is 64 characters
+		uncompressed(c)
+	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
