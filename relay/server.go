@@ -167,12 +167,11 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		return nil, err
 	}
 	e.IPExtractor = extractor
-	e.Use(middleware.Recover())
-	e.Use(cors())
-	e.Use(compress())
+	mws := []echo.MiddlewareFunc{middleware.Recover(), cors(), compress()}
 	if cfg.MaxBody > 0 {
-		e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
+		mws = append(mws, middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}
+	e.Use(chain(mws...))
 	s.routes()
 	for _, m := range cfg.Modules {
 		if err := m.Mount(s); err != nil {

@@ -5,14 +5,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/labstack/echo/v4"
 )
 
 // TestPublishAnswerOnTheWire sends POST /events over a raw connection and
@@ -108,4 +112,61 @@ func rawPost(t *testing.T, host, path, body, enc, origin string) string {
 		}
 	}
 	return head.String() + "\r\n\r\n" + string(b)
+}
+
+// TestMiddlewareOnEveryKindOfRoute checks that the middleware chain, built
+// once (chain), runs for every handler Echo's router may pick: a route, a
+// 404, a 405, an OPTIONS preflight, a panicking handler (Recover) and a
+// body over the limit (BodyLimit), each answering with CORS headers, and
+// that a long answer is gzipped.
+func TestMiddlewareOnEveryKindOfRoute(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "relay.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.MaxBody = 100
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.echo.Logger.SetOutput(io.Discard) // Recover logs the panic's stack
+	srv.Route(http.MethodGet, "/panics", func(echo.Context) error { panic("boom") })
+	ts := newServer(t, srv)
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		gzipped            bool
+	}{
+		{"GET", "/health", "", 200, false},
+		{"GET", "/api/metrics", "", 200, true},
+		{"GET", "/nowhere", "", 404, false},
+		{"DELETE", "/events", "", 405, false},
+		{"OPTIONS", "/events", "", 204, false},
+		{"GET", "/panics", "", 500, false},
+		{"POST", "/events", strings.Repeat("x", 200), 413, false},
+	} {
+		req, _ := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Origin", "https://app.example")
+		req.Header.Set("Accept-Encoding", "gzip")
+		if tc.method == "OPTIONS" {
+			req.Header.Set("Access-Control-Request-Method", "POST")
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != tc.status || h.Get("Access-Control-Allow-Origin") != "*" ||
+			(h.Get("Content-Encoding") == "gzip") != tc.gzipped || !strings.Contains(strings.Join(h.Values("Vary"), ","), "Origin") {
+			t.Errorf("%s %s: %d %v", tc.method, tc.path, resp.StatusCode, h)
+		}
+		if tc.method == "OPTIONS" && !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") {
+			t.Errorf("preflight: %v", h)
+		}
+	}
 }
