@@ -122,6 +122,10 @@ func (x *Index) Has(it Item) bool {
 	if len(x.blocks) == 0 {
 		return false
 	}
+	// A live event is usually newer than any held: no search.
+	if last := x.blocks[len(x.blocks)-1].items; last[len(last)-1].Compare(it) < 0 {
+		return false
+	}
 	_, found := slices.BinarySearchFunc(x.blocks[x.blockFor(it)].items, it, Item.Compare)
 	return found
 }
