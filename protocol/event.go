@@ -88,17 +88,32 @@ func (e *Event) CheckSig() error {
 // sigParts decodes what the signature check reads: the key, the
 // signature and the id. It reports a weak_key *Error for a key libsodium
 // refuses whatever the signature.
+// The three are decoded into one allocation.
 func (e *Event) sigParts() (pub, sig, id []byte, err error) {
-	pub, err1 := hex.DecodeString(e.AgentID)
-	sig, err2 := hex.DecodeString(e.Sig)
-	idb, ok := e.IDBytes()
-	if err1 != nil || err2 != nil || !ok || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+	var ok bool
+	b := new(struct {
+		pub [ed25519.PublicKeySize]byte
+		sig [ed25519.SignatureSize]byte
+		id  [32]byte
+	})
+	b.id, ok = e.IDBytes()
+	if !ok || !decodeHex(b.pub[:], e.AgentID) || !decodeHex(b.sig[:], e.Sig) {
 		return nil, nil, nil, Errorf(CodeBadSignature, "signature or key is not well-formed hex")
 	}
-	if sigverify.WeakKey(pub) {
+	if sigverify.WeakKey(b.pub[:]) {
 		return nil, nil, nil, Errorf(CodeWeakKey, "agent_id is a small-order or non-canonical Ed25519 key, under which anyone can sign")
 	}
-	return pub, sig, idb[:], nil
+	return b.pub[:], b.sig[:], b.id[:], nil
+}
+
+// decodeHex decodes s, which must be exactly 2*len(dst) hex characters
+// (either case, as hex.DecodeString takes them), into dst.
+func decodeHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	_, err := hex.Decode(dst, []byte(s))
+	return err == nil
 }
 
 func errBadSig() error {
