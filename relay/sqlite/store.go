@@ -96,8 +96,10 @@ type Store struct {
 	frameSize int64
 	// Statements prepared once: the writer's on its single connection,
 	// the readers' lazily per pooled connection by database/sql.
-	insEvent, insEventMany, insTag, insPending, insPendingMany, insRevoke, selID *sql.Stmt
-	lookupSeq, authorSeq, getSeq                                                 *sql.Stmt
+	insRevoke, selID             *sql.Stmt
+	lookupSeq, authorSeq, getSeq *sql.Stmt
+	// The writer's inserts of many rows a statement (see inserter).
+	insEvents, insTags, insPending *inserter
 }
 
 // The log's data types are the eventlog package's (see eventlog.Log).
@@ -265,21 +267,26 @@ func prepareLog(w *sql.DB, shape logShape) error {
 }
 
 func (s *Store) prepare() error {
+	// The id index keeps ids unique and the writer numbers the events
+	// itself, so it inserts them many to a statement.
+	var err error
+	if s.insEvents, err = newInserter(s.write, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at) VALUES`,
+		eventsPerInsert, 9); err != nil {
+		return err
+	}
+	if s.insTags, err = newInserter(s.write, `INSERT OR IGNORE INTO tags(name, value, created_at, id, kind, seq) VALUES`,
+		tagsPerInsert, 6); err != nil {
+		return err
+	}
+	if s.insPending, err = newInserter(s.write, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES`,
+		pendingPerInsert, 6); err != nil {
+		return err
+	}
 	for _, p := range []struct {
 		db  *sql.DB
 		dst **sql.Stmt
 		q   string
 	}{
-		// The id index keeps ids unique and the writer numbers the events
-		// itself, so it inserts them many to a statement.
-		{s.write, &s.insEvent, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
-			VALUES(?,?,?,?,?,?,?,?,?)`},
-		{s.write, &s.insEventMany, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at) VALUES` +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?,?),", eventsPerInsert), ",")},
-		{s.write, &s.insTag, `INSERT OR IGNORE INTO tags(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
-		{s.write, &s.insPending, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES(?,?,?,?,?,?)`},
-		{s.write, &s.insPendingMany, `INSERT INTO tags_pending(name, value, created_at, id, kind, seq) VALUES` +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", pendingPerInsert), ",")},
 		{s.write, &s.insRevoke, `INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?,?,?,?)`},
 		{s.write, &s.selID, `SELECT id FROM events WHERE seq = ?`},
 		{s.read, &s.lookupSeq, `SELECT substr(body, -130, 128) FROM events WHERE seq = ? AND id = ?`},
@@ -1088,13 +1095,13 @@ func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
 			return nil, nil, err
 		}
 	}
-	event := tx.Stmt(s.insEvent)
-	st := &txStmts{tag: tx.Stmt(s.insTag), revoke: tx.Stmt(s.insRevoke), id: tx.Stmt(s.selID), ids: s.ids,
+	st := &txStmts{revoke: tx.Stmt(s.insRevoke), id: tx.Stmt(s.selID), ids: s.ids,
 		first: s.nextSeq, next: s.nextSeq,
-		events: &rowBatch{what: "events", width: 9, per: eventsPerInsert, many: tx.Stmt(s.insEventMany), one: event}}
+		events: &rowBatch{what: "events", tx: tx, ins: s.insEvents},
+		tags:   &rowBatch{what: "tags", tx: tx, ins: s.insTags}}
 	if s.bulk > 0 {
-		st.tag, st.pending = tx.Stmt(s.insPending), true
-		st.tags = &rowBatch{what: "tags", width: 6, per: pendingPerInsert, many: tx.Stmt(s.insPendingMany), one: st.tag}
+		st.pending = true
+		st.tags.ins = s.insPending
 	}
 	results, committed, bodies, err := st.insertAll(batch)
 	if err == nil {
@@ -1179,7 +1186,7 @@ func (st *txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byt
 
 // txStmts is one transaction of the writer.
 type txStmts struct {
-	tag, revoke, id *sql.Stmt
+	revoke, id *sql.Stmt
 	// pending: tag rows go to tags_pending, which has no key to drop a
 	// repeated tag, so insertOne drops it.
 	pending bool
@@ -1188,9 +1195,9 @@ type txStmts struct {
 	ids         *idIndex
 	added       [][32]byte
 	first, next int64
-	// events gathers the events, and tags (with pending) the tag rows for
-	// tags_pending; both are inserted many rows a statement when the
-	// batch ends.
+	// events gathers the events and tags their tag rows (for
+	// tags_pending with pending); both are inserted many rows a statement
+	// when the batch ends.
 	tags, events *rowBatch
 	// seqs is scratch for the id index's answers.
 	seqs []int64
@@ -1200,15 +1207,13 @@ type txStmts struct {
 	entries []authorEntry
 }
 
-// rowBatch gathers rows of width values and inserts them per rows a
-// statement (many), the rest one at a time (one): a statement each cost
-// about a microsecond a row beyond SQLite's own work. A nil rowBatch
-// holds nothing.
+// rowBatch gathers the rows of one table in a transaction and inserts them
+// many a statement when it ends (see inserter).
 type rowBatch struct {
-	what       string
-	width, per int
-	many, one  *sql.Stmt
-	rows       []any
+	what string
+	tx   *sql.Tx
+	ins  *inserter
+	rows []any
 }
 
 // add gathers one row.
@@ -1216,22 +1221,40 @@ func (b *rowBatch) add(row ...any) { b.rows = append(b.rows, row...) }
 
 // flush inserts the gathered rows.
 func (b *rowBatch) flush() error {
-	if b == nil {
-		return nil
-	}
-	rows, n := b.rows, b.per*b.width
+	rows := b.rows
 	b.rows = b.rows[:0]
-	for ; len(rows) >= n; rows = rows[n:] {
-		if _, err := b.many.Exec(rows[:n]...); err != nil {
+	for len(rows) > 0 {
+		n := min(b.ins.per, len(rows)/b.ins.width)
+		if _, err := b.tx.Stmt(b.ins.stmts[n-1]).Exec(rows[:n*b.ins.width]...); err != nil {
 			return fmt.Errorf("insert %s: %w", b.what, err)
 		}
-	}
-	for ; len(rows) > 0; rows = rows[b.width:] {
-		if _, err := b.one.Exec(rows[:b.width]...); err != nil {
-			return fmt.Errorf("insert %s: %w", b.what, err)
-		}
+		rows = rows[n*b.ins.width:]
 	}
 	return nil
+}
+
+// inserter holds a statement inserting n rows of width values for each n
+// up to per, prepared at open (the writer's one connection is the
+// transaction's meanwhile): a statement each cost about a microsecond a
+// row beyond SQLite's own work, and a transaction holds whatever number of
+// events its publishers sent.
+type inserter struct {
+	head       string
+	per, width int
+	stmts      []*sql.Stmt // [n-1]
+}
+
+func newInserter(db *sql.DB, head string, per, width int) (*inserter, error) {
+	in := &inserter{head: head, per: per, width: width, stmts: make([]*sql.Stmt, per)}
+	row := "(" + placeholders(width) + "),"
+	for n := 1; n <= per; n++ {
+		st, err := db.Prepare(head + strings.TrimSuffix(strings.Repeat(row, n), ","))
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		in.stmts[n-1] = st
+	}
+	return in, nil
 }
 
 // eventsPerInsert is how many events one statement inserts.
@@ -1239,8 +1262,12 @@ const eventsPerInsert = 32
 
 // pendingPerInsert is how many tag rows one statement inserts into
 // tags_pending during a bulk load (a million events carry about 1.4
-// million tag rows).
-const pendingPerInsert = 64
+// million tag rows); tagsPerInsert is how many it inserts into tags
+// otherwise.
+const (
+	pendingPerInsert = 64
+	tagsPerInsert    = 32
+)
 
 // insertOne stores rec and returns its seq, whether it was already stored,
 // and the body it stored.
@@ -1275,13 +1302,7 @@ func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err 
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
 			continue
 		}
-		if st.tags != nil {
-			st.tags.add(t[0], t[1], e.CreatedAt, id, e.Kind, seq)
-			continue
-		}
-		if _, err := st.tag.Exec(t[0], t[1], e.CreatedAt, id, e.Kind, seq); err != nil {
-			return 0, false, nil, fmt.Errorf("insert tag: %w", err)
-		}
+		st.tags.add(t[0], t[1], e.CreatedAt, id, e.Kind, seq)
 	}
 	if e.Kind == protocol.KindRevoke {
 		for _, target := range e.TagValues("e") {
