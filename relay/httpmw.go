@@ -36,8 +36,10 @@ func cors() echo.MiddlewareFunc {
 // CORS's a few hundred bytes). The chain ends in the handler Echo's router
 // chose for the request, c.Handler() (a route's, or the 404, 405 and
 // OPTIONS handlers), which is the handler Echo passes a middleware given
-// to Use. The middlewares must keep no per-handler state (Echo's Recover,
-// CORS and BodyLimit, and compress, keep none).
+// to Use. So it must be the last (here the only) middleware given to Use:
+// one given after it would never run. The middlewares must keep no
+// per-handler state (Echo's Recover, CORS and BodyLimit, and compress,
+// keep none).
 func chain(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 	h := func(c echo.Context) error { return c.Handler()(c) }
 	for i := len(mws) - 1; i >= 0; i-- {
