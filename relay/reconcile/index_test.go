@@ -68,9 +68,15 @@ func checkIndex(t *testing.T, r *rand.Rand, x *Index, m model) {
 		}
 	}
 	var all []Item
+	if len(x.firsts) != len(x.blocks) {
+		t.Fatalf("%d firsts for %d blocks", len(x.firsts), len(x.blocks))
+	}
 	for i, b := range x.blocks {
 		if len(b.items) == 0 || len(b.items) > maxBlock {
 			t.Fatalf("block %d holds %d items", i, len(b.items))
+		}
+		if x.firsts[i] != b.items[0] {
+			t.Fatalf("block %d: firsts holds %v, the block begins with %v", i, x.firsts[i], b.items[0])
 		}
 		var s accumulator
 		for k := range b.items {
@@ -193,4 +199,20 @@ func TestIndexConcurrent(t *testing.T) {
 	wg.Wait()
 	st := reconcile(t, client, server, Params{}, Params{})
 	checkDiff(t, st, items[:9000], items)
+}
+
+// TestIndexAddBelowFirst adds items in descending order, each below every
+// item held (the only insert that changes a block's first item without a
+// split), and checks the index after each.
+func TestIndexAddBelowFirst(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := NewIndex(nil)
+	var m model
+	for i := range 300 {
+		it := Item{CreatedAt: epoch + month - int64(i)}
+		fillID(r, &it.ID)
+		x.Add(it)
+		m.add(it)
+		checkIndex(t, r, x, m)
+	}
 }
