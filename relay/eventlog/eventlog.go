@@ -76,10 +76,15 @@ func NewRecordOwning(e *protocol.Event, raw []byte, rawType string, receivedAt i
 	var buf [2048]byte
 	body := protocol.AppendJSON(buf[:0], e)
 	rec := Record{Event: e, RawType: rawType, ReceivedAt: receivedAt}
-	if bytes.Equal(raw, body) {
-		rec.Body = raw[:len(raw):len(raw)]
-	} else {
+	switch {
+	case !bytes.Equal(raw, body):
 		rec.Body, rec.Raw = bytes.Clone(body), raw
+	case cap(raw)-len(raw) <= len(raw)/8+64:
+		rec.Body = raw[:len(raw):len(raw)]
+	default:
+		// A body read without a Content-Length may sit in a buffer up
+		// to twice its size, which the body cache would then hold.
+		rec.Body = bytes.Clone(body)
 	}
 	return rec
 }
