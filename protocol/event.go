@@ -44,9 +44,11 @@ func AppendCanonicalPayload(dst []byte, e *Event) []byte {
 	return append(dst, ']')
 }
 
-// ComputeID returns SHA-256 of the canonical payload.
+// ComputeID returns SHA-256 of the canonical payload. The payload of a
+// usual event is built on the stack: only a larger one allocates.
 func (e *Event) ComputeID() [32]byte {
-	return sha256.Sum256(e.CanonicalPayload())
+	var buf [1024]byte
+	return sha256.Sum256(AppendCanonicalPayload(buf[:0], e))
 }
 
 // IDBytes decodes e.ID; ok is false when it is not 64 hex characters.
@@ -86,17 +88,32 @@ func (e *Event) CheckSig() error {
 // sigParts decodes what the signature check reads: the key, the
 // signature and the id. It reports a weak_key *Error for a key libsodium
 // refuses whatever the signature.
+// The three are decoded into one allocation.
 func (e *Event) sigParts() (pub, sig, id []byte, err error) {
-	pub, err1 := hex.DecodeString(e.AgentID)
-	sig, err2 := hex.DecodeString(e.Sig)
-	idb, ok := e.IDBytes()
-	if err1 != nil || err2 != nil || !ok || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+	var ok bool
+	b := new(struct {
+		pub [ed25519.PublicKeySize]byte
+		sig [ed25519.SignatureSize]byte
+		id  [32]byte
+	})
+	b.id, ok = e.IDBytes()
+	if !ok || !decodeHex(b.pub[:], e.AgentID) || !decodeHex(b.sig[:], e.Sig) {
 		return nil, nil, nil, Errorf(CodeBadSignature, "signature or key is not well-formed hex")
 	}
-	if sigverify.WeakKey(pub) {
+	if sigverify.WeakKey(b.pub[:]) {
 		return nil, nil, nil, Errorf(CodeWeakKey, "agent_id is a small-order or non-canonical Ed25519 key, under which anyone can sign")
 	}
-	return pub, sig, idb[:], nil
+	return b.pub[:], b.sig[:], b.id[:], nil
+}
+
+// decodeHex decodes s, which must be exactly 2*len(dst) hex characters
+// (either case, as hex.DecodeString takes them), into dst.
+func decodeHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	_, err := hex.Decode(dst, []byte(s))
+	return err == nil
 }
 
 func errBadSig() error {
@@ -149,15 +166,27 @@ func Less(a, b *Event) bool {
 // IsHex64 reports whether s is 64 lowercase hex characters.
 func IsHex64(s string) bool { return isLowerHex(s, 64) }
 
+// isLowerHex reports whether s is n lowercase hex characters. It looks
+// every byte up without branching on it: the two ranges of a comparison
+// chain mispredict on random hex, which made it most of the decoder's time.
 func isLowerHex(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}
+	var bad byte
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
+		bad |= notLowerHex[s[i]]
 	}
-	return true
+	return bad == 0
 }
+
+// notLowerHex is 1 for every byte but 0-9 and a-f.
+var notLowerHex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 1
+	}
+	for _, c := range "0123456789abcdef" {
+		t[c] = 0
+	}
+	return t
+}()

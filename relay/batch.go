@@ -96,7 +96,7 @@ func (s *Server) postBatch(c echo.Context) error {
 		var pa *PublishAnswer
 		if err == nil {
 			r.ID, evs[i] = e.ID, e
-			rec, pa, err = s.prepare(ctx, e, raw, rawType, ip, now)
+			rec, pa, err = s.prepare(ctx, e, raw, rawType, ip, now, false)
 		}
 		switch {
 		case err != nil:

@@ -30,6 +30,24 @@ func cors() echo.MiddlewareFunc {
 	})
 }
 
+// chain returns the middlewares mws (outermost first) as one middleware,
+// applied once here rather than on every request: Echo wraps the handler
+// of each request in every middleware given to Use anew (a closure apiece,
+// CORS's a few hundred bytes). The chain ends in the handler Echo's router
+// chose for the request, c.Handler() (a route's, or the 404, 405 and
+// OPTIONS handlers), which is the handler Echo passes a middleware given
+// to Use. So it must be the last (here the only) middleware given to Use:
+// one given after it would never run. The middlewares must keep no
+// per-handler state (Echo's Recover, CORS and BodyLimit, and compress,
+// keep none).
+func chain(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
+	h := func(c echo.Context) error { return c.Handler()(c) }
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
+}
+
 // compressMinLength is the smallest answer worth compressing: below it the
 // gzip framing costs more than it saves.
 const compressMinLength = 1024
@@ -143,6 +161,17 @@ func (w *gzipWriter) Flush() {
 }
 
 func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// uncompressed is for a handler about to write, as its whole answer,
+// fewer than compressMinLength bytes: compress would only hold them back
+// and then send them as they are, so they go straight to the client (the
+// same headers and bytes, without the copy). Call it before writing.
+func uncompressed(c echo.Context) {
+	res := c.Response()
+	if w, ok := res.Writer.(*gzipWriter); ok && !w.wroteHeader && !w.wroteBody {
+		res.Writer = w.ResponseWriter
+	}
+}
 
 func (w *gzipWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()

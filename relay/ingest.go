@@ -154,6 +154,9 @@ func writeAnswer(c echo.Context, ans *PublishAnswer) error {
 	b = append(b, `,"stored":`...)
 	b = strconv.AppendBool(b, ans.Stored)
 	b = append(b, "}\n"...)
+	if len(b) < compressMinLength { // always: the id is 64 characters
+		uncompressed(c)
+	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
@@ -169,7 +172,7 @@ func (s *Server) postEvent(c echo.Context) error {
 	// way waits for it while it is checked (see announce).
 	withdraw := s.announce()
 	defer withdraw()
-	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP(), withdraw)
+	ans, err := s.ingest(c.Request().Context(), e, raw, rawType, c.RealIP(), true, withdraw)
 	if err != nil {
 		return s.reject(err)
 	}
@@ -192,10 +195,10 @@ func (s *Server) reject(err error) error {
 // e. It answers only after the event is committed. (Events from peers go
 // through CheckMirrored instead.)
 // withdraw ends the publish's announcement (see announce) just before
-// its append is queued.
-func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, withdraw func()) (*PublishAnswer, error) {
+// its append is queued. owned says raw is handed over (see prepare).
+func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, owned bool, withdraw func()) (*PublishAnswer, error) {
 	now := s.cfg.Now()
-	rec, ans, err := s.prepare(ctx, e, raw, rawType, ip, now)
+	rec, ans, err := s.prepare(ctx, e, raw, rawType, ip, now, owned)
 	withdraw()
 	if rec == nil {
 		return ans, err
@@ -237,8 +240,11 @@ func (s *Server) announce() func() {
 // prepare applies every publish rule to e, in the documented order,
 // charging the address and then the agent. It returns the record to
 // append, or an answer that needs no append (a stored duplicate, a kind 11
-// beat handed to its modules), or the first violation.
-func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, now time.Time) (*eventlog.Record, *PublishAnswer, error) {
+// beat handed to its modules), or the first violation. owned says raw
+// is this publish's alone, never changed or reused after (a POST /events
+// body): the record may then keep raw itself as its body
+// (eventlog.NewRecordOwning) instead of a copy.
+func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string, now time.Time, owned bool) (*eventlog.Record, *PublishAnswer, error) {
 	if errs := s.cfg.Checker.Limits.Check(e, now.Unix()); len(errs) > 0 {
 		return nil, nil, errs[0]
 	}
@@ -283,7 +289,12 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 		}
 		return nil, &PublishAnswer{ID: e.ID, Accepted: true}, nil
 	}
-	rec := eventlog.NewRecord(e, raw, rawType, now.Unix())
+	var rec eventlog.Record
+	if owned {
+		rec = eventlog.NewRecordOwning(e, raw, rawType, now.Unix())
+	} else {
+		rec = eventlog.NewRecord(e, raw, rawType, now.Unix())
+	}
 	rec.Admit = admit
 	return &rec, nil, nil
 }

@@ -16,7 +16,9 @@ type metrics struct {
 	duplicates atomic.Int64
 	mu         sync.Mutex
 	rejects    map[string]int64
-	// ingest latency histogram (seconds), cumulative buckets.
+	// ingest latency histogram (seconds): buckets[i] counts the
+	// observations in (bounds[i-1], bounds[i]], one add per observation;
+	// write sums them into Prometheus's cumulative buckets.
 	bounds  []float64
 	buckets []atomic.Int64
 	sum     atomic.Int64 // nanoseconds
@@ -39,6 +41,7 @@ func (m *metrics) observe(d time.Duration) {
 	for i, b := range m.bounds {
 		if s <= b {
 			m.buckets[i].Add(1)
+			break
 		}
 	}
 	m.sum.Add(int64(d))
@@ -60,8 +63,10 @@ func (m *metrics) write(w io.Writer, events, dbBytes int64, subscribers int) {
 	}
 	m.mu.Unlock()
 	fmt.Fprintf(w, "# HELP anp2_ingest_seconds Time from request to committed answer.\n# TYPE anp2_ingest_seconds histogram\n")
+	var below int64
 	for i, b := range m.bounds {
-		fmt.Fprintf(w, "anp2_ingest_seconds_bucket{le=\"%g\"} %d\n", b, m.buckets[i].Load())
+		below += m.buckets[i].Load()
+		fmt.Fprintf(w, "anp2_ingest_seconds_bucket{le=\"%g\"} %d\n", b, below)
 	}
 	fmt.Fprintf(w, "anp2_ingest_seconds_bucket{le=\"+Inf\"} %d\n", m.count.Load())
 	fmt.Fprintf(w, "anp2_ingest_seconds_sum %g\nanp2_ingest_seconds_count %d\n", time.Duration(m.sum.Load()).Seconds(), m.count.Load())

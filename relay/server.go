@@ -167,12 +167,11 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		return nil, err
 	}
 	e.IPExtractor = extractor
-	e.Use(middleware.Recover())
-	e.Use(cors())
-	e.Use(compress())
+	mws := []echo.MiddlewareFunc{middleware.Recover(), cors(), compress()}
 	if cfg.MaxBody > 0 {
-		e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
+		mws = append(mws, middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}
+	e.Use(chain(mws...)) // the only middleware given to Use: chain ignores what follows it
 	s.routes()
 	for _, m := range cfg.Modules {
 		if err := m.Mount(s); err != nil {
@@ -361,7 +360,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Ingest(ctx context.Context, e *protocol.Event, raw []byte, rawType, ip string) (*PublishAnswer, error) {
 	withdraw := s.announce()
 	defer withdraw()
-	return s.ingest(ctx, e, raw, rawType, ip, withdraw)
+	return s.ingest(ctx, e, raw, rawType, ip, false, withdraw)
 }
 
 // Authenticate returns the D4 Authorization event of a request after

@@ -66,6 +66,29 @@ func NewRecord(e *protocol.Event, raw []byte, rawType string, receivedAt int64) 
 	return rec
 }
 
+// NewRecordOwning is NewRecord for a raw handed over to the record: the
+// caller never changes or reuses it afterwards (a request body read for
+// this event alone). When raw is already the canonical body, as most
+// clients send it, the record's Body is raw itself instead of a copy;
+// the body is compared on the stack, so a usual event allocates nothing
+// here.
+func NewRecordOwning(e *protocol.Event, raw []byte, rawType string, receivedAt int64) Record {
+	var buf [2048]byte
+	body := protocol.AppendJSON(buf[:0], e)
+	rec := Record{Event: e, RawType: rawType, ReceivedAt: receivedAt}
+	switch {
+	case !bytes.Equal(raw, body):
+		rec.Body, rec.Raw = bytes.Clone(body), raw
+	case cap(raw)-len(raw) <= len(raw)/8+64:
+		rec.Body = raw[:len(raw):len(raw)]
+	default:
+		// A body read without a Content-Length may sit in a buffer up
+		// to twice its size, which the body cache would then hold.
+		rec.Body = bytes.Clone(body)
+	}
+	return rec
+}
+
 // Filter selects events for Query. Empty lists do not filter.
 type Filter struct {
 	IDs     []string

@@ -120,3 +120,30 @@ func clientMessages(b *testing.B, client, server *Index) [][]byte {
 	}
 	return msgs
 }
+
+// BenchmarkIndexHas looks items up in an index of a million: absent ones
+// (every new publish's duplicate check), absent ones newer than all (a
+// live publish), and present ones.
+func BenchmarkIndexHas(b *testing.B) {
+	client, _ := millionFixture()
+	r := rand.New(rand.NewPCG(17, 18))
+	absent := randItems(r, 4096, epoch, 365*86400)
+	newest := randItems(r, 4096, epoch+400*86400, 86400) // after every item held, as live events are
+	present := make([]Item, 4096)
+	for i := range present {
+		present[i] = client.at(r.IntN(client.Len()))
+	}
+	for _, tc := range []struct {
+		name  string
+		items []Item
+		want  bool
+	}{{"absent", absent, false}, {"newest", newest, false}, {"present", present, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := range b.N {
+				if client.Has(tc.items[i%len(tc.items)]) != tc.want && tc.want {
+					b.Fatal("present item not found")
+				}
+			}
+		})
+	}
+}

@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
-	"encoding/binary"
 	"slices"
 	"sort"
 	"sync"
@@ -26,31 +24,12 @@ const (
 // search, a move of under 1024 items and O(log blocks) tree updates.
 type Index struct {
 	mu     sync.RWMutex
-	blocks []*block  // in order, none empty
-	firsts []itemKey // each block's first item's key, searched without reading the blocks
+	blocks []*block // in order, none empty
+	// firsts[k] is blocks[k].items[0]: the searches for an item's block
+	// read this one array rather than a block apiece, a cache miss each.
+	firsts []Item
 	tree   fenwick
 	n      int
-}
-
-// itemKey is an item's CreatedAt and the first 8 bytes of its id as a
-// big-endian number: keys in order are items in order, but for a tie.
-type itemKey struct {
-	at  int64
-	pre uint64
-}
-
-func keyOf(it *Item) itemKey { return itemKey{it.CreatedAt, binary.BigEndian.Uint64(it.ID[:8])} }
-
-// after reports whether the item with key k and id is after it, whose key
-// is ik.
-func after(k itemKey, id *[32]byte, ik itemKey, it *Item) bool {
-	switch {
-	case k.at != ik.at:
-		return k.at > ik.at
-	case k.pre != ik.pre:
-		return k.pre > ik.pre
-	}
-	return bytes.Compare(id[8:], it.ID[8:]) > 0
 }
 
 type block struct {
@@ -80,10 +59,9 @@ func NewIndex(items []Item) *Index {
 			b.sum.addID(&b.items[i].ID)
 		}
 		x.blocks = append(x.blocks, b)
-		x.firsts = append(x.firsts, keyOf(&b.items[0]))
 		s = s[k:]
 	}
-	x.tree.build(x.blocks)
+	x.rebuild()
 	return x
 }
 
@@ -107,8 +85,7 @@ func (x *Index) Add(it Item) bool {
 		b := &block{items: append(make([]Item, 0, 64), it)}
 		b.sum.addID(&it.ID)
 		x.blocks = []*block{b}
-		x.firsts = []itemKey{keyOf(&it)}
-		x.tree.build(x.blocks)
+		x.rebuild()
 		x.n = 1
 		return true
 	}
@@ -116,11 +93,11 @@ func (x *Index) Add(it Item) bool {
 	bi := len(x.blocks) - 1
 	b := x.blocks[bi]
 	i := len(b.items)
-	if k := keyOf(&it); len(b.items) == 0 || !after(k, &it.ID, keyOf(&b.items[i-1]), &b.items[i-1]) {
-		bi = x.blockFor(k, &it)
+	if len(b.items) == 0 || b.items[len(b.items)-1].Compare(it) >= 0 {
+		bi = x.blockFor(it)
 		b = x.blocks[bi]
 		var found bool
-		if i, found = search(b.items, k, &it); found {
+		if i, found = slices.BinarySearchFunc(b.items, it, Item.Compare); found {
 			return false
 		}
 	}
@@ -130,7 +107,7 @@ func (x *Index) Add(it Item) bool {
 	}
 	b.items = slices.Insert(b.items, i, it)
 	if i == 0 {
-		x.firsts[bi] = keyOf(&it)
+		x.firsts[bi] = it
 	}
 	b.sum.addID(&it.ID)
 	x.tree.add(bi, &it.ID)
@@ -145,23 +122,29 @@ func (x *Index) Has(it Item) bool {
 	if len(x.blocks) == 0 {
 		return false
 	}
-	k := keyOf(&it)
-	_, found := search(x.blocks[x.blockFor(k, &it)].items, k, &it)
+	// A live event is usually newer than any held: no search.
+	if last := x.blocks[len(x.blocks)-1].items; last[len(last)-1].Compare(it) < 0 {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(x.blocks[x.blockFor(it)].items, it, Item.Compare)
 	return found
 }
 
-// blockFor returns the block an item (with key k) belongs in: the last
-// whose first item is not after it, or the first block.
-func (x *Index) blockFor(k itemKey, it *Item) int {
-	j := sort.Search(len(x.blocks), func(b int) bool { return after(x.firsts[b], &x.blocks[b].items[0].ID, k, it) })
+// blockFor returns the block an item belongs in: the last whose first item
+// is not after it, or the first block.
+func (x *Index) blockFor(it Item) int {
+	j := sort.Search(len(x.firsts), func(k int) bool { return x.firsts[k].Compare(it) > 0 })
 	return max(j-1, 0)
 }
 
-// search returns the position of it (with key k) in the sorted items, or
-// where it would be inserted, and whether it is there.
-func search(items []Item, k itemKey, it *Item) (int, bool) {
-	i := sort.Search(len(items), func(i int) bool { return !after(k, &it.ID, keyOf(&items[i]), &items[i]) })
-	return i, i < len(items) && items[i] == *it
+// rebuild remakes what is derived from the list of blocks (the Fenwick
+// tree and firsts) after blocks were added.
+func (x *Index) rebuild() {
+	x.tree.build(x.blocks)
+	x.firsts = slices.Grow(x.firsts[:0], len(x.blocks))
+	for _, b := range x.blocks {
+		x.firsts = append(x.firsts, b.items[0])
+	}
 }
 
 // makeRoom makes space for an insert at position i of the full block bi and
@@ -172,8 +155,8 @@ func (x *Index) makeRoom(bi, i int) (int, int) {
 	b := x.blocks[bi]
 	if i == len(b.items) && bi == len(x.blocks)-1 {
 		x.blocks = append(x.blocks, &block{items: make([]Item, 0, maxBlock)})
-		x.firsts = append(x.firsts, itemKey{}) // set by the insert at 0
 		x.tree.build(x.blocks)
+		x.firsts = append(x.firsts, Item{}) // set by the insert at 0
 		return bi + 1, 0
 	}
 	half := len(b.items) / 2
@@ -185,8 +168,7 @@ func (x *Index) makeRoom(bi, i int) (int, int) {
 	}
 	b.sum.sub(&right.sum)
 	x.blocks = slices.Insert(x.blocks, bi+1, right)
-	x.firsts = slices.Insert(x.firsts, bi+1, keyOf(&right.items[0]))
-	x.tree.build(x.blocks)
+	x.rebuild()
 	if i > half {
 		return bi + 1, i - half
 	}
@@ -222,7 +204,7 @@ func (x *Index) span(lower, upper Bound) (int, int) {
 
 // rank returns how many items sort below b.
 func (x *Index) rank(b Bound) int {
-	j := sort.Search(len(x.blocks), func(k int) bool { return b.cmpItem(x.blocks[k].items[0]) <= 0 })
+	j := sort.Search(len(x.firsts), func(k int) bool { return b.cmpItem(x.firsts[k]) <= 0 })
 	if j == 0 {
 		return 0
 	}
