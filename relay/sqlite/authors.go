@@ -222,6 +222,16 @@ func (c *authorCursor) skip(sc authorScope) {
 // whether events past those remain. The log's order of the candidates is
 // theirs but among ties, which the caller's read sorts.
 func (x *authorIndex) candidates(authors [][32]byte, sc authorScope, want int) (seqs []int64, more bool) {
+	entries, more := x.candidateEntries(authors, sc, want)
+	seqs = make([]int64, len(entries))
+	for i, e := range entries {
+		seqs[i] = e.seq
+	}
+	return seqs, more
+}
+
+// candidateEntries is candidates with the entries themselves.
+func (x *authorIndex) candidateEntries(authors [][32]byte, sc authorScope, want int) (out []authorEntry, more bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	h := cursorHeap{}
@@ -239,13 +249,12 @@ func (x *authorIndex) candidates(authors [][32]byte, sc authorScope, want int) (
 		}
 	}
 	heap.Init(&h)
-	var last authorEntry
 	for len(h) > 0 {
 		e := h[0].entry()
-		if len(seqs) >= want && !sameKey(e, last) {
-			return seqs, true
+		if len(out) >= max(want, 1) && !sameKey(e, out[len(out)-1]) {
+			return out, true
 		}
-		seqs, last = append(seqs, e.seq), e
+		out = append(out, e)
 		h[0].next()
 		h[0].skip(sc)
 		if h[0].valid() {
@@ -254,7 +263,7 @@ func (x *authorIndex) candidates(authors [][32]byte, sc authorScope, want int) (
 			heap.Pop(&h)
 		}
 	}
-	return seqs, false
+	return out, false
 }
 
 // seqsOf returns the seqs of author's events that sc admits, oldest first.

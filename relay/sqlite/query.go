@@ -1,12 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,6 +127,11 @@ func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
 			}
 		}
 	}
+	if len(filter.IDs) == 0 && len(filter.Tags) == 0 && len(filter.Authors) > 0 {
+		if out, ok, err := s.authorPage(ctx, filter, limit); ok || err != nil {
+			return out, err
+		}
+	}
 	// A few extra rows absorb revoked events; when they do not, ask again
 	// for twice as many.
 	for want := limit + 8; ; want *= 2 {
@@ -147,6 +154,74 @@ func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
 			return s.bodies(ctx, keep[:min(len(keep), limit)])
 		}
 	}
+}
+
+// authorPage answers an author filter whose revocations the caller
+// knows, without ids or tags, from the author index and the bodies alone:
+// the candidates' bodies (from the body cache where it holds them), their
+// ids read from the bodies' start, sorted by (created_at, id) and the
+// revoked dropped; when too few remain and more candidates do, it asks
+// for twice as many. Reading the candidates' rows by seq to learn their
+// ids cost twice as much. ok is false, and the statement answers
+// instead, if a body does not begin with its id as this relay writes
+// bodies.
+func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [][]byte, ok bool, err error) {
+	authors := make([][32]byte, 0, len(filter.Authors))
+	for _, h := range filter.Authors {
+		if a, ok := decodeID(h); ok {
+			authors = append(authors, [32]byte(a))
+		}
+	}
+	sc := scopeOf(filter)
+	for want := limit + 8; ; want *= 2 {
+		entries, more := s.authors.candidateEntries(authors, sc, want)
+		seqs := make([]int64, len(entries))
+		for i, e := range entries {
+			seqs[i] = e.seq
+		}
+		bodies, err := s.bodies(ctx, seqs)
+		if err != nil {
+			return nil, true, err
+		}
+		ids := make([]string, len(bodies))
+		for i, b := range bodies {
+			if ids[i], ok = bodyID(b); !ok {
+				return nil, false, nil
+			}
+		}
+		order := make([]int, len(entries))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(entries[b].at, entries[a].at), strings.Compare(ids[b], ids[a]))
+		})
+		out = out[:0]
+		for _, i := range order {
+			if len(out) < limit && (filter.IncludeRevoked || !filter.Revoked(ids[i])) {
+				out = append(out, bodies[i])
+			}
+		}
+		if len(out) >= limit || !more {
+			return out, true, nil
+		}
+	}
+}
+
+// bodyID returns the id a stored body begins with: {"id":"<64 hex>", as
+// protocol.AppendJSON writes it.
+func bodyID(b []byte) (string, bool) {
+	const head = `{"id":"`
+	if len(b) < len(head)+65 || string(b[:len(head)]) != head || b[len(head)+64] != '"' {
+		return "", false
+	}
+	id := b[len(head) : len(head)+64]
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", false
+		}
+	}
+	return string(id), true
 }
 
 // queryRefs returns the (seq, id) of the events f selects, in order.
