@@ -34,16 +34,51 @@ const (
 	MaxPostFeatures = 256
 )
 
-var stopWords = map[string]bool{}
+// stopWordList is the embedding's stop words.
+const stopWordList = "the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am"
 
-// maxStopWord is the length of the longest stop word: longer tokens are
-// not looked up.
+// stopWords is the set of stop words, each packed by packWord, in an
+// open-addressing table (0: an empty slot): a token is looked up without
+// hashing a string.
+var stopWords [512]uint64
+
+// maxStopWord is the length of the longest stop word (at most 8): longer
+// tokens are not looked up.
 var maxStopWord int
 
+// packWord is the bytes of t (at most 8, none zero) as a number.
+func packWord(t string) uint64 {
+	var p uint64
+	for i := 0; i < len(t); i++ {
+		p = p<<8 | uint64(t[i])
+	}
+	return p
+}
+
+// stopSlot is the first slot of packed word p in stopWords.
+func stopSlot(p uint64) int { return int(p * 0x9e3779b97f4a7c15 >> 55) }
+
+// isStopWord reports whether the token t is a stop word.
+func isStopWord(t string) bool {
+	if len(t) > maxStopWord {
+		return false
+	}
+	p := packWord(t)
+	for i := stopSlot(p); stopWords[i] != 0; i = (i + 1) % len(stopWords) {
+		if stopWords[i] == p {
+			return true
+		}
+	}
+	return false
+}
+
 func init() {
-	for _, w := range strings.Fields("the and for are but not you all any can her was one our out has have had his how its may new now old see two who did get let put say she too use that this with from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most is it in of to on at by an be as or if we so no do my me he up us am") {
-		stopWords[w] = true
+	for _, w := range strings.Fields(stopWordList) {
 		maxStopWord = max(maxStopWord, len(w))
+		p, i := packWord(w), 0
+		for i = stopSlot(p); stopWords[i] != 0 && stopWords[i] != p; i = (i + 1) % len(stopWords) {
+		}
+		stopWords[i] = p
 	}
 }
 
@@ -54,6 +89,7 @@ type feature struct {
 
 type postRec struct {
 	at     int64
+	pre    uint64 // idPrefix(id): most comparisons do not read id
 	id     string
 	feats  []feature // counts in w
 	topics []string
@@ -92,6 +128,10 @@ type embeddings struct {
 type postingIndex struct {
 	blocks [EmbeddingDims / postingBlock]*[postingBlock]postingEntry
 	free   []*u32map // emptied tables to reuse (a post's rare buckets empty as often as they fill)
+	// stale has a bit per bucket whose table is stale (see postingEntry),
+	// read before the bucket's entry: 128 KiB that stay in cache, where
+	// the entries are 16 MiB.
+	stale [EmbeddingDims / 64]uint64
 }
 
 const (
@@ -101,9 +141,34 @@ const (
 
 // postingEntry is one bucket: its only agent in one (v == 0: none) while
 // more is nil, else its table.
+//
+// A stale table holds the bucket's agents but not their current weights:
+// the neighbour query reads no bucket of more than maxRareBucket agents,
+// so a bucket that grows past staleBucket stops following its members'
+// counts (a post's common words would otherwise rewrite a weight in a
+// table of thousands, a cache miss each) and only records who joins and
+// leaves; once it is back to maxRareBucket agents its weights are
+// recomputed from their counts (refresh) and followed again.
 type postingEntry struct {
 	one  [1]u32slot
 	more *u32map
+}
+
+// staleBucket is the size past which a bucket's table goes stale: twice
+// the largest bucket the query reads, so a bucket hovering at that size
+// is not recomputed at every post.
+const staleBucket = 2 * maxRareBucket
+
+// isStale reports whether dim's table is stale.
+func (x *postingIndex) isStale(dim uint32) bool { return x.stale[dim/64]&(1<<(dim%64)) != 0 }
+
+// setStale marks dim's table stale or not.
+func (x *postingIndex) setStale(dim uint32, stale bool) {
+	if stale {
+		x.stale[dim/64] |= 1 << (dim % 64)
+	} else {
+		x.stale[dim/64] &^= 1 << (dim % 64)
+	}
 }
 
 // members returns dim's agents (idx, weight) as table slots, the empty
@@ -122,12 +187,17 @@ func (x *postingIndex) members(dim uint32) ([]u32slot, int) {
 	return nil, 0
 }
 
-// set sets agent who's weight in dim (0: who leaves it).
-func (x *postingIndex) set(dim uint32, who int32, w uint32) {
+// set sets agent who's weight in dim (0: who leaves it); stays says who
+// was in dim before and still is. It reports whether dim's table must be
+// refreshed: it just stopped being stale.
+func (x *postingIndex) set(dim uint32, who int32, w uint32, stays bool) bool {
+	if stays && x.isStale(dim) {
+		return false // its members, not their weights
+	}
 	blk := x.blocks[dim/postingBlock]
 	if blk == nil {
 		if w == 0 {
-			return
+			return false
 		}
 		blk = new([postingBlock]postingEntry)
 		x.blocks[dim/postingBlock] = blk
@@ -137,9 +207,9 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 		switch one := &pe.one[0]; {
 		case one.v == 0 || one.k == k:
 			*one = u32slot{k, w} // w == 0 empties it
-			return
+			return false
 		case w == 0:
-			return // who is not in it
+			return false // who is not in it
 		}
 		// A second agent: the bucket gets a table.
 		if n := len(x.free); n > 0 {
@@ -155,6 +225,26 @@ func (x *postingIndex) set(dim uint32, who int32, w uint32) {
 			x.free = append(x.free, pe.more)
 		}
 		pe.more = nil
+		return false
+	}
+	switch stale := x.isStale(dim); {
+	case stale && pe.more.n <= maxRareBucket:
+		x.setStale(dim, false)
+		return true
+	case !stale && pe.more.n > staleBucket:
+		x.setStale(dim, true)
+	}
+	return false
+}
+
+// refresh sets the weight of each of dim's agents (vecs by idx) from its
+// count.
+func (x *postingIndex) refresh(dim uint32, vecs []*agentVec) {
+	t := x.blocks[dim/postingBlock][dim%postingBlock].more
+	for i := range t.slots {
+		if s := &t.slots[i]; s.v != 0 {
+			s.v = uint32(weight(vecs[s.k].counts.get(dim)))
+		}
 	}
 }
 
@@ -193,16 +283,16 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 		m.agents[e.AgentID] = a
 	}
 	// i is the first post after e in (created_at, id) order.
-	n := len(a.posts)
+	n, pre := len(a.posts), idPrefix(e.ID)
 	i := n
-	if n > 0 && postAfter(a.posts[n-1], e.CreatedAt, e.ID) {
-		i = sort.Search(n, func(i int) bool { return postAfter(a.posts[i], e.CreatedAt, e.ID) })
+	if n > 0 && postAfter(&a.posts[n-1], e.CreatedAt, pre, e.ID) {
+		i = sort.Search(n, func(i int) bool { return postAfter(&a.posts[i], e.CreatedAt, pre, e.ID) })
 	}
-	exists := i > 0 && a.posts[i-1].id == e.ID
+	exists := i > 0 && a.posts[i-1].pre == pre && a.posts[i-1].id == e.ID
 	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		p := postRec{at: e.CreatedAt, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
+		p := postRec{at: e.CreatedAt, pre: pre, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
 		a.posts = slices.Insert(a.posts, i, p)
 		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
 			var out []feature
@@ -229,9 +319,15 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 }
 
 // postAfter reports whether p comes after (at, id) in (created_at, id)
-// order.
-func postAfter(p postRec, at int64, id string) bool {
-	return p.at > at || p.at == at && p.id > id
+// order; pre is idPrefix(id).
+func postAfter(p *postRec, at int64, pre uint64, id string) bool {
+	if p.at != at {
+		return p.at > at
+	}
+	if p.pre != pre {
+		return p.pre > pre
+	}
+	return p.id > id
 }
 
 // change adds the features in (sorted by bucket) to a's counts and
@@ -258,10 +354,17 @@ func (m *embeddings) change(a *agentVec, in, out []feature) {
 // count changes a's count of one bucket by delta, updating the norm and
 // the index.
 func (m *embeddings) count(a *agentVec, dim uint32, delta int64) {
+	if a.counts.slots == nil {
+		// A post brings about ten buckets and its agent's next posts more:
+		// start at 64 slots rather than doubling from 2.
+		a.counts.resize(64)
+	}
 	old, now := a.counts.add(dim, delta)
 	wo, wn := weight(old), weight(now)
 	a.normSq = a.normSq - wo*wo + wn*wn
-	m.postings.set(dim, a.idx, uint32(wn))
+	if m.postings.set(dim, a.idx, uint32(wn), old != 0 && now != 0) {
+		m.postings.refresh(dim, m.vecs)
+	}
 }
 
 // FNV-1a 32, the features' hash.
@@ -343,7 +446,7 @@ func features(e *protocol.Event, topics []string, s *featureSet) []feature {
 			for j < len(lower) && asciiTokenByte(lower[j]) {
 				j++
 			}
-			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && (len(t) > maxStopWord || !stopWords[t]) {
+			if t := lower[i:j]; len(t) >= 2 && len(t) <= 40 && !isStopWord(t) {
 				if prev != "" {
 					s.bigram(prev, t)
 				}
@@ -394,7 +497,7 @@ func Tokens(text string) []string {
 	for _, t := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if len(t) >= 2 && len(t) <= 40 && !stopWords[t] {
+		if len(t) >= 2 && len(t) <= 40 && !isStopWord(t) {
 			out = append(out, t)
 		}
 	}

@@ -324,3 +324,51 @@ func TestFoldEqualsReferenceStateCorpus(t *testing.T) {
 		p.compare(t, fmt.Sprintf("seed %d", seed), ids, evs, base+5*86400)
 	}
 }
+
+// TestFoldEqualsReferenceCommonWords: a word most of 700 agents use makes
+// a bucket past staleBucket, whose weights the fold stops following; its
+// members post it again while it is stale, then most agents' posts are
+// revoked, so the bucket is read again (fewer agents than the query's
+// rare-bucket limit) and must hold the weights of the counts reached
+// meanwhile. The neighbour answers equal the reference's at each stage.
+func TestFoldEqualsReferenceCommonWords(t *testing.T) {
+	const base, agents, kept = 1763800000, 700, 60
+	p := pair{discovery.New(), reference.New()}
+	ids := make([]string, agents)
+	var first []*protocol.Event
+	post := func(i, j int, text string) *protocol.Event {
+		e := &protocol.Event{ID: fmt.Sprintf("%032x%032x", i+1, j+1), AgentID: ids[i], Kind: protocol.KindPost,
+			CreatedAt: base + int64(j), Content: text, Tags: [][]string{{"t", fmt.Sprint("topic", i%9)}}}
+		p.add(e)
+		return e
+	}
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", 7*i+3)
+	}
+	for i := range ids {
+		first = append(first, post(i, 0, fmt.Sprintf("common words for agent%d", i)))
+	}
+	check := func(stage string) {
+		t.Helper()
+		for _, a := range ids[:kept+20] {
+			for _, k := range []int{1, 5, 20} {
+				got, _ := json.Marshal(p.f.Neighbors(a, k))
+				want, _ := json.Marshal(p.r.Neighbors(a, k))
+				if string(got) != string(want) {
+					t.Fatalf("%s: neighbors %d of %s:\n got %s\nwant %s", stage, k, a, got, want)
+				}
+			}
+		}
+	}
+	check("one post each")
+	for j := 1; j <= 3; j++ { // the common words counted again while the bucket is stale
+		for i := range kept {
+			post(i, j, strings.Repeat("common words ", i%4+j)+fmt.Sprint("extra", i%7))
+		}
+	}
+	check("the first agents posted again")
+	for _, e := range first[kept:] {
+		p.remove(e)
+	}
+	check("most posts revoked")
+}

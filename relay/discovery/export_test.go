@@ -6,7 +6,7 @@ func (f *Fold) RecentStubs() int {
 	defer f.mu.RUnlock()
 	n := 0
 	for _, l := range f.recent.byAuthor {
-		n += len(l.list)
+		n += l.n
 	}
 	return n
 }

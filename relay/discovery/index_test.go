@@ -65,17 +65,19 @@ func TestU32MapAgainstMap(t *testing.T) {
 
 // TestStubListOrder: the feed index's lists, built by place from events
 // with many ties on created_at and on long id prefixes, added and removed
-// in random order, hold exactly the live events in (created_at, id) order,
-// and search finds the first stub at or after any key.
+// in random order and pruned now and then, hold exactly the live events in
+// (created_at, id) order, and search finds the first stub at or after any
+// key.
 func TestStubListOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	ids := []string{"", "0", "00000000", "00000000a", "00000000ab", "0000000a", "ff", "00000000deadbeef"}
-	for i := range 200 {
-		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i))
+	for i := range 300 { // more than chunkStubs live: chunks split, empty and go
+
+		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i), fmt.Sprintf("%08x%x", rng.Uint32(), i))
 	}
 	m := map[string]*stubList{}
 	live := map[string]*protocol.Event{}
-	for step := range 3000 {
+	for step := range 12000 {
 		e := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
 		if old := live[e.ID]; old != nil {
 			e = old
@@ -87,15 +89,40 @@ func TestStubListOrder(t *testing.T) {
 		} else {
 			delete(live, e.ID)
 		}
+		if l := m["k"]; l != nil && rng.IntN(300) == 0 {
+			// The prune: drop the stubs before a key.
+			key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
+			if l.dropBefore(l.search(key.CreatedAt, key.ID)); l.n == 0 {
+				delete(m, "k")
+			}
+			for id, e := range live {
+				if cmpEvents(e, key) < 0 {
+					delete(live, id)
+				}
+			}
+		}
 		var want []*protocol.Event
 		for _, e := range live {
 			want = append(want, e)
 		}
 		slices.SortFunc(want, cmpEvents)
 		var got []*protocol.Event
-		if l := m["k"]; l != nil {
-			for _, r := range l.list {
-				got = append(got, r.ev)
+		l := m["k"]
+		if l != nil {
+			l.each(func(r *stubRef) { got = append(got, r.ev) })
+			if l.n != len(got) {
+				t.Fatalf("step %d: n = %d, holds %d", step, l.n, len(got))
+			}
+			if len(l.firsts) != len(l.chunks) {
+				t.Fatalf("step %d: %d chunks, %d first keys", step, len(l.chunks), len(l.firsts))
+			}
+			for c, ch := range l.chunks {
+				if len(ch.list) == 0 || len(ch.list) > chunkStubs {
+					t.Fatalf("step %d: a chunk of %d stubs", step, len(ch.list))
+				}
+				if l.firsts[c] != ch.list[0].key() {
+					t.Fatalf("step %d: chunk %d's first key is stale", step, c)
+				}
 			}
 		}
 		if !slices.Equal(got, want) {
@@ -103,8 +130,29 @@ func TestStubListOrder(t *testing.T) {
 		}
 		key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
 		first, _ := slices.BinarySearchFunc(want, key, cmpEvents)
-		if l := m["k"]; l != nil && l.search(key.CreatedAt, key.ID) != first {
-			t.Fatalf("step %d: search(%d, %q) = %d, want %d", step, key.CreatedAt, key.ID, l.search(key.CreatedAt, key.ID), first)
+		if l == nil {
+			continue
+		}
+		if r, w := l.get(l.search(key.CreatedAt, key.ID)), at(want, first); r == nil != (w == nil) || r != nil && r.ev != w {
+			t.Fatalf("step %d: search(%d, %q) is not the first stub at or after it", step, key.CreatedAt, key.ID)
+		}
+		// The newest n of a range, as Recent reads them.
+		hi := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
+		last, _ := slices.BinarySearchFunc(want, hi, cmpEvents)
+		n := rng.IntN(300) + 1
+		wantRange := want[max(first, min(last, len(want))-n):max(first, last)]
+		gotRange := l.newest(l.search(key.CreatedAt, key.ID), l.search(hi.CreatedAt, hi.ID), n, nil)
+		slices.SortFunc(gotRange, cmpEvents)
+		if first <= last && !slices.Equal(gotRange, wantRange) {
+			t.Fatalf("step %d: newest %d of [%d, %d) = %d stubs, want %d", step, n, first, last, len(gotRange), len(wantRange))
 		}
 	}
+}
+
+// at is list[i], or nil past its end.
+func at(list []*protocol.Event, i int) *protocol.Event {
+	if i < len(list) {
+		return list[i]
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"runtime"
 	"syscall"
 	"testing"
@@ -41,16 +42,25 @@ func publishFold(agents int) (*discovery.Fold, []string, int64) {
 
 // BenchmarkFoldPublish is the fold's cost per event of `anp2 bench`'s
 // publish phase: kind 1 posts, each with one t tag of 50 topics, by 2,000
-// agents, created at the bench's clock.
+// agents, created at the bench's clock: 5,000 a second, or all in one
+// second as `anp2 bench` signs them (random ids tied on created_at).
 func BenchmarkFoldPublish(b *testing.B) {
-	f, ids, now := publishFold(2000)
-	evs := make([]*protocol.Event, b.N)
-	for i := range evs {
-		evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
-			CreatedAt: now + int64(i/5000), Content: fmt.Sprintf("bench full event %d at %d", i, now),
-			Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+	for _, perSecond := range []int{5000, 0} {
+		name := fmt.Sprint(perSecond, "/s")
+		if perSecond == 0 {
+			name, perSecond = "one-second", math.MaxInt
+		}
+		b.Run(name, func(b *testing.B) {
+			f, ids, now := publishFold(2000)
+			evs := make([]*protocol.Event, b.N)
+			for i := range evs {
+				evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
+					CreatedAt: now + int64(i/perSecond), Content: fmt.Sprintf("bench full event %d at %d", i, now),
+					Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+			}
+			foldAll(b, f, evs)
+		})
 	}
-	foldAll(b, f, evs)
 }
 
 // BenchmarkFoldProfile is the fold's cost per kind 0: agents publish new

@@ -28,16 +28,38 @@ type recentIndex struct {
 	horizon  int64 // stubs created before it are dropped
 }
 
-// stubList is one author's or topic's stubs, oldest first; each with its
-// created_at and its id's first 8 bytes beside it, so a search reads a
-// stub only on a tie of both (events of one busy second tie on created_at).
-type stubList struct{ list []stubRef }
+// stubList is one author's or topic's stubs, oldest first, in chunks of
+// at most chunkStubs (a busy topic's stubs of one second arrive in random
+// id order: inserting moves the rest of one chunk, not of the list); each
+// stub has its created_at and its id's first 8 bytes beside it, so a
+// search reads a stub only on a tie of both (events of one busy second tie
+// on created_at).
+type stubList struct {
+	chunks []*stubChunk // in order, none empty
+	firsts []stubKey    // each chunk's first stub's key, searched without reading the chunks
+	n      int
+}
+
+// stubKey is a stub's created_at and idPrefix.
+type stubKey struct {
+	at  int64
+	pre uint64
+}
+
+type stubChunk struct{ list []stubRef }
+
+// chunkStubs is the most stubs a chunk holds: a full chunk splits in two.
+const chunkStubs = 128
 
 type stubRef struct {
 	at  int64
 	pre uint64 // idPrefix(ev.ID)
 	ev  *protocol.Event
 }
+
+// stubPos is a place in a stubList: offset i of chunk c (i may be the
+// chunk's length: the place before the next chunk's first stub).
+type stubPos struct{ c, i int }
 
 // idPrefix is id's first 8 bytes as a big-endian number (zero-padded):
 // ids in that order are in string order.
@@ -52,21 +74,153 @@ func idPrefix(id string) uint64 {
 	return p
 }
 
-// search is the index of the first stub at or after (at, id).
-func (l *stubList) search(at int64, id string) int {
-	n, pre := len(l.list), idPrefix(id)
-	// A new stub is most often the newest, or near the end: gallop back
-	// from the end before the binary search.
-	lo, hi := 0, n
-	for step := 1; hi > 0; step *= 2 {
-		k := max(0, n-step)
-		if l.list[k].before(at, pre, id) {
-			lo = k + 1
-			break
-		}
-		hi = k
+// search is the place of the first stub at or after (at, id), in the
+// last chunk whose first stub is not after (at, id) (the first chunk
+// when there is none).
+func (l *stubList) search(at int64, id string) stubPos {
+	pre := idPrefix(id)
+	// A new stub is most often the newest, or near the end: the last
+	// chunk is tried before the binary search.
+	c := len(l.chunks) - 1
+	if c > 0 && l.firstAfter(c, at, pre, id) {
+		c = sort.Search(c, func(k int) bool { return l.firstAfter(k, at, pre, id) }) - 1
 	}
-	return lo + sort.Search(hi-lo, func(i int) bool { return !l.list[lo+i].before(at, pre, id) })
+	c = max(c, 0)
+	if len(l.chunks) == 0 {
+		return stubPos{}
+	}
+	list := l.chunks[c].list
+	n := len(list)
+	if n > 0 && list[n-1].before(at, pre, id) {
+		return stubPos{c, n}
+	}
+	return stubPos{c, sort.Search(n, func(i int) bool { return !list[i].before(at, pre, id) })}
+}
+
+// firstAfter reports whether chunk c's first stub comes after (at, id);
+// pre is idPrefix(id).
+func (l *stubList) firstAfter(c int, at int64, pre uint64, id string) bool {
+	switch k := l.firsts[c]; {
+	case k.at != at:
+		return k.at > at
+	case k.pre != pre:
+		return k.pre > pre
+	}
+	return l.chunks[c].list[0].ev.ID > id
+}
+
+// key is r's key.
+func (r *stubRef) key() stubKey { return stubKey{r.at, r.pre} }
+
+// get returns the stub at p, or nil past the end.
+func (l *stubList) get(p stubPos) *stubRef {
+	if p.c < len(l.chunks) && p.i == len(l.chunks[p.c].list) {
+		p = stubPos{p.c + 1, 0}
+	}
+	if p.c >= len(l.chunks) {
+		return nil
+	}
+	return &l.chunks[p.c].list[p.i]
+}
+
+// insert puts r at p (a place search returned).
+func (l *stubList) insert(p stubPos, r stubRef) {
+	l.n++
+	if len(l.chunks) == 0 {
+		l.chunks = []*stubChunk{{list: append(make([]stubRef, 0, 8), r)}}
+		l.firsts = []stubKey{r.key()}
+		return
+	}
+	ch := l.chunks[p.c]
+	if len(ch.list) >= chunkStubs {
+		if p.c == len(l.chunks)-1 && p.i == len(ch.list) {
+			// After the last stub: a new chunk, so that stubs arriving in
+			// order pack the chunks full.
+			l.chunks = append(l.chunks, &stubChunk{list: append(make([]stubRef, 0, chunkStubs), r)})
+			l.firsts = append(l.firsts, r.key())
+			return
+		}
+		half := len(ch.list) / 2
+		right := &stubChunk{list: make([]stubRef, len(ch.list)-half, chunkStubs)}
+		copy(right.list, ch.list[half:])
+		clear(ch.list[half:])
+		ch.list = ch.list[:half]
+		l.chunks = slices.Insert(l.chunks, p.c+1, right)
+		l.firsts = slices.Insert(l.firsts, p.c+1, right.list[0].key())
+		if p.i > half {
+			p.c, ch, p.i = p.c+1, right, p.i-half
+		}
+	}
+	ch.list = slices.Insert(ch.list, p.i, r)
+	if p.i == 0 {
+		l.firsts[p.c] = r.key()
+	}
+}
+
+// delete removes the stub at p (one get found).
+func (l *stubList) delete(p stubPos) {
+	if p.i == len(l.chunks[p.c].list) {
+		p = stubPos{p.c + 1, 0}
+	}
+	l.n--
+	ch := l.chunks[p.c]
+	switch ch.list = slices.Delete(ch.list, p.i, p.i+1); {
+	case len(ch.list) == 0:
+		l.chunks = slices.Delete(l.chunks, p.c, p.c+1)
+		l.firsts = slices.Delete(l.firsts, p.c, p.c+1)
+	case p.i == 0:
+		l.firsts[p.c] = ch.list[0].key()
+	}
+}
+
+// dropBefore drops the stubs before p, copying the chunk cut so the
+// dropped stubs' memory is freed.
+func (l *stubList) dropBefore(p stubPos) {
+	for _, ch := range l.chunks[:p.c] {
+		l.n -= len(ch.list)
+	}
+	l.chunks = slices.Delete(l.chunks, 0, p.c)
+	l.firsts = slices.Delete(l.firsts, 0, p.c)
+	if len(l.chunks) == 0 {
+		return
+	}
+	ch := l.chunks[0]
+	l.n -= p.i
+	if ch.list = slices.Clone(ch.list[p.i:]); len(ch.list) == 0 {
+		l.chunks = slices.Delete(l.chunks, 0, 1)
+		l.firsts = slices.Delete(l.firsts, 0, 1)
+	} else {
+		l.firsts[0] = ch.list[0].key()
+	}
+}
+
+// newest appends to out the last (at most) n stubs' events of [lo, hi).
+func (l *stubList) newest(lo, hi stubPos, n int, out []*protocol.Event) []*protocol.Event {
+	for c, i := hi.c, hi.i; n > 0 && c >= lo.c && c < len(l.chunks); {
+		from := 0
+		if c == lo.c {
+			from = lo.i
+		}
+		if i > from {
+			for _, r := range l.chunks[c].list[max(from, i-n):i] {
+				out = append(out, r.ev)
+			}
+			n -= i - max(from, i-n)
+		}
+		if c--; c >= 0 {
+			i = len(l.chunks[c].list)
+		}
+	}
+	return out
+}
+
+// each calls f with every stub in order.
+func (l *stubList) each(f func(*stubRef)) {
+	for _, ch := range l.chunks {
+		for i := range ch.list {
+			f(&ch.list[i])
+		}
+	}
 }
 
 // before reports whether r comes before (at, id); pre is idPrefix(id).
@@ -78,6 +232,17 @@ func (r *stubRef) before(at int64, pre uint64, id string) bool {
 		return r.pre < pre
 	}
 	return r.ev.ID < id
+}
+
+// after reports whether r comes after (at, id); pre is idPrefix(id).
+func (r *stubRef) after(at int64, pre uint64, id string) bool {
+	if r.at != at {
+		return r.at > at
+	}
+	if r.pre != pre {
+		return r.pre > pre
+	}
+	return r.ev.ID > id
 }
 
 // maxFeedWindow is the widest feed window (ParseWindow's 90 d); prunePeriod
@@ -134,12 +299,10 @@ func (x *recentIndex) prune(horizon int64) {
 	x.horizon = horizon
 	for _, m := range []map[string]*stubList{x.byAuthor, x.byTopic} {
 		for k, l := range m {
-			i := l.search(horizon, "")
-			switch {
-			case i == len(l.list):
-				delete(m, k)
-			case i > 0:
-				l.list = slices.Clone(l.list[i:])
+			if p := l.search(horizon, ""); p != (stubPos{}) {
+				if l.dropBefore(p); l.n == 0 {
+					delete(m, k)
+				}
 			}
 		}
 	}
@@ -187,13 +350,14 @@ func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
 		l = &stubList{}
 		m[key] = l
 	}
-	i, pre := l.search(e.CreatedAt, e.ID), idPrefix(e.ID)
-	found := i < len(l.list) && l.list[i].at == e.CreatedAt && l.list[i].pre == pre && l.list[i].ev.ID == e.ID
+	p, pre := l.search(e.CreatedAt, e.ID), idPrefix(e.ID)
+	r := l.get(p)
+	found := r != nil && r.at == e.CreatedAt && r.pre == pre && r.ev.ID == e.ID
 	switch {
 	case add && !found:
-		l.list = slices.Insert(l.list, i, stubRef{e.CreatedAt, pre, e})
+		l.insert(p, stubRef{e.CreatedAt, pre, e})
 	case !add && found:
-		if l.list = slices.Delete(l.list, i, i+1); len(l.list) == 0 {
+		if l.delete(p); l.n == 0 {
 			delete(m, key)
 		}
 	}
@@ -214,10 +378,7 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 		if l == nil {
 			return
 		}
-		lo, hi := l.search(since, ""), l.search(until+1, "")
-		for _, r := range l.list[max(lo, hi-n):hi] {
-			out = append(out, r.ev)
-		}
+		out = l.newest(l.search(since, ""), l.search(until+1, ""), n, out)
 	}
 	for _, a := range authors {
 		take(f.recent.byAuthor[a])

@@ -17,11 +17,17 @@ type Item struct {
 }
 
 // Compare returns -1, 0 or +1 as a sorts before, equal to or after b.
+// The ids' first 8 bytes compare as one big-endian number, which decides
+// between random ids without a call to bytes.Compare (a publish's
+// searches compare items tied on created_at about thirty times).
 func (a Item) Compare(b Item) int {
 	if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
 		return c
 	}
-	return bytes.Compare(a.ID[:], b.ID[:])
+	if c := cmp.Compare(binary.BigEndian.Uint64(a.ID[:8]), binary.BigEndian.Uint64(b.ID[:8])); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID[8:], b.ID[8:])
 }
 
 // Bound is a point in the item order: the range [lower, upper) holds the

@@ -1,7 +1,10 @@
 package reconcile
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/hex"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -64,5 +67,33 @@ func TestMinimalBound(t *testing.T) {
 				t.Fatalf("bound %v not in (prev, next]", b)
 			}
 		})
+	}
+}
+
+// TestItemCompare: Compare orders by created_at, then by id bytewise, on
+// random ids and on ids that share prefixes of every length.
+func TestItemCompare(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var items []Item
+	for range 300 {
+		var it Item
+		it.CreatedAt = r.Int64N(3)
+		fillID(r, &it.ID)
+		if len(items) > 0 && r.IntN(2) == 0 { // share a prefix with an earlier id
+			o := items[r.IntN(len(items))]
+			copy(it.ID[:r.IntN(33)], o.ID[:])
+		}
+		items = append(items, it)
+	}
+	for _, a := range items {
+		for _, b := range items {
+			want := cmp.Compare(a.CreatedAt, b.CreatedAt)
+			if want == 0 {
+				want = bytes.Compare(a.ID[:], b.ID[:])
+			}
+			if got := a.Compare(b); got != want {
+				t.Fatalf("Compare(%v, %v) = %d, want %d", a, b, got, want)
+			}
+		}
 	}
 }
