@@ -87,11 +87,15 @@ func (c *conn) serve() {
 	}
 }
 
-// shut closes the connection once, with code and reason.
+// shut closes the connection once, with code and reason, and then ends
+// its goroutines. In that order: cancelling c.ctx first would make the
+// reader's pending Read close the connection at once, racing the close
+// frame (the client then saw the connection end without it). The close
+// handshake waits at most 5 s for the client (coder/websocket's bound).
 func (c *conn) shut(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
-		c.cancel()
 		_ = c.ws.Close(code, reason)
+		c.cancel()
 	})
 }
 
