@@ -97,6 +97,12 @@ func BenchmarkAppendGroup(b *testing.B) {
 }
 
 func benchAppendGroup(b *testing.B, n int, records func(int) []Record) {
+	benchAppendShaped(b, n, records, nil)
+}
+
+// benchAppendShaped is benchAppendGroup on a log that shape, when set,
+// changes first, with records it may change too.
+func benchAppendShaped(b *testing.B, n int, records func(int) []Record, shape func(*Store, []Record)) {
 	s, err := Open(filepath.Join(b.TempDir(), "bench.db"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -105,6 +111,9 @@ func benchAppendGroup(b *testing.B, n int, records func(int) []Record) {
 	ctx := context.Background()
 	const fill = 20000
 	recs := records(fill + b.N)
+	if shape != nil {
+		shape(s, recs)
+	}
 	if _, err := s.AppendBatch(ctx, recs[:fill]); err != nil {
 		b.Fatal(err)
 	}
@@ -135,38 +144,21 @@ func BenchmarkAppendFloor(b *testing.B) {
 	for _, shape := range []string{"log", "table+tags", "table"} {
 		for _, n := range []int{8, 32} {
 			b.Run(fmt.Sprint(shape, "/", n), func(b *testing.B) {
-				s, err := Open(filepath.Join(b.TempDir(), "bench.db"), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				if shape != "log" {
+				benchAppendShaped(b, n, burstRecords, func(s *Store, recs []Record) {
+					if shape == "log" {
+						return
+					}
 					for _, ddl := range secondaryIndexes {
 						if _, err := s.write.Exec("DROP INDEX " + indexName(ddl)); err != nil {
 							b.Fatal(err)
 						}
 					}
-				}
-				const fill = 20000
-				recs := burstRecords(fill + b.N)
-				if shape == "table" {
-					for _, r := range recs {
-						r.Event.Tags = nil // the store checks no signature
+					if shape == "table" {
+						for _, r := range recs {
+							r.Event.Tags = nil // the store checks no signature
+						}
 					}
-				}
-				ctx := context.Background()
-				if _, err := s.AppendBatch(ctx, recs[:fill]); err != nil {
-					b.Fatal(err)
-				}
-				recs = recs[fill:]
-				cpu0 := processCPU()
-				b.ResetTimer()
-				for i := 0; i < b.N; i += n {
-					if _, err := s.AppendBatch(ctx, recs[i:min(i+n, b.N)]); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/event")
+				})
 			})
 		}
 	}
