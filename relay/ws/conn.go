@@ -91,13 +91,27 @@ func (c *conn) serve() {
 // its goroutines. In that order: cancelling c.ctx first would make the
 // reader's pending Read close the connection at once, racing the close
 // frame (the client then saw the connection end without it). The close
-// handshake waits at most 5 s for the client (coder/websocket's bound).
+// handshake (which coder/websocket bounds at 5 s) has closeWait to finish
+// before the connection is cut anyway; it goes on in the background.
 func (c *conn) shut(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
-		_ = c.ws.Close(code, reason)
+		done := make(chan struct{})
+		go func() {
+			_ = c.ws.Close(code, reason)
+			close(done)
+		}()
+		t := time.NewTimer(closeWait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
 		c.cancel()
 	})
 }
+
+// closeWait is how long shut lets a close handshake run.
+const closeWait = time.Second
 
 func (c *conn) pinger() {
 	defer c.wg.Done()

@@ -144,9 +144,16 @@ func (m *Module) Run(ctx context.Context) {
 		conns = append(conns, c)
 	}
 	m.mu.Unlock()
+	// At once: each waits up to closeWait for its client.
+	var wg sync.WaitGroup
 	for _, c := range conns {
-		c.shut(websocket.StatusGoingAway, "relay shutting down")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.shut(websocket.StatusGoingAway, "relay shutting down")
+		}()
 	}
+	wg.Wait()
 }
 
 // Stats are the module's figures: open connections and the hub's.

@@ -430,3 +430,40 @@ func TestBusyStreamInOrder(t *testing.T) {
 	}
 	<-done
 }
+
+// TestShutdownGoesAway: when the relay shuts down, a client that reads is
+// told "going away" with a close frame, and the shutdown completes
+// although other clients never answer their close frames.
+func TestShutdownGoesAway(t *testing.T) {
+	r, m := start(t, ws.Options{})
+	reading := dial(t, r)
+	for range 3 {
+		dial(t, r) // never reads, so never answers the close handshake
+	}
+	waitConns(t, m, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		m.Run(ctx)
+		close(done)
+	}()
+	_, _, err := reading.c.Read(reading.ctx)
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("reading client: %v, want a going-away close", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("shutdown waits on clients that do not answer")
+	}
+}
+
+func waitConns(t *testing.T, m *ws.Module, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); m.Stats().Connections != n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections, want %d", m.Stats().Connections, n)
+		}
+	}
+}
