@@ -188,6 +188,21 @@ type authorScope struct {
 	since, until int64
 }
 
+// authorDriven reports whether the author index gives f's candidates: it
+// names authors and neither ids nor tags, which drive a read themselves.
+func authorDriven(f Filter) bool { return len(f.Authors) > 0 && len(f.IDs) == 0 && len(f.Tags) == 0 }
+
+// decodeAuthors returns the authors that are 32 bytes of hex, decoded.
+func decodeAuthors(hexes []string) [][32]byte {
+	out := make([][32]byte, 0, len(hexes))
+	for _, h := range hexes {
+		if a, ok := decodeID(h); ok {
+			out = append(out, [32]byte(a))
+		}
+	}
+	return out
+}
+
 func scopeOf(f Filter) authorScope {
 	sc := authorScope{kinds: f.Kinds, since: math.MinInt64, until: math.MaxInt64}
 	if f.Since != nil {

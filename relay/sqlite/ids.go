@@ -158,19 +158,13 @@ func loadIndexes(w *sql.DB) (*idIndex, *authorIndex, error) {
 // authorIndex.candidates). none reports that no event can match.
 func (s *Store) resolve(filter Filter, want int) (f query, none bool) {
 	f.Filter = filter
-	if len(f.IDs) == 0 {
-		if len(f.Authors) == 0 || len(f.Tags) > 0 {
-			return f, false
-		}
-		authors := make([][32]byte, 0, len(f.Authors))
-		for _, h := range f.Authors {
-			if a, ok := decodeID(h); ok {
-				authors = append(authors, [32]byte(a))
-			}
-		}
+	if authorDriven(filter) {
 		f.byAuthors = true
-		f.authorSeqs, f.authorMore = s.authors.candidates(authors, scopeOf(filter), want)
+		f.authorSeqs, f.authorMore = s.authors.candidates(decodeAuthors(f.Authors), scopeOf(filter), want)
 		return f, len(f.authorSeqs) == 0
+	}
+	if len(f.IDs) == 0 {
+		return f, false
 	}
 	var seqs []int64
 	for _, h := range f.IDs {

@@ -127,7 +127,7 @@ func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
 			}
 		}
 	}
-	if len(filter.IDs) == 0 && len(filter.Tags) == 0 && len(filter.Authors) > 0 {
+	if authorDriven(filter) {
 		if out, ok, err := s.authorPage(ctx, filter, limit); ok || err != nil {
 			return out, err
 		}
@@ -166,12 +166,7 @@ func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
 // instead, if a body does not begin with its id as this relay writes
 // bodies.
 func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [][]byte, ok bool, err error) {
-	authors := make([][32]byte, 0, len(filter.Authors))
-	for _, h := range filter.Authors {
-		if a, ok := decodeID(h); ok {
-			authors = append(authors, [32]byte(a))
-		}
-	}
+	authors := decodeAuthors(filter.Authors)
 	sc := scopeOf(filter)
 	for want := limit + 8; ; want *= 2 {
 		entries, more := s.authors.candidateEntries(authors, sc, want)
@@ -484,6 +479,10 @@ func anySlice(ss []string) []any {
 	return out
 }
 
+// latestHistory is History's statement for an overwrite kind (arguments
+// agent, kind): the kinds are repeated so that SQLite reads events_latest.
+var latestHistory = `SELECT body FROM events WHERE agent_id = ? AND kind = ? AND kind IN (` + overwriteKinds() + `) ORDER BY created_at, id`
+
 // History returns every revision of agent's events of kind, oldest first
 // (§10.4), revoked ones included: history is an audit view. Events of an
 // overwrite kind are read through events_latest, others by the seqs the
@@ -493,7 +492,7 @@ func (s *Store) History(ctx context.Context, agent string, kind int64) ([][]byte
 	if !ok {
 		return nil, nil
 	}
-	q, args := `SELECT body FROM events WHERE agent_id = ? AND kind = ? AND kind IN (`+overwriteKinds()+`) ORDER BY created_at, id`, []any{a, kind}
+	q, args := latestHistory, []any{a, kind}
 	if !protocol.OverwriteKinds[kind] {
 		seqs := s.authors.seqsOf([32]byte(a), authorScope{kinds: []int64{kind}, since: math.MinInt64, until: math.MaxInt64})
 		if len(seqs) == 0 {
@@ -614,10 +613,8 @@ func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, sinc
 	if len(authors) > 0 {
 		var seqs []int64
 		sc := authorScope{kinds: kinds, since: since, until: math.MaxInt64}
-		for _, h := range authors {
-			if a, ok := decodeID(h); ok {
-				seqs = append(seqs, s.authors.seqsOf([32]byte(a), sc)...)
-			}
+		for _, a := range decodeAuthors(authors) {
+			seqs = append(seqs, s.authors.seqsOf(a, sc)...)
 		}
 		if len(seqs) == 0 {
 			return nil
