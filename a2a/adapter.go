@@ -69,6 +69,12 @@ type Options struct {
 	// task updates through it (the card then says pushNotifications:
 	// true); nil answers those methods -32003.
 	Push Pusher
+	// Reader returns the agent a request is authenticated as by its D4
+	// "Authorization: ANP2 …" header, "" for an anonymous request, or an
+	// error for a header that proves nothing (the relay's Reader). A push
+	// config belongs to its task's requester, so the push-config methods
+	// ask it; nil takes every caller as anonymous.
+	Reader func(echo.Context) (string, error)
 }
 
 // Adapter serves the A2A surface. It is safe for concurrent use.
@@ -157,19 +163,23 @@ func (a *Adapter) serveCard(c echo.Context) error {
 // serveRPC answers one JSON-RPC request or batch. Every JSON-RPC error goes
 // with HTTP 200; a request of notifications only is answered 204.
 func (a *Adapter) serveRPC(c echo.Context) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, a.opts.MaxBody+1))
+	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, a.opts.MaxBody+1))
 	if err != nil {
 		return a.writeJSON(c, errorResponse(nil, rpcError(CodeInvalidRequest, "the request body could not be read")))
 	}
-	if int64(len(body)) > a.opts.MaxBody {
+	if int64(len(raw)) > a.opts.MaxBody {
 		return a.writeJSON(c, errorResponse(nil, rpcError(CodeInvalidRequest, "request body too large", "max_bytes", a.opts.MaxBody)))
 	}
-	body = bytes.TrimSpace(body)
+	// The body stays readable for the D4 header's payload check, which
+	// runs only when a method asks who the caller is.
+	c.Request().Body = io.NopCloser(bytes.NewReader(raw))
+	ctx := withCaller(c.Request().Context(), a.callerOf(c))
+	body := bytes.TrimSpace(raw)
 	if !json.Valid(body) {
 		return a.writeJSON(c, errorResponse(nil, rpcError(CodeParseError, "the body is not valid JSON")))
 	}
 	if body[0] == '[' {
-		return a.serveBatch(c, body)
+		return a.serveBatch(ctx, c, body)
 	}
 	req, perr := parseRequest(body)
 	if perr != nil {
@@ -181,7 +191,7 @@ func (a *Adapter) serveRPC(c echo.Context) error {
 		}
 		return a.serveStream(c, req)
 	}
-	resp := a.call(c.Request().Context(), req, a.base(c))
+	resp := a.call(ctx, req, a.base(c))
 	if !req.HasID {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -190,7 +200,7 @@ func (a *Adapter) serveRPC(c echo.Context) error {
 
 // serveBatch answers a JSON-RPC batch: one response per request that has an
 // id, in order (JSON-RPC 2.0 §6).
-func (a *Adapter) serveBatch(c echo.Context, body []byte) error {
+func (a *Adapter) serveBatch(ctx context.Context, c echo.Context, body []byte) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(body, &items); err != nil {
 		return a.writeJSON(c, errorResponse(nil, rpcError(CodeParseError, "the body is not valid JSON")))
@@ -210,13 +220,13 @@ func (a *Adapter) serveBatch(c echo.Context, body []byte) error {
 			out = append(out, errorResponse(req.ID, perr))
 		case !req.HasID:
 			if !streaming(req.Method) {
-				a.call(c.Request().Context(), req, base)
+				a.call(ctx, req, base)
 			}
 		case streaming(req.Method):
 			out = append(out, errorResponse(req.ID, rpcError(CodeUnsupportedOperation,
 				req.Method+" answers with an event stream and cannot be part of a batch; send it alone")))
 		default:
-			out = append(out, a.call(c.Request().Context(), req, base))
+			out = append(out, a.call(ctx, req, base))
 		}
 	}
 	if len(out) == 0 {

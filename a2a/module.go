@@ -41,6 +41,9 @@ func (m *Module) Mount(core *relay.Server) error {
 	if opts.Logger == nil {
 		opts.Logger = cfg.Logger
 	}
+	if opts.Reader == nil {
+		opts.Reader = core.Reader
+	}
 	opts.Tasks = core.NativeTasks()
 	opts.Branch = func(branch string) (Tasks, error) {
 		src, err := core.NativeTasksIn(context.Background(), branch)

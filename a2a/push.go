@@ -39,23 +39,47 @@ type taskPushConfig struct {
 	PushNotificationConfig pushConfig `json:"pushNotificationConfig"`
 }
 
+// toA2A is c as the push-config methods return it: never with its token,
+// which only the receiver of the notifications may see (a caller who
+// learns it could forge notifications the receiver would trust).
 func toA2A(c delivery.PushConfig) taskPushConfig {
 	id := c.ID
-	out := taskPushConfig{TaskID: c.TaskID, PushNotificationConfig: pushConfig{ID: &id, URL: c.URL}}
-	if c.Token != "" {
-		tok := c.Token
-		out.PushNotificationConfig.Token = &tok
-	}
-	return out
+	return taskPushConfig{TaskID: c.TaskID, PushNotificationConfig: pushConfig{ID: &id, URL: c.URL}}
 }
 
-// taskExists reports whether id names an A2A or native task.
-func (a *Adapter) taskExists(id string) bool {
-	if _, ok := a.store.get(id); ok {
-		return true
+// pushOwner checks that the caller in ctx may manage the push configs of
+// taskID: the task is native and the caller is its requester, proved by
+// the request's D4 header. A stranger (anonymous, a header that proves
+// nothing, another agent) gets -32001 as for an unknown task, so a config
+// is out of reach of everyone but the requester; an A2A-originated task,
+// complete when message/send answers and owned by no key, takes no configs
+// (-32004).
+func (a *Adapter) pushOwner(ctx context.Context, taskID string) *Error {
+	if _, ok := a.store.get(taskID); ok {
+		return rpcError(CodeUnsupportedOperation, "push configs are for native tasks: an A2A-originated task is complete when "+
+			"message/send answers and has no requester key to own a config", "id", taskID)
 	}
-	_, ok := a.lookupNative(id)
-	return ok
+	v, ok := a.lookupNative(taskID)
+	if !ok {
+		return rpcError(CodeTaskNotFound, "no A2A task and no native kind-50 task has this id", "id", taskID)
+	}
+	who, err := callerFrom(ctx).who()
+	switch {
+	case err != nil:
+		return notRequester(taskID, "the Authorization header proves no identity: "+protocolDetail(err))
+	case who == "":
+		return notRequester(taskID, "the request is anonymous")
+	case who != v.Requester:
+		return notRequester(taskID, "the request is signed by another agent")
+	}
+	return nil
+}
+
+// notRequester is the answer to a stranger: -32001, the task as out of the
+// caller's reach, with why and what would succeed.
+func notRequester(taskID, why string) *Error {
+	return rpcError(CodeTaskNotFound, "no task of yours has this id ("+why+"): a task's push configs belong to its requester, "+
+		"who signs the request with the D4 header Authorization: ANP2 <base64 of a kind 27235 event>", "id", taskID)
 }
 
 // pushError maps a Pusher refusal to invalid params, anything else to an
@@ -68,35 +92,11 @@ func pushError(err error) *Error {
 	return rpcError(CodeInternalError, "")
 }
 
-// pushMethod runs tasks/pushNotificationConfig/set|get|list|delete.
+// pushMethod runs tasks/pushNotificationConfig/set|get|list|delete for
+// the task's requester (pushOwner).
 func (a *Adapter) pushMethod(ctx context.Context, method string, raw json.RawMessage) (any, *Error) {
 	if method == "tasks/pushNotificationConfig/set" {
-		var p taskPushConfig
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		if p.TaskID == "" || p.PushNotificationConfig.URL == "" {
-			return nil, invalidParams("params.taskId and params.pushNotificationConfig.url are required")
-		}
-		if len(p.PushNotificationConfig.Authentication) > 0 && string(p.PushNotificationConfig.Authentication) != "null" {
-			return nil, invalidParams("pushNotificationConfig.authentication is not supported; use token (sent back in %s) and check the relay's signature", delivery.HeaderA2AToken)
-		}
-		if !a.taskExists(p.TaskID) {
-			return nil, rpcError(CodeTaskNotFound, "no A2A task and no native kind-50 task has this id", "id", p.TaskID)
-		}
-		c := delivery.PushConfig{TaskID: p.TaskID, URL: p.PushNotificationConfig.URL}
-		if p.PushNotificationConfig.ID != nil {
-			c.ID = *p.PushNotificationConfig.ID
-		}
-		if p.PushNotificationConfig.Token != nil {
-			c.Token = *p.PushNotificationConfig.Token
-		}
-		c, err := a.opts.Push.SetPushConfig(ctx, c)
-		if err != nil {
-			return nil, pushError(err)
-		}
-		a.pushWake()
-		return toA2A(c), nil
+		return a.pushSet(ctx, raw)
 	}
 	var q struct {
 		ID       string `json:"id"`
@@ -108,8 +108,8 @@ func (a *Adapter) pushMethod(ctx context.Context, method string, raw json.RawMes
 	if q.ID == "" {
 		return nil, invalidParams("params.id (the task id) is required")
 	}
-	if !a.taskExists(q.ID) {
-		return nil, rpcError(CodeTaskNotFound, "no A2A task and no native kind-50 task has this id", "id", q.ID)
+	if err := a.pushOwner(ctx, q.ID); err != nil {
+		return nil, err
 	}
 	cs, err := a.opts.Push.PushConfigs(ctx, q.ID)
 	if err != nil {
@@ -141,6 +141,36 @@ func (a *Adapter) pushMethod(ctx context.Context, method string, raw json.RawMes
 		return nil, invalidParams("no push notification config %q for this task", q.ConfigID)
 	}
 	return nil, nil
+}
+
+// pushSet runs tasks/pushNotificationConfig/set.
+func (a *Adapter) pushSet(ctx context.Context, raw json.RawMessage) (any, *Error) {
+	var p taskPushConfig
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.TaskID == "" || p.PushNotificationConfig.URL == "" {
+		return nil, invalidParams("params.taskId and params.pushNotificationConfig.url are required")
+	}
+	if len(p.PushNotificationConfig.Authentication) > 0 && string(p.PushNotificationConfig.Authentication) != "null" {
+		return nil, invalidParams("pushNotificationConfig.authentication is not supported; use token (sent back in %s) and check the relay's signature", delivery.HeaderA2AToken)
+	}
+	if err := a.pushOwner(ctx, p.TaskID); err != nil {
+		return nil, err
+	}
+	c := delivery.PushConfig{TaskID: p.TaskID, URL: p.PushNotificationConfig.URL}
+	if p.PushNotificationConfig.ID != nil {
+		c.ID = *p.PushNotificationConfig.ID
+	}
+	if p.PushNotificationConfig.Token != nil {
+		c.Token = *p.PushNotificationConfig.Token
+	}
+	c, err := a.opts.Push.SetPushConfig(ctx, c)
+	if err != nil {
+		return nil, pushError(err)
+	}
+	a.pushWake()
+	return toA2A(c), nil
 }
 
 // notifyAll queues, for every task with push configs, its current state

@@ -1,8 +1,11 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -18,17 +21,45 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	relaya2a "github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
+// d4Signer signs every request it carries with the D4 header
+// "Authorization: ANP2 …" of key (URL, method and body bound), as a task's
+// requester does to manage its push configs through the SDK's client.
+type d4Signer struct {
+	key ed25519.PrivateKey
+	now func() time.Time
+}
+
+func (s d4Signer) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body.Close()
+		body = b
+	}
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Authorization", protocol.HTTPAuth(s.key, r.Method, r.URL.String(), body, s.now().Unix()))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // TestA2AGoSDKPush: with the delivery engine as its Pusher, the relay's
-// card announces push notifications; the official SDK's client sets, gets,
-// lists and deletes a push config, and a webhook receiver decodes the
-// relay's notifications as SDK Tasks, one per state change, with the
-// config's token.
+// card announces push notifications; the official SDK's client, signing
+// its requests as the task's requester, sets, gets, lists and deletes a
+// push config (never shown its token), a stranger's client gets
+// ErrTaskNotFound, and a webhook receiver decodes the relay's
+// notifications as SDK Tasks, one per state change, with the config's
+// token.
 func TestA2AGoSDKPush(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "r.db"), nil)
 	if err != nil {
@@ -79,18 +110,28 @@ func TestA2AGoSDKPush(t *testing.T) {
 	if err != nil || !card.Capabilities.PushNotifications {
 		t.Fatalf("card: %+v %v", card, err)
 	}
-	cl, err := a2aclient.NewFromCard(ctx, card)
-	if err != nil {
-		t.Fatal(err)
+	signed := func(key ed25519.PrivateKey) *a2aclient.Client {
+		cl, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: d4Signer{key, clk.now}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
 	}
+	cl, stranger := signed(requester.Key), signed(provider.Key)
 	req := request(t, t0-500)
 	if _, err := client.New(base).Publish(ctx, req, false); err != nil {
 		t.Fatal(err)
 	}
 	set, err := cl.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: a2a.TaskID(req.ID),
 		Config: a2a.PushConfig{ID: "cfg-1", URL: recv.URL + "/a2a-hook", Token: "secret-1"}})
-	if err != nil || set.Config.ID != "cfg-1" || set.TaskID != a2a.TaskID(req.ID) {
+	if err != nil || set.Config.ID != "cfg-1" || set.TaskID != a2a.TaskID(req.ID) || set.Config.Token != "" {
 		t.Fatalf("set: %+v %v", set, err)
+	}
+	if _, err := stranger.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: a2a.TaskID(req.ID)}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("a stranger's list: %v, want ErrTaskNotFound", err)
+	}
+	if err := stranger.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigParams{TaskID: a2a.TaskID(req.ID), ConfigID: "cfg-1"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("a stranger's delete: %v, want ErrTaskNotFound", err)
 	}
 	states := func() []a2a.TaskState {
 		mu.Lock()
@@ -124,7 +165,7 @@ func TestA2AGoSDKPush(t *testing.T) {
 	}
 	mu.Unlock()
 	one, err := cl.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigParams{TaskID: a2a.TaskID(req.ID), ConfigID: "cfg-1"})
-	if err != nil || one.Config.URL != recv.URL+"/a2a-hook" {
+	if err != nil || one.Config.URL != recv.URL+"/a2a-hook" || one.Config.Token != "" {
 		t.Fatalf("get: %+v %v", one, err)
 	}
 	list, err := cl.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: a2a.TaskID(req.ID)})
