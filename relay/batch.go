@@ -34,6 +34,11 @@ func readBatch(c echo.Context, d time.Duration) ([][]byte, string, error) {
 	switch mt {
 	case protocol.ContentTypeCBOR:
 		rawType = "cbor"
+		// Major type 4 is an array; the decoder would take a null or an
+		// undefined as an empty one.
+		if len(body) > 0 && body[0]>>5 != 4 {
+			return nil, "", protocol.Errorf(CodeBadParameter, "body must be a CBOR array of events")
+		}
 		if items, err = protocol.SplitCBORList(body); err != nil {
 			return nil, "", err
 		}
@@ -139,17 +144,15 @@ func (s *Server) postBatch(c echo.Context) error {
 
 // splitJSONArray returns the elements of body, a JSON array, as
 // sub-slices of it (each without the whitespace around it), or false when
-// body is not valid JSON or not an array; "null" is an empty list. It
-// answers exactly as json.Unmarshal into a []json.RawMessage (FuzzSplitJSONArray),
-// without copying each element.
+// body is not valid JSON or not an array: "null" too, which json.Unmarshal
+// would take as an empty list, is not an array (SPEC §3: 400). Otherwise it
+// answers exactly as json.Unmarshal into a []json.RawMessage
+// (FuzzSplitJSONArray), without copying each element.
 func splitJSONArray(body []byte) ([][]byte, bool) {
 	if !json.Valid(body) {
 		return nil, false
 	}
 	b := bytes.TrimLeft(body, " \t\r\n")
-	if bytes.HasPrefix(b, []byte("null")) {
-		return nil, true
-	}
 	if len(b) == 0 || b[0] != '[' {
 		return nil, false
 	}

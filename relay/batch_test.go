@@ -131,3 +131,27 @@ func joinBytes(parts [][]byte, sep string) []byte {
 	}
 	return out
 }
+
+// TestBatchRefusesNull: a null body (JSON null, CBOR null or undefined) is
+// not an array: one 400 with its code, never an empty batch answered 200.
+func TestBatchRefusesNull(t *testing.T) {
+	r := startRelay(t)
+	for name, tc := range map[string]struct {
+		ct   string
+		body []byte
+	}{
+		"json null":      {"application/json", []byte("null")},
+		"json null ws":   {"application/json", []byte(" \n null\t")},
+		"cbor null":      {protocol.ContentTypeCBOR, []byte{0xf6}},
+		"cbor undefined": {protocol.ContentTypeCBOR, []byte{0xf7}},
+	} {
+		ans := r.do(t, "POST", "/events/batch", tc.ct, tc.body)
+		var e struct{ Code string }
+		if ans.status != 400 || json.Unmarshal(ans.body, &e) != nil || e.Code == "" {
+			t.Errorf("%s: %d %s, want 400 with a code", name, ans.status, ans.body)
+		}
+	}
+	if n := r.count(t); n != 0 {
+		t.Fatalf("log holds %d events", n)
+	}
+}
