@@ -31,8 +31,8 @@ var blocked = func() []netip.Prefix {
 		"203.0.113.0/24",  // TEST-NET-3
 		"224.0.0.0/4",     // multicast
 		"240.0.0.0/4",     // reserved, and 255.255.255.255 broadcast
-		"::/128",          // unspecified
-		"::1/128",         // loopback
+		"::/96",           // IPv4-compatible (deprecated; ::a.b.c.d reaches IPv4 inside), with :: and ::1
+		"::ffff:0:0:0/96", // IPv4-translated (SIIT, embeds an IPv4 address)
 		"64:ff9b::/96",    // NAT64 well-known prefix (reaches IPv4 inside)
 		"64:ff9b:1::/48",  // local-use NAT64
 		"100::/64",        // discard-only
