@@ -29,8 +29,8 @@ var queryParams = map[string]bool{
 	"branch": true,
 }
 
-// ParseQuery parses GET /events parameters. Lists are comma-separated;
-// ids and authors are 64 lowercase hex; kinds, since, until and as_of are
+// ParseQuery parses GET /events parameters. Lists are comma-separated (a
+// tag value's own comma written `\,`, see SplitList); ids and authors are 64 lowercase hex; kinds, since, until and as_of are
 // non-negative integers; limit is 1..1000 (default 100). Errors are
 // *protocol.Error with code invalid_parameter or unknown_parameter.
 func ParseQuery(v url.Values) (Query, error) {
@@ -102,7 +102,7 @@ func ParseQuery(v url.Values) (Query, error) {
 		if name != "cap" && name != "cap_wanted" && !isTagParam(name) {
 			continue
 		}
-		tagVals := strings.Split(vals[0], ",")
+		tagVals := SplitList(vals[0]) // a value may hold a comma, written \,
 		for _, tv := range tagVals {
 			if tv == "" || len(tv) > 1024 {
 				return q, protocol.Errorf(CodeBadParameter, "tag filter %q needs non-empty values of at most 1024 bytes", name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 )
 
 // Limits on one filter, so a subscriber cannot make every Publish expensive.
@@ -184,7 +185,7 @@ func (f *Filter) param(name, s string) error {
 		}
 		return intersect(&f.Kinds, kinds, name)
 	}
-	return f.tagParam(name, list)
+	return f.tagParam(name, relay.SplitList(s)) // a value may hold a comma, written \,
 }
 
 // tagParam adds the condition of a tag parameter (cap or a single letter).
@@ -201,10 +202,11 @@ func (f *Filter) tagParam(name string, list []string) error {
 	return nil
 }
 
-// clauses applies a filter= expression: comma-separated axis:value clauses,
-// each a condition of its own (so repeating an axis narrows, never widens).
+// clauses applies a filter= expression: comma-separated axis:value clauses
+// (a value's own comma written \,, see relay.SplitList), each a condition
+// of its own (so repeating an axis narrows, never widens).
 func (f *Filter) clauses(expr string) error {
-	list := strings.Split(expr, ",")
+	list := relay.SplitList(expr)
 	if len(list) > maxClauses {
 		return protocol.Errorf(CodeFilterValueInvalid, "filter has more than %d clauses", maxClauses)
 	}

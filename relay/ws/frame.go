@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 )
 
 // Stable error codes of this package (sent in CLOSED, NOTICE and OK
@@ -119,7 +120,8 @@ const (
 // matches. Keys are those parameters; "#x" is accepted for the tag
 // parameter x (NIP-01's spelling) and "limit" (1..1000, default 100) caps
 // the stored matches. A value is a string (as in a query), a non-negative
-// integer, or an array of them (joined with commas). It fails with a
+// integer, or an array of them (joined with commas, each item's own commas
+// and backslashes escaped as relay.SplitList reads them). It fails with a
 // *protocol.Error invalid_frame; the parameters themselves are checked by
 // stream.ParseFilter.
 func FilterQuery(raw json.RawMessage) (url.Values, int, error) {
@@ -185,10 +187,11 @@ func paramValue(k string, val json.RawMessage) (string, error) {
 		parts := make([]string, len(list))
 		for i, el := range list {
 			s, ok := one(el)
-			if !ok || strings.Contains(s, ",") {
-				return "", bad("filter %q: list items must be strings without commas or non-negative integers", clip(k))
+			if !ok {
+				return "", bad("filter %q: list items must be strings or non-negative integers", clip(k))
 			}
-			parts[i] = s
+			parts[i] = relay.EscapeListValue(s) // an item may hold a comma
+
 		}
 		return strings.Join(parts, ","), nil
 	}
