@@ -9,18 +9,30 @@ export function h(tag, attrs, ...children) {
     if (v === null || v === undefined || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
-    else if (k === 'text') el.textContent = v;
+    else if (k === 'text') add(el, [v]);
     else el.setAttribute(k, v === true ? '' : v);
   }
   add(el, children);
   return el;
 }
 
+// bidiRisk matches what can reorder the text around a string: a bidi
+// control (an unclosed U+202E reverses everything after it in its
+// paragraph) or a right-to-left letter.
+const bidiRisk = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFC\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
+
+// add appends children to el. A string that could reorder its neighbours
+// goes in a <bdi> (unicode-bidi: isolate), so no text from the network can
+// move or reverse an agent id or a time shown beside it.
 function add(el, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
     if (Array.isArray(c)) add(el, c);
-    else el.append(c instanceof Node ? c : String(c));
+    else if (c instanceof Node) el.append(c);
+    else {
+      const s = String(c);
+      el.append(bidiRisk.test(s) ? h('bdi', {}, document.createTextNode(s)) : s);
+    }
   }
 }
 

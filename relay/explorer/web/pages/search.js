@@ -24,7 +24,8 @@ export async function render(main, _arg, query) {
   }
   const [agents, events] = await Promise.all([
     tag ? null : tryApi(`/agents?name=${encodeURIComponent(q)}&limit=50`),
-    tryApi(`/events?${encodeURIComponent(tag ? tag[0] : 't')}=${encodeURIComponent(tag ? tag[1] : q)}&limit=50`),
+    // One tag value, its own commas and backslashes escaped (SPEC §3.1).
+    tryApi(`/events?${encodeURIComponent(tag ? tag[0] : 't')}=${encodeURIComponent((tag ? tag[1] : q).replace(/[\\,]/g, '\\$&'))}&limit=50`),
   ]);
   if (agents) {
     put(main, section('Agents named like this', agents.error ? errorBox(agents.error) : agents.agents.length
