@@ -108,7 +108,7 @@ func (s *Module) mirrorPaged(ctx context.Context, base string, res *MirrorResult
 		if until >= 0 {
 			url += "&until=" + strconv.FormatInt(until, 10)
 		}
-		body, err := s.peerGet(ctx, url)
+		body, err := s.peerGet(ctx, url, maxPageBytes)
 		if err != nil {
 			return nil, fmt.Errorf("page %s: %w", base, err)
 		}
@@ -162,6 +162,9 @@ func decodePage(body []byte) ([]*protocol.Event, error) {
 	}
 	evs := make([]*protocol.Event, 0, len(items))
 	for _, it := range items {
+		if len(it) > MaxPeerLine {
+			return nil, &capError{fmt.Sprintf("an event longer than %d bytes", MaxPeerLine)}
+		}
 		if e, err := protocol.DecodeJSON(it); err == nil {
 			evs = append(evs, e)
 		}

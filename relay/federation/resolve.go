@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -55,11 +54,14 @@ func (s *Module) ResolveAgent(ctx context.Context, agent string, homeRelays []st
 		raw := queue[0]
 		queue = queue[1:]
 		base, guarded, ok := s.AllowedRelay(raw)
-		if !ok || slices.Contains(asked, base) {
-			continue
+		if !ok || slices.Contains(asked, base) || !s.capped.until(base).IsZero() {
+			continue // a relay that broke a cap is left alone a while
 		}
 		asked = append(asked, base)
 		e, err := s.fetchProfile(ctx, base, guarded, agent)
+		if isCapError(err) {
+			s.capped.add(base, time.Now().Add(capBackoff))
+		}
 		if err != nil {
 			lastErr = err
 			s.cfg.Logger.Info("resolution failed", "relay", base, "agent", agent, "err", err)
@@ -175,15 +177,12 @@ func (s *Module) fetchProfile(ctx context.Context, base string, guarded bool, ag
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, ResolveBodyLimit+1))
+	b, err := readCapped(resp.Body, ResolveBodyLimit, base+"'s answer")
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s answered %d", base, resp.StatusCode)
-	}
-	if len(b) > ResolveBodyLimit {
-		return nil, fmt.Errorf("%s answered more than %d bytes", base, ResolveBodyLimit)
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(b, &raws); err != nil {
