@@ -206,7 +206,6 @@ func TestAbuseFedStrangerCannotBecomePeer(t *testing.T) {
 	}
 }
 
-
 // TestAbuseFedEndlessExportLine: a peer whose /health claims a huge log
 // and whose GET /export is one line that never ends cannot make the
 // mirror buffer it: the line is cut at the cap, the peer is marked
