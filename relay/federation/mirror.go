@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -196,12 +197,30 @@ func (s *Module) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 // log, since the indexes are then rebuilt over all of it.
 var bulkMin = 20000
 
+// A bulk load drops the log's secondary indexes, so every filtered read
+// scans until it ends: a peer must not be able to hold it open. It starts
+// only once the catch-up has received and verified bulkMin events, and
+// as many as the log held when the catch-up began (bytes actually
+// received, never a peer's claim); it ends, and the indexes are rebuilt, when a
+// group of bulkGroup events takes longer than bulkStall to arrive or the
+// load passes bulkDeadline. Variables so that tests can shorten them.
+var (
+	bulkStall    = 30 * time.Second
+	bulkDeadline = 30 * time.Minute
+)
+
+var (
+	errBulkStalled  = errors.New("bulk load stalled: the peer sent no full group of events in time")
+	errBulkDeadline = errors.New("bulk load passed its deadline")
+)
+
 // wholeExportFirst reports whether a catch-up from base should start by
-// reading the peer's whole export in bulk-load mode: when the peer's
-// /health counts enough more events than this relay holds that the
-// catch-up is at least bulkMin and at least as large as this log. It sets
-// res.Need to that estimate. A peer whose /health does not answer so is
-// reconciled with first.
+// reading the peer's whole export: when the peer's /health counts enough
+// more events than this relay holds that the catch-up is at least bulkMin
+// and at least as large as this log. It sets res.Need to that estimate.
+// The count is only a hint of what to read first: bulk mode waits for
+// events actually received (fetchAll). A peer whose /health does not
+// answer so is reconciled with first.
 func (s *Module) wholeExportFirst(ctx context.Context, base string, res *MirrorResult) bool {
 	b, err := s.peerGet(ctx, base+"/health", maxSmallAnswer)
 	if err != nil {
@@ -224,11 +243,12 @@ func (s *Module) wholeExportFirst(ctx context.Context, base string, res *MirrorR
 // fetchAll fetches, verifies and appends in three stages that overlap, so
 // the network, the cores and the single writer work at once. With whole
 // set it reads the peer's whole export and keeps the events this relay
-// lacks, in bulk-load mode (see wholeExportFirst); otherwise it fetches
-// need, and a need larger than the log itself runs in bulk-load mode too,
-// reading the peer's export for those ids. A bulk load appends in groups
-// of bulkGroup.
-func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) error {
+// lacks (see wholeExportFirst); otherwise it fetches need, and a need
+// larger than the log itself reads the peer's export for those ids. Such
+// a large catch-up switches to bulk-load mode once it has stored as many
+// events as bulk mode requires (see bulkStall), and then appends in
+// groups of bulkGroup.
+func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) (err error) {
 	const bulkGroup = 8192
 	type chunk struct {
 		evs             []*protocol.Event
@@ -236,31 +256,49 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		fetched, reject int
 		err             error
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	bulk := whole || len(need) >= bulkMin && len(need) >= s.core.Index().Len()
-	if bulk {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	local := s.core.Index().Len()
+	large := whole || len(need) >= bulkMin && len(need) >= local
+	bulkAfter, received := max(bulkMin, local), 0 // verified events, before bulk mode
+	bulk := false
+	var bulkOn atomic.Bool // bulk, for the verifiers
+	var stall, deadline *time.Timer
+	beginBulk := func() error {
 		if err := s.core.Log().BeginBulk(ctx); err != nil {
 			return err
 		}
-		defer func() {
-			err := s.core.Log().EndBulk(func(step string) {
-				res.Phase = step
-				report(progress, res)
-			})
-			if err != nil {
-				// Reads stay correct without the indexes; the next
-				// start builds them.
-				s.cfg.Logger.Error("rebuilding indexes after a bulk catch-up", "err", err)
-			}
-			res.Phase = ""
-		}()
-		res.Phase = "bulk load"
+		bulk, res.Phase = true, "bulk load"
+		bulkOn.Store(true)
+		stall = time.AfterFunc(bulkStall, func() { cancel(errBulkStalled) })
+		deadline = time.AfterFunc(bulkDeadline, func() { cancel(errBulkDeadline) })
+		return nil
 	}
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			if c := context.Cause(ctx); c == errBulkStalled || c == errBulkDeadline {
+				err = fmt.Errorf("catch-up from %s: %w", base, c)
+			}
+		}
+		if !bulk {
+			return
+		}
+		stall.Stop()
+		deadline.Stop()
+		if err := s.core.Log().EndBulk(func(step string) {
+			res.Phase = step
+			report(progress, res)
+		}); err != nil {
+			// Reads stay correct without the indexes; the next
+			// start builds them.
+			s.cfg.Logger.Error("rebuilding indexes after a bulk catch-up", "err", err)
+		}
+		res.Phase = ""
+	}()
 	// The verifiers may run ahead of the writer by two bulk groups.
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
 	const verifyGroup = 2 * bulkGroup
-	if bulk {
+	if large {
 		verified = make(chan chunk, 2) // each chunk is a group
 		// The reader decodes the next verify group while this one is
 		// verified, instead of stopping two chunks ahead.
@@ -285,7 +323,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 			return
 		}
 		rest := need
-		if bulk {
+		if large {
 			// Reading the peer's log in order costs it a sequential scan
 			// instead of a million lookups by id.
 			var err error
@@ -306,9 +344,13 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		// author, an author's key table is read from memory once for
 		// several signatures instead of once each (with 2,000 authors,
 		// runs of about eight; BenchmarkVerify/2000-keys-batch64).
-		group := 1
-		if bulk {
-			group = verifyGroup
+		// Before bulk mode begins, chunk by chunk: what is not appended
+		// does not count towards it.
+		group := func() int {
+			if bulkOn.Load() {
+				return verifyGroup
+			}
+			return 1
 		}
 		send := func(ch chunk) bool {
 			select {
@@ -335,7 +377,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 				}
 				return
 			}
-			if pending = append(pending, ch.evs...); len(pending) >= group && !flush() {
+			if pending = append(pending, ch.evs...); len(pending) >= group() && !flush() {
 				return
 			}
 		}
@@ -359,6 +401,9 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 			return err
 		}
 		res.Accepted += f.n
+		if bulk {
+			stall.Reset(bulkStall)
+		}
 		report(progress, res)
 		return nil
 	}
@@ -366,8 +411,18 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		if len(recs) == 0 {
 			return nil
 		}
+		received += len(recs)
+		if large && !bulk && received >= bulkAfter {
+			if err := finish(); err != nil { // the last group before bulk mode commits first
+				return err
+			}
+			if err := beginBulk(); err != nil {
+				return err
+			}
+		}
 		f := &flight{n: len(recs), done: make(chan error, 1)}
-		go func() { f.done <- s.core.AppendMirrored(ctx, recs, bulk) }()
+		inBulk := bulk
+		go func() { f.done <- s.core.AppendMirrored(ctx, recs, inBulk) }()
 		err := finish()
 		inflight = f
 		return err
@@ -394,7 +449,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	if err := finish(); err != nil {
 		return err
 	}
-	return ctx.Err()
+	return context.Cause(ctx)
 }
 
 // exportNeeded streams the peer's GET /export and passes the events whose

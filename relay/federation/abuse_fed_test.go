@@ -1,0 +1,165 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/tasks/taskstest"
+)
+
+// The attacks of SPEC §20.1 that need the module's timers shortened, run
+// against a relay on loopback and a hostile peer server.
+
+// fedHostile is a peer server answering routes ("METHOD /path") and 404
+// for anything else.
+func fedHostile(t *testing.T, routes map[string]http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := routes[r.Method+" "+r.URL.Path]; h != nil {
+			h(w, r)
+			return
+		}
+		http.Error(w, `{"detail":"Not Found","code":"not_found"}`, http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// fedShorten sets *v to d for the test.
+func fedShorten(t *testing.T, v *time.Duration, d time.Duration) {
+	old := *v
+	*v = d
+	t.Cleanup(func() { *v = old })
+}
+
+// fedPosts returns n posts by a few agents, one a second from corpusBase.
+func fedPosts(n int, tag string) []*protocol.Event {
+	agents := []taskstest.Agent{taskstest.NewAgent("fed-a"), taskstest.NewAgent("fed-b"), taskstest.NewAgent("fed-c")}
+	evs := make([]*protocol.Event, n)
+	for i := range evs {
+		evs[i] = agents[i%3].Sign(protocol.KindPost, corpusBase+int64(i), tag+" "+strconv.Itoa(i))
+	}
+	return evs
+}
+
+// TestAbuseFedHealthClaimDoesNotDropIndexes: a peer whose /health claims
+// a billion events and whose export then sends nothing never puts this
+// relay in bulk mode (indexes dropped); the silent export ends at the idle
+// timeout and the round fails.
+func TestAbuseFedHealthClaimDoesNotDropIndexes(t *testing.T) {
+	fedShorten(t, &peerIdle, 300*time.Millisecond)
+	r, m := peerRelay(t, "victim")
+	publishAll(t, r, fedPosts(30, "own"), 2)
+	var bulkDuringExport atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	peer := fedHostile(t, map[string]http.HandlerFunc{
+		"GET /health": func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"status":"ok","events":1000000000,"max_seq":1000000000}`)
+		},
+		"GET /export": func(w http.ResponseWriter, _ *http.Request) {
+			if r.Store.Bulk() {
+				bulkDuringExport.Add(1)
+			}
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select { // then nothing
+			case <-release:
+			case <-time.After(time.Minute):
+			}
+		},
+	})
+	_, err := m.MirrorOnce(context.Background(), peer.URL, nil)
+	if bulkDuringExport.Load() != 0 {
+		t.Fatal("a /health claim put the log in bulk mode")
+	}
+	if err == nil || !strings.Contains(err.Error(), "sent nothing") {
+		t.Fatalf("a silent export: %v", err)
+	}
+	if r.Store.Bulk() {
+		t.Fatal("still in bulk mode")
+	}
+}
+
+// TestAbuseFedBulkLoadStallRestoresIndexes: a peer that delivers enough
+// events for bulk mode and then stalls ends the bulk load at the stall
+// timeout, and the indexes are rebuilt (the log leaves bulk mode).
+func TestAbuseFedBulkLoadStallRestoresIndexes(t *testing.T) {
+	defer func(n int) { bulkMin = n }(bulkMin)
+	bulkMin = 400
+	fedShorten(t, &bulkStall, 300*time.Millisecond)
+	r, m := peerRelay(t, "victim")
+	evs := fedPosts(1700, "flood")
+	var sawBulk atomic.Bool
+	release := make(chan struct{})
+	defer close(release)
+	peer := fedHostile(t, map[string]http.HandlerFunc{
+		"GET /health": func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"status":"ok","events":1000000000,"max_seq":1000000000}`)
+		},
+		"GET /export": func(w http.ResponseWriter, _ *http.Request) {
+			for _, e := range evs {
+				w.Write(append(protocol.AppendJSON(nil, e), '\n'))
+			}
+			w.(http.Flusher).Flush()
+			for { // a byte now and then keeps the idle timeout away
+				select {
+				case <-release:
+					return
+				case <-time.After(50 * time.Millisecond):
+					sawBulk.CompareAndSwap(false, r.Store.Bulk())
+					if _, err := w.Write([]byte("\n")); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+				}
+			}
+		},
+	})
+	_, err := m.MirrorOnce(context.Background(), peer.URL, nil)
+	if !errors.Is(err, errBulkStalled) {
+		t.Fatalf("a stalled bulk load: %v", err)
+	}
+	if !sawBulk.Load() {
+		t.Fatal("the catch-up never reached bulk mode (the test proves nothing)")
+	}
+	if r.Store.Bulk() {
+		t.Fatal("the indexes were not restored after the stall")
+	}
+	if n := r.count(t); n < int64(bulkMin) {
+		t.Fatalf("stored %d events before bulk mode, want at least %d", n, bulkMin)
+	}
+}
+
+// TestAbuseFedCapsEveryAnswer: an oversized answer on each request path
+// (a sync reply, a fetch page, one event of a page, /health) is a broken
+// cap, not a buffer that grows.
+func TestAbuseFedCapsEveryAnswer(t *testing.T) {
+	_, m := peerRelay(t, "victim")
+	huge := strings.Repeat("x", maxSmallAnswer+1)
+	peer := fedHostile(t, map[string]http.HandlerFunc{
+		"GET /health": func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"pad":"`+huge+`"}`) },
+		"GET /events": func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `[{"pad":"`+strings.Repeat("y", MaxPeerLine)+`"}]`)
+		},
+	})
+	if _, err := m.peerSeq(context.Background(), peer.URL); !isCapError(err) {
+		t.Fatalf("an oversized /health: %v", err)
+	}
+	if _, err := m.fetchEvents(context.Background(), peer.URL, [][32]byte{{1}}); !isCapError(err) {
+		t.Fatalf("an oversized event in a fetch: %v", err)
+	}
+	body, _ := m.peerGet(context.Background(), peer.URL+"/events", maxPageBytes)
+	if _, err := decodePage(body); !isCapError(err) {
+		t.Fatalf("an oversized event in a page: %v", err)
+	}
+}
