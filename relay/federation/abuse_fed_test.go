@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,4 +164,73 @@ func TestAbuseFedCapsEveryAnswer(t *testing.T) {
 	if _, err := decodePage(body); !isCapError(err) {
 		t.Fatalf("an oversized event in a page: %v", err)
 	}
+}
+
+// TestAbuseFedPagedPeerIgnoresBounds: a paged peer (no /sync) that
+// answers every GET /events with the same page, whatever since and until
+// say, ends the round after a page or two instead of walking on forever.
+func TestAbuseFedPagedPeerIgnoresBounds(t *testing.T) {
+	_, m := peerRelay(t, "victim")
+	page := fedPosts(3, "same page")
+	var pages atomic.Int32
+	peer := fedHostile(t, map[string]http.HandlerFunc{
+		"GET /events": func(w http.ResponseWriter, _ *http.Request) {
+			pages.Add(1)
+			w.Write(eventsJSON(page))
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := m.MirrorOnce(ctx, peer.URL, nil)
+	if !errors.Is(err, errNoProgress) || pages.Load() > 4 {
+		t.Fatalf("a peer ignoring since/until: %v after %d pages", err, pages.Load())
+	}
+}
+
+// TestAbuseFedPagedPassIsCapped: a paged peer with no end to its history
+// (each page one second older) cuts the round at maxPagesPerPass; the next
+// round resumes where it stopped instead of starting over.
+func TestAbuseFedPagedPassIsCapped(t *testing.T) {
+	defer func(n int) { maxPagesPerPass = n }(maxPagesPerPass)
+	maxPagesPerPass = 20
+	_, m := peerRelay(t, "victim")
+	k := taskstest.NewAgent("fed-endless")
+	var mu sync.Mutex
+	var untils []int64
+	pagesAsked := func() []int64 { mu.Lock(); defer mu.Unlock(); return slices.Clone(untils) }
+	peer := fedHostile(t, map[string]http.HandlerFunc{
+		"GET /events": func(w http.ResponseWriter, r *http.Request) {
+			until := int64(corpusBase)
+			if u := r.URL.Query().Get("until"); u != "" {
+				until, _ = strconv.ParseInt(u, 10, 64)
+			}
+			mu.Lock()
+			untils = append(untils, until)
+			mu.Unlock()
+			w.Write(eventsJSON([]*protocol.Event{k.Sign(protocol.KindPost, until, "older "+strconv.FormatInt(until, 10))}))
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := m.MirrorOnce(ctx, peer.URL, nil)
+	if got := pagesAsked(); !errors.Is(err, errPageCap) || len(got) != 20 {
+		t.Fatalf("an endless paged peer: %v after %d pages", err, len(got))
+	}
+	stop := pagesAsked()[19]
+	_, err = m.MirrorOnce(ctx, peer.URL, nil)
+	if got := pagesAsked(); !errors.Is(err, errPageCap) || len(got) != 40 || got[20] >= stop {
+		t.Fatalf("the next round: %v, %d pages, resumed at until %d (first round stopped at %d)", err, len(got), got[20], stop)
+	}
+}
+
+// eventsJSON is a GET /events answer.
+func eventsJSON(evs []*protocol.Event) []byte {
+	b := []byte{'['}
+	for i, e := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = protocol.AppendJSON(b, e)
+	}
+	return append(b, ']')
 }
