@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
@@ -233,4 +235,76 @@ func eventsJSON(evs []*protocol.Event) []byte {
 		b = protocol.AppendJSON(b, e)
 	}
 	return append(b, ']')
+}
+
+// TestAbuseFedDirectoryEclipse: 1,500 announcements from fresh keys dated
+// a few minutes ahead, and 1,100 dated now, displace neither the relay's
+// own announcement, nor a peer's, nor a trusted relay's, from GET /relays
+// or from the relays resolution may ask; the ones from the future are not
+// listed, and the list is ranked self, peer, trusted, then the rest.
+func TestAbuseFedDirectoryEclipse(t *testing.T) {
+	peerKey := taskstest.NewAgent("fed-peer")
+	r := startRelay(t, Options{PeerKeys: []string{peerKey.ID}}, func(c *relay.Config) {
+		c.RelayKey = taskstest.NewAgent("fed-self").Key
+		c.PublicBaseURL = "https://self.example"
+	})
+	m := r.fed
+	if err := m.Announce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	now := r.Core.Now()
+	announce := func(a taskstest.Agent, at int64, url string) *protocol.Event {
+		return a.Sign(protocol.KindRelayAnnounce, at, map[string]any{"url": url, "preferred_branch": "main", "served_branches": []string{"main"}}, []string{"branch", "main"})
+	}
+	trusted, voter := taskstest.NewAgent("fed-trusted"), taskstest.NewAgent("fed-voter")
+	honest := []*protocol.Event{
+		announce(peerKey, now-3600, "https://peer.example"),
+		announce(trusted, now-7200, "https://trusted.example"),
+		voter.Sign(protocol.KindTrustVote, now-7000, map[string]any{"score": 1}, []string{"p", trusted.ID}),
+	}
+	if _, rej, err := r.Core.IngestMirrored(context.Background(), honest); err != nil || rej != 0 {
+		t.Fatalf("honest events: %v, %d rejected", err, rej)
+	}
+	var fakes []*protocol.Event
+	for i := range 2600 {
+		at := now + 200 // from the future
+		if i >= 1500 {
+			at = now
+		}
+		k := taskstest.NewAgent("fed-fake-" + strconv.Itoa(i))
+		fakes = append(fakes, announce(k, at, "https://fake"+strconv.Itoa(i)+".example"))
+	}
+	// A later announcement by the peer, from the future too.
+	fakes = append(fakes, announce(peerKey, now+250, "https://moved.example"))
+	for i := 0; i < len(fakes); i += 500 {
+		if _, rej, err := r.Core.IngestMirrored(context.Background(), fakes[i:min(len(fakes), i+500)]); err != nil || rej != 0 {
+			t.Fatalf("fakes: %v, %d rejected", err, rej)
+		}
+	}
+	a := r.Do(t, "GET", "/relays", "", nil)
+	var got struct {
+		Relays []knownRelay `json:"relays"`
+	}
+	if a.Status != 200 || json.Unmarshal(a.Body, &got) != nil {
+		t.Fatalf("GET /relays: %d %.300s", a.Status, a.Body)
+	}
+	if len(got.Relays) < 3 {
+		t.Fatalf("GET /relays lists %d relays", len(got.Relays))
+	}
+	want := []struct{ standing, url string }{{standingSelf, "https://self.example"}, {standingPeer, "https://peer.example"}, {standingTrusted, "https://trusted.example"}}
+	for i, w := range want {
+		if g := got.Relays[i]; g.Standing != w.standing || g.URL != w.url {
+			t.Fatalf("relay %d: %s %s, want %s %s", i, g.Standing, g.URL, w.standing, w.url)
+		}
+	}
+	for _, g := range got.Relays {
+		if g.AnnouncedAt > now {
+			t.Fatalf("an announcement from the future is listed: %+v", g)
+		}
+	}
+	for _, u := range []string{"https://peer.example", "https://trusted.example"} {
+		if _, _, ok := m.AllowedRelay(u); !ok {
+			t.Fatalf("resolution may no longer ask %s", u)
+		}
+	}
 }

@@ -297,30 +297,15 @@ func rejection(i int, e *protocol.Event, err error) gossipRejected {
 	return r
 }
 
-// getRelays lists the relays known from kind 10 announcements and the
-// traffic of every peer.
+// getRelays lists the relays known from kind 10 announcements, ranked by
+// standing (knownRelays), and the traffic of every peer.
 func (s *Module) getRelays(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	bodies, err := s.core.Log().Query(c.Request().Context(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	relays, err := s.knownRelays(c.Request().Context())
 	if err != nil {
 		return err
-	}
-	seen := map[string]bool{}
-	relays := []map[string]any{}
-	for _, b := range bodies { // newest first: keep each relay's latest
-		var e protocol.Event
-		var a announcement
-		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
-			continue
-		}
-		if s.revoked(e.AgentID) || s.revoked(strings.TrimRight(a.URL, "/")) {
-			continue // governance revoked this relay: its announcements no longer count
-		}
-		seen[e.AgentID] = true
-		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
-			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})
 	}
 	self := map[string]any{"url": s.core.BaseURL(c)}
 	if s.cfg.RelayKey != nil {

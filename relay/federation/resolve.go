@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/netguard"
 )
 
@@ -133,21 +132,14 @@ func (s *Module) AllowedRelay(raw string) (base string, guarded, ok bool) {
 }
 
 // announced reports whether base is the URL of a relay's latest
-// non-revoked kind 10 announcement (as GET /relays lists them).
+// non-revoked kind 10 announcement, as GET /relays lists them.
 func (s *Module) announced(base string) bool {
-	bodies, err := s.core.Log().Query(context.Background(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	relays, err := s.knownRelays(context.Background())
 	if err != nil {
 		return false
 	}
-	seen := map[string]bool{}
-	for _, b := range bodies {
-		var e protocol.Event
-		var a announcement
-		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
-			continue
-		}
-		seen[e.AgentID] = true
-		if !s.revoked(e.AgentID) && strings.TrimRight(a.URL, "/") == base {
+	for _, r := range relays {
+		if strings.TrimRight(r.URL, "/") == base {
 			return true
 		}
 	}
