@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,13 +29,11 @@ type fedPeerServer struct {
 	*httptest.Server
 	routes   map[string]http.HandlerFunc
 	upstream *httputil.ReverseProxy
-	mu       sync.Mutex
-	hits     map[string]int
 }
 
 func fedStartPeer(t *testing.T, upstream string, routes map[string]http.HandlerFunc) *fedPeerServer {
 	t.Helper()
-	p := &fedPeerServer{routes: routes, hits: map[string]int{}}
+	p := &fedPeerServer{routes: routes}
 	if upstream != "" {
 		u, err := url.Parse(upstream)
 		if err != nil {
@@ -45,9 +42,6 @@ func fedStartPeer(t *testing.T, upstream string, routes map[string]http.HandlerF
 		p.upstream = httputil.NewSingleHostReverseProxy(u)
 	}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.hits[r.URL.Path]++
-		p.mu.Unlock()
 		if h := p.routes[r.Method+" "+r.URL.Path]; h != nil {
 			h(w, r)
 			return
@@ -60,12 +54,6 @@ func fedStartPeer(t *testing.T, upstream string, routes map[string]http.HandlerF
 	}))
 	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *fedPeerServer) hit(path string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.hits[path]
 }
 
 // fedEndless writes a 200 answer whose body is prefix and then one line

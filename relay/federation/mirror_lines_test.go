@@ -68,3 +68,39 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+// FuzzEachLine: whatever a peer sends, eachLine either hands over every
+// non-blank line (trimmed) in order, none longer than the cap, or stops
+// with a capError at a line longer than the cap.
+func FuzzEachLine(f *testing.F) {
+	for _, seed := range []string{"", "a\nb\n", "  x  \r\n\n", strings.Repeat("z", 40) + "\nshort", "\n\n\n", "data: {}\n: keepalive\n"} {
+		f.Add(seed)
+	}
+	const max = 16
+	f.Fuzz(func(t *testing.T, in string) {
+		var got []string
+		err := eachLine(strings.NewReader(in), max, func(b []byte) bool { got = append(got, string(b)); return true })
+		var want []string
+		tooLong := false
+		for _, l := range strings.Split(in, "\n") {
+			if len(strings.TrimRight(l, "\r")) > max {
+				tooLong = true
+				break
+			}
+			if l = strings.TrimSpace(l); l != "" {
+				want = append(want, l)
+			}
+		}
+		if tooLong != isCapError(err) || !tooLong && err != nil {
+			t.Fatalf("%q: error %v, a line over the cap %v", in, err, tooLong)
+		}
+		if !tooLong && strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%q: lines %q, want %q", in, got, want)
+		}
+		for _, l := range got {
+			if len(l) > max {
+				t.Fatalf("%q: handed over a line of %d bytes", in, len(l))
+			}
+		}
+	})
+}
