@@ -214,6 +214,7 @@ func TestAbuseFedEndlessExportLine(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the mirror never let go of the endless export")
 	}
+	t.Logf("the peer sent %.1f MiB of its endless export line", float64(sent)/(1<<20))
 	if sent >= 64<<20 {
 		t.Fatalf("the mirror read %d MiB of one export line", sent>>20)
 	}
@@ -239,6 +240,7 @@ func TestAbuseFedEndlessStreamLine(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the mirror never let go of the endless stream line")
 	}
+	t.Logf("the peer sent %.1f MiB of its endless stream line", float64(sent)/(1<<20))
 	if sent >= 64<<20 {
 		t.Fatalf("the mirror read %d MiB of one stream line", sent>>20)
 	}
