@@ -197,46 +197,27 @@ func (s *Module) postGossip(c echo.Context) error {
 }
 
 // gossipPeer returns the relay key a POST /gossip is signed with when that
-// key is a peer's this relay chose (Config.PeerKeys, the relay key of a
-// configured --peer, or the author of a kind 10 announcing a configured
-// peer's URL), and "" for anyone else. The D4 header of a peer's push must
-// bind the body with a payload tag, so that a captured header cannot carry
-// another batch. A header that does not verify is a 401, as on any route.
+// key is a peer's this relay chose (Config.PeerKeys, or the key a
+// configured --peer names for itself in its own GET /relays, learnPeerKey),
+// and "" for anyone else: a kind 10 proves nothing, since anyone can
+// publish one naming any URL. The D4 header of a peer's push must bind the
+// body with a payload tag, so that a captured header cannot carry another
+// batch. A header that does not verify is a 401, as on any route.
 func (s *Module) gossipPeer(c echo.Context) (string, error) {
 	e, err := s.core.Authenticate(c)
 	if e == nil || err != nil {
 		return "", err
 	}
-	if e.TagValue("payload") == "" || s.revoked(e.AgentID) || !s.isPeerKey(c.Request().Context(), e.AgentID) {
+	if e.TagValue("payload") == "" || s.revoked(e.AgentID) || !s.isPeerKey(e.AgentID) {
 		return "", nil
 	}
 	return e.AgentID, nil
 }
 
 // isPeerKey reports whether agent is the relay key of a chosen peer.
-func (s *Module) isPeerKey(ctx context.Context, agent string) bool {
-	if _, ok := s.peerKeys.Load(agent); ok {
-		return true
-	}
-	if len(s.opts.Peers) == 0 {
-		return false
-	}
-	bodies, err := s.core.Log().Query(ctx, eventlog.Filter{Authors: []string{agent}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
-	if err != nil || len(bodies) == 0 {
-		return false
-	}
-	var ev protocol.Event
-	var a announcement
-	if json.Unmarshal(bodies[0], &ev) != nil || json.Unmarshal([]byte(ev.Content), &a) != nil {
-		return false
-	}
-	for _, p := range s.opts.Peers {
-		if sameBase(p, a.URL) {
-			s.peerKeys.Store(agent, "announced "+a.URL)
-			return true
-		}
-	}
-	return false
+func (s *Module) isPeerKey(agent string) bool {
+	_, ok := s.peerKeys.Load(agent)
+	return ok
 }
 
 // sameBase compares two relay base URLs, ignoring a trailing slash and
@@ -250,9 +231,11 @@ func sameBase(a, b string) bool {
 }
 
 // learnPeerKey reads the relay key a configured peer names for itself in
-// GET /relays ("self") and takes its gossip as a peer's from then on.
+// GET /relays ("self"), fetched from the peer's own URL (no redirect, at
+// most maxSmallAnswer bytes, within peerDeadline), and takes that key's
+// gossip as a peer's from then on, in place of the key it named before.
 func (s *Module) learnPeerKey(ctx context.Context, base string) {
-	b, err := s.peerGet(ctx, base+"/relays")
+	b, err := s.peerGet(ctx, base+"/relays", maxSmallAnswer)
 	if err != nil {
 		return
 	}
@@ -261,9 +244,13 @@ func (s *Module) learnPeerKey(ctx context.Context, base string) {
 			AgentID string `json:"agent_id"`
 		} `json:"self"`
 	}
-	if json.Unmarshal(b, &r) == nil && protocol.IsHex64(r.Self.AgentID) {
-		s.peerKeys.Store(r.Self.AgentID, "peer "+base)
+	if json.Unmarshal(b, &r) != nil || !protocol.IsHex64(r.Self.AgentID) {
+		return
 	}
+	if old := s.keyOf(base); old != "" && old != r.Self.AgentID {
+		s.peerKeys.CompareAndDelete(old, "peer "+base)
+	}
+	s.peerKeys.LoadOrStore(r.Self.AgentID, "peer "+base) // a configured key stays "configured"
 }
 
 // gossipAsPublisher ingests a pushed batch from someone who is not a chosen
@@ -310,30 +297,15 @@ func rejection(i int, e *protocol.Event, err error) gossipRejected {
 	return r
 }
 
-// getRelays lists the relays known from kind 10 announcements and the
-// traffic of every peer.
+// getRelays lists the relays known from kind 10 announcements, ranked by
+// standing (knownRelays), and the traffic of every peer.
 func (s *Module) getRelays(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	bodies, err := s.core.Log().Query(c.Request().Context(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	relays, err := s.knownRelays(c.Request().Context())
 	if err != nil {
 		return err
-	}
-	seen := map[string]bool{}
-	relays := []map[string]any{}
-	for _, b := range bodies { // newest first: keep each relay's latest
-		var e protocol.Event
-		var a announcement
-		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
-			continue
-		}
-		if s.revoked(e.AgentID) || s.revoked(strings.TrimRight(a.URL, "/")) {
-			continue // governance revoked this relay: its announcements no longer count
-		}
-		seen[e.AgentID] = true
-		relays = append(relays, map[string]any{"agent_id": e.AgentID, "url": a.URL, "preferred_branch": a.PreferredBranch,
-			"served_branches": a.ServedBranches, "announced_at": e.CreatedAt})
 	}
 	self := map[string]any{"url": s.core.BaseURL(c)}
 	if s.cfg.RelayKey != nil {

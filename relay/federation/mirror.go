@@ -1,7 +1,6 @@
 package federation
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -14,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -98,7 +98,7 @@ func (s *Module) mirrorSynced(ctx context.Context, base string, res *MirrorResul
 	sess := reconcile.NewSession(s.core.Index())
 	var need, have [][32]byte
 	for msg := sess.Initiate(); msg != nil; {
-		reply, err := s.peerPost(ctx, base+"/sync", ContentTypeSync, msg)
+		reply, err := s.peerPost(ctx, base+"/sync", ContentTypeSync, msg, reconcile.MaxMessageSize)
 		if err != nil {
 			return fmt.Errorf("sync with %s: %w", base, err)
 		}
@@ -141,7 +141,7 @@ func (s *Module) fetchEvents(ctx context.Context, base string, ids [][32]byte) (
 		hexIDs[i] = hex.EncodeToString(id[:])
 	}
 	url := base + "/events?include_revoked=true&include_hidden=true&limit=1000&ids=" + strings.Join(hexIDs, ",")
-	body, err := s.peerGet(ctx, url)
+	body, err := s.peerGet(ctx, url, maxPageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("fetch from %s: %w", base, err)
 	}
@@ -151,6 +151,9 @@ func (s *Module) fetchEvents(ctx context.Context, base string, ids [][32]byte) (
 	}
 	out := make([]*protocol.Event, 0, len(items))
 	for _, it := range items {
+		if len(it) > MaxPeerLine {
+			return nil, fmt.Errorf("fetch from %s: %w", base, &capError{fmt.Sprintf("an event longer than %d bytes", MaxPeerLine)})
+		}
 		if e, err := protocol.DecodeJSON(it); err == nil {
 			out = append(out, e)
 		}
@@ -178,7 +181,7 @@ func (s *Module) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 		n++
 	}
 	buf.WriteByte(']')
-	body, err := s.peerPost(ctx, base+"/gossip", "application/json", buf.Bytes())
+	body, err := s.peerPost(ctx, base+"/gossip", "application/json", buf.Bytes(), maxSmallAnswer)
 	if err != nil {
 		return 0, fmt.Errorf("push to %s: %w", base, err)
 	}
@@ -194,14 +197,32 @@ func (s *Module) pushEvents(ctx context.Context, base string, ids [][32]byte) (i
 // log, since the indexes are then rebuilt over all of it.
 var bulkMin = 20000
 
+// A bulk load drops the log's secondary indexes, so every filtered read
+// scans until it ends: a peer must not be able to hold it open. It starts
+// only once the catch-up has received and verified bulkMin events, and
+// as many as the log held when the catch-up began (bytes actually
+// received, never a peer's claim); it ends, and the indexes are rebuilt, when a
+// group of bulkGroup events takes longer than bulkStall to arrive or the
+// load passes bulkDeadline. Variables so that tests can shorten them.
+var (
+	bulkStall    = 30 * time.Second
+	bulkDeadline = 30 * time.Minute
+)
+
+var (
+	errBulkStalled  = errors.New("bulk load stalled: the peer sent no full group of events in time")
+	errBulkDeadline = errors.New("bulk load passed its deadline")
+)
+
 // wholeExportFirst reports whether a catch-up from base should start by
-// reading the peer's whole export in bulk-load mode: when the peer's
-// /health counts enough more events than this relay holds that the
-// catch-up is at least bulkMin and at least as large as this log. It sets
-// res.Need to that estimate. A peer whose /health does not answer so is
-// reconciled with first.
+// reading the peer's whole export: when the peer's /health counts enough
+// more events than this relay holds that the catch-up is at least bulkMin
+// and at least as large as this log. It sets res.Need to that estimate.
+// The count is only a hint of what to read first: bulk mode waits for
+// events actually received (fetchAll). A peer whose /health does not
+// answer so is reconciled with first.
 func (s *Module) wholeExportFirst(ctx context.Context, base string, res *MirrorResult) bool {
-	b, err := s.peerGet(ctx, base+"/health")
+	b, err := s.peerGet(ctx, base+"/health", maxSmallAnswer)
 	if err != nil {
 		return false
 	}
@@ -222,11 +243,12 @@ func (s *Module) wholeExportFirst(ctx context.Context, base string, res *MirrorR
 // fetchAll fetches, verifies and appends in three stages that overlap, so
 // the network, the cores and the single writer work at once. With whole
 // set it reads the peer's whole export and keeps the events this relay
-// lacks, in bulk-load mode (see wholeExportFirst); otherwise it fetches
-// need, and a need larger than the log itself runs in bulk-load mode too,
-// reading the peer's export for those ids. A bulk load appends in groups
-// of bulkGroup.
-func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) error {
+// lacks (see wholeExportFirst); otherwise it fetches need, and a need
+// larger than the log itself reads the peer's export for those ids. Such
+// a large catch-up switches to bulk-load mode once it has stored as many
+// events as bulk mode requires (see bulkStall), and then appends in
+// groups of bulkGroup.
+func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, whole bool, res *MirrorResult, progress func(MirrorResult)) (err error) {
 	const bulkGroup = 8192
 	type chunk struct {
 		evs             []*protocol.Event
@@ -234,31 +256,49 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		fetched, reject int
 		err             error
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	bulk := whole || len(need) >= bulkMin && len(need) >= s.core.Index().Len()
-	if bulk {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	local := s.core.Index().Len()
+	large := whole || len(need) >= bulkMin && len(need) >= local
+	bulkAfter, received := max(bulkMin, local), 0 // verified events, before bulk mode
+	bulk := false
+	var bulkOn atomic.Bool // bulk, for the verifiers
+	var stall, deadline *time.Timer
+	beginBulk := func() error {
 		if err := s.core.Log().BeginBulk(ctx); err != nil {
 			return err
 		}
-		defer func() {
-			err := s.core.Log().EndBulk(func(step string) {
-				res.Phase = step
-				report(progress, res)
-			})
-			if err != nil {
-				// Reads stay correct without the indexes; the next
-				// start builds them.
-				s.cfg.Logger.Error("rebuilding indexes after a bulk catch-up", "err", err)
-			}
-			res.Phase = ""
-		}()
-		res.Phase = "bulk load"
+		bulk, res.Phase = true, "bulk load"
+		bulkOn.Store(true)
+		stall = time.AfterFunc(bulkStall, func() { cancel(errBulkStalled) })
+		deadline = time.AfterFunc(bulkDeadline, func() { cancel(errBulkDeadline) })
+		return nil
 	}
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			if c := context.Cause(ctx); c == errBulkStalled || c == errBulkDeadline {
+				err = fmt.Errorf("catch-up from %s: %w", base, c)
+			}
+		}
+		if !bulk {
+			return
+		}
+		stall.Stop()
+		deadline.Stop()
+		if err := s.core.Log().EndBulk(func(step string) {
+			res.Phase = step
+			report(progress, res)
+		}); err != nil {
+			// Reads stay correct without the indexes; the next
+			// start builds them.
+			s.cfg.Logger.Error("rebuilding indexes after a bulk catch-up", "err", err)
+		}
+		res.Phase = ""
+	}()
 	// The verifiers may run ahead of the writer by two bulk groups.
 	fetched, verified := make(chan chunk, 2), make(chan chunk, 2*bulkGroup/mirrorChunk)
 	const verifyGroup = 2 * bulkGroup
-	if bulk {
+	if large {
 		verified = make(chan chunk, 2) // each chunk is a group
 		// The reader decodes the next verify group while this one is
 		// verified, instead of stopping two chunks ahead.
@@ -283,7 +323,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 			return
 		}
 		rest := need
-		if bulk {
+		if large {
 			// Reading the peer's log in order costs it a sequential scan
 			// instead of a million lookups by id.
 			var err error
@@ -304,9 +344,13 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		// author, an author's key table is read from memory once for
 		// several signatures instead of once each (with 2,000 authors,
 		// runs of about eight; BenchmarkVerify/2000-keys-batch64).
-		group := 1
-		if bulk {
-			group = verifyGroup
+		// Before bulk mode begins, chunk by chunk: what is not appended
+		// does not count towards it.
+		group := func() int {
+			if bulkOn.Load() {
+				return verifyGroup
+			}
+			return 1
 		}
 		send := func(ch chunk) bool {
 			select {
@@ -333,7 +377,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 				}
 				return
 			}
-			if pending = append(pending, ch.evs...); len(pending) >= group && !flush() {
+			if pending = append(pending, ch.evs...); len(pending) >= group() && !flush() {
 				return
 			}
 		}
@@ -357,6 +401,9 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 			return err
 		}
 		res.Accepted += f.n
+		if bulk {
+			stall.Reset(bulkStall)
+		}
 		report(progress, res)
 		return nil
 	}
@@ -364,8 +411,18 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 		if len(recs) == 0 {
 			return nil
 		}
+		received += len(recs)
+		if large && !bulk && received >= bulkAfter {
+			if err := finish(); err != nil { // the last group before bulk mode commits first
+				return err
+			}
+			if err := beginBulk(); err != nil {
+				return err
+			}
+		}
 		f := &flight{n: len(recs), done: make(chan error, 1)}
-		go func() { f.done <- s.core.AppendMirrored(ctx, recs, bulk) }()
+		inBulk := bulk
+		go func() { f.done <- s.core.AppendMirrored(ctx, recs, inBulk) }()
 		err := finish()
 		inflight = f
 		return err
@@ -392,7 +449,7 @@ func (s *Module) fetchAll(ctx context.Context, base string, need [][32]byte, who
 	if err := finish(); err != nil {
 		return err
 	}
-	return ctx.Err()
+	return context.Cause(ctx)
 }
 
 // exportNeeded streams the peer's GET /export and passes the events whose
@@ -473,28 +530,23 @@ func (s *Module) exportMissing(ctx context.Context, base string, emit func([]*pr
 // (authenticated with the relay key), until the export ends or line
 // returns false. The bytes passed to line are valid only during the call.
 func (s *Module) readExport(ctx context.Context, base string, line func([]byte) bool) error {
-	url := base + "/export"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	plainToLoopback(req)
-	if s.cfg.RelayKey != nil {
-		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
-	}
-	resp, err := s.streamClient.Do(req)
+	ctx, cancel := context.WithTimeout(ctx, streamDeadline)
+	defer cancel()
+	resp, cancelIdle, err := s.peerSend(ctx, http.MethodGet, base+"/export", "", nil, peerIdle)
 	if err != nil {
 		return fmt.Errorf("export from %s: %w", base, err)
 	}
+	defer cancelIdle(nil)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("export from %s: %s", base, resp.Status)
+		b, _ := readCapped(resp.Body, 300, "an error")
+		return &peerStatusError{Method: http.MethodGet, URL: base + "/export", Status: resp.StatusCode, Body: string(bytes.TrimSpace(b))}
 	}
-	if err := eachLine(resp.Body, line); err != nil {
+	if err := eachLine(resp.Body, MaxPeerLine, line); err != nil {
 		if err == errStopped {
 			return ctx.Err()
 		}
-		return fmt.Errorf("export from %s: %w", base, err)
+		return fmt.Errorf("export from %s: %w", base, peerReadError(ctx, err))
 	}
 	return nil
 }
@@ -511,75 +563,81 @@ func plainToLoopback(req *http.Request) {
 	}
 }
 
-// eachLine calls fn with every non-blank line of r, without its
-// surrounding space, until r ends (nil) or fn returns false (errStopped).
-// Lines are read in place, so the bytes are valid only during the call;
-// one longer than the 1 MiB buffer is gathered.
-func eachLine(r io.Reader, fn func([]byte) bool) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		b, readErr := br.ReadSlice('\n')
-		if readErr == bufio.ErrBufferFull {
-			long := append([]byte(nil), b...)
-			for readErr == bufio.ErrBufferFull {
-				b, readErr = br.ReadSlice('\n')
-				long = append(long, b...)
-			}
-			b = long
-		}
-		if b = bytes.TrimSpace(b); len(b) > 0 && !fn(b) {
-			return errStopped
-		}
-		if readErr == io.EOF {
-			return nil
-		}
-		if readErr != nil {
-			return readErr
-		}
-	}
-}
-
 func decodeID(dst []byte, h string) bool {
 	n, err := hex.Decode(dst, []byte(h))
 	return err == nil && n == len(dst)
 }
 
-func (s *Module) peerGet(ctx context.Context, url string) ([]byte, error) {
-	return s.peerDo(ctx, http.MethodGet, url, "", nil)
+// peerGet reads url from a peer, an answer of at most limit bytes.
+func (s *Module) peerGet(ctx context.Context, url string, limit int64) ([]byte, error) {
+	return s.peerDo(ctx, http.MethodGet, url, "", nil, limit)
 }
 
-func (s *Module) peerPost(ctx context.Context, url, ct string, body []byte) ([]byte, error) {
-	return s.peerDo(ctx, http.MethodPost, url, ct, body)
+func (s *Module) peerPost(ctx context.Context, url, ct string, body []byte, limit int64) ([]byte, error) {
+	return s.peerDo(ctx, http.MethodPost, url, ct, body, limit)
 }
 
-// peerDo sends one request to a peer, authenticated with the relay key.
-func (s *Module) peerDo(ctx context.Context, method, url, ct string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+// peerDo sends one request to a peer, authenticated with the relay key,
+// within peerDeadline and peerIdle, and reads an answer of at most limit
+// bytes (a longer one is a capError).
+func (s *Module) peerDo(ctx context.Context, method, url, ct string, body []byte, limit int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, peerDeadline)
+	defer cancel()
+	resp, cancelIdle, err := s.peerSend(ctx, method, url, ct, body, peerIdle)
 	if err != nil {
 		return nil, err
+	}
+	defer cancelIdle(nil)
+	defer resp.Body.Close()
+	b, err := readCapped(resp.Body, limit, method+" "+url)
+	if err != nil {
+		return nil, peerReadError(ctx, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &peerStatusError{Method: method, URL: url, Status: resp.StatusCode, Body: string(bytes.TrimSpace(b[:min(len(b), 300)]))}
+	}
+	return b, nil
+}
+
+// peerSend sends one request to a peer, authenticated with the relay key
+// (the payload tag binds the body: a peer takes a push as a peer's only
+// when the header does, gossipPeer), and returns the answer with its body
+// watched for idle (no byte for idle ends the request); the caller closes
+// the body and calls the returned cancel.
+func (s *Module) peerSend(ctx context.Context, method, url, ct string, body []byte, idle time.Duration) (*http.Response, context.CancelCauseFunc, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		cancel(nil)
+		return nil, nil, err
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
 	plainToLoopback(req)
 	if s.cfg.RelayKey != nil {
-		// The payload tag binds the body: a peer takes a push as a peer's
-		// only when the header does (gossipPeer).
 		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, method, url, body, s.now()))
 	}
 	resp, err := s.peerClient.Do(req)
 	if err != nil {
-		return nil, err
+		cancel(nil)
+		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
+	resp.Body = watchIdle(resp.Body, idle, cancel)
+	return resp, cancel, nil
+}
+
+// peerReadError names why reading an answer failed: the idle timeout or
+// the deadline when one ended it.
+func peerReadError(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !isCapError(err) {
+		return fmt.Errorf("%w (%v)", err, cause)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &peerStatusError{Method: method, URL: url, Status: resp.StatusCode, Body: string(bytes.TrimSpace(b[:min(len(b), 300)]))}
-	}
-	return b, nil
+	return err
 }
 
 // errRevoked stops a round with a relay governance revoked.
@@ -615,10 +673,18 @@ func (s *Module) MirrorLoop(ctx context.Context, base string) {
 		} else {
 			err = s.mirrorRound(ctx, base)
 		}
-		wait := time.Duration(0)
+		// A round that ends without an error (the peer closed its stream)
+		// starts again after the mirror interval, so a peer that closes
+		// at once cannot spin the loop.
+		wait := s.opts.MirrorInterval
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("mirror", "peer", base, "err", err)
 			wait, backoff = backoff, min(2*backoff, time.Minute)
+			if isCapError(err) {
+				// A broken cap is not a hiccup: leave the peer alone.
+				wait = max(wait, capBackoff)
+				s.capped.add(base, time.Now().Add(wait))
+			}
 			s.peers.update(base, "outbound", func(p *peerStats) { p.State, p.LastError = "error", err.Error() })
 		} else {
 			backoff = time.Second
@@ -685,7 +751,7 @@ func (s *Module) pollPaged(ctx context.Context, base string) error {
 
 // peerSeq reads the peer's highest log sequence from its /health.
 func (s *Module) peerSeq(ctx context.Context, base string) (int64, error) {
-	b, err := s.peerGet(ctx, base+"/health")
+	b, err := s.peerGet(ctx, base+"/health", maxSmallAnswer)
 	if err != nil {
 		return 0, err
 	}
@@ -701,7 +767,11 @@ func (s *Module) peerSeq(ctx context.Context, base string) (int64, error) {
 // again). Events this relay pushed come back as duplicates and cost one
 // lookup.
 func (s *Module) follow(ctx context.Context, base string, after int64) error {
+	ctx, cancel := context.WithTimeout(ctx, streamDeadline)
+	defer cancel()
 	url := base + "/stream"
+	ctx, cancelIdle := context.WithCancelCause(ctx)
+	defer cancelIdle(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -711,28 +781,27 @@ func (s *Module) follow(ctx context.Context, base string, after int64) error {
 	if s.cfg.RelayKey != nil {
 		req.Header.Set("Authorization", protocol.HTTPAuth(s.cfg.RelayKey, http.MethodGet, url, nil, s.now()))
 	}
-	resp, err := s.streamClient.Do(req)
+	resp, err := s.peerClient.Do(req)
 	if err != nil {
 		return err
 	}
+	resp.Body = watchIdle(resp.Body, peerIdle, cancelIdle)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+	err = eachLine(resp.Body, MaxPeerLine, func(line []byte) bool {
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
-			continue
+			return true
 		}
-		e, err := protocol.DecodeJSON([]byte(data))
+		e, err := protocol.DecodeJSON(bytes.TrimSpace(data))
 		if err != nil {
-			continue // a meta notice or a foreign frame
+			return true // a meta notice or a foreign frame
 		}
 		acc, rej, err := s.core.IngestMirrored(ctx, []*protocol.Event{e})
 		if err != nil {
-			return err
+			return false
 		}
 		s.peers.update(base, "outbound", func(p *peerStats) {
 			p.LastContactAt, p.State = s.now(), "following"
@@ -740,9 +809,15 @@ func (s *Module) follow(ctx context.Context, base string, after int64) error {
 			p.Accepted += int64(acc)
 			p.Invalid += int64(rej)
 		})
-	}
-	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		return err
+		return true
+	})
+	switch {
+	case err == errStopped:
+		return cmp.Or(ctx.Err(), errors.New("storing a streamed event failed"))
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("stream from %s: %w", base, err)
+	case err != nil && context.Cause(ctx) != ctx.Err():
+		return fmt.Errorf("stream from %s: %w (%v)", base, err, context.Cause(ctx))
 	}
 	return nil
 }

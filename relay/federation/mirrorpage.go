@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +63,11 @@ type pagedPeers struct {
 type pagedPeer struct {
 	newest         int64     // newest created_at seen by the last complete pass
 	deepAt, fullAt time.Time // when the last deep and full passes completed
+	// resume, when set, is where a pass cut at maxPagesPerPass stopped,
+	// with that pass's kind and the newest created_at it had seen.
+	resume                 *pageWalk
+	resumeFull, resumeDeep bool
+	resumeNewest           int64
 }
 
 func (p *pagedPeers) get(base string) (pagedPeer, bool) {
@@ -101,14 +107,17 @@ func (s *Module) mirrorPaged(ctx context.Context, base string, res *MirrorResult
 	default:
 		since = max(0, st.newest-pagedOverlap)
 	}
-	newest := st.newest
-	err := pageEvents(ctx, since, func(since, until int64) ([]*protocol.Event, error) {
+	walk, newest := newWalk(since), st.newest
+	if st.resume != nil { // a pass cut at maxPagesPerPass goes on
+		walk, full, deep, newest = *st.resume, st.resumeFull, st.resumeDeep, st.resumeNewest
+	}
+	walk, err := pageEvents(ctx, walk, maxPagesPerPass, func(since, until int64) ([]*protocol.Event, error) {
 		url := base + "/events?include_revoked=true&include_hidden=true&limit=" + strconv.Itoa(pageLimit) +
 			"&since=" + strconv.FormatInt(since, 10)
 		if until >= 0 {
 			url += "&until=" + strconv.FormatInt(until, 10)
 		}
-		body, err := s.peerGet(ctx, url)
+		body, err := s.peerGet(ctx, url, maxPageBytes)
 		if err != nil {
 			return nil, fmt.Errorf("page %s: %w", base, err)
 		}
@@ -121,7 +130,9 @@ func (s *Module) mirrorPaged(ctx context.Context, base string, res *MirrorResult
 		res.Fetched += len(evs)
 		var lack []*protocol.Event
 		for _, e := range evs {
-			newest = max(newest, e.CreatedAt)
+			if e.CreatedAt >= since && (until < 0 || e.CreatedAt <= until) {
+				newest = max(newest, e.CreatedAt)
+			}
 			if !s.core.Index().Has(relay.ItemOf(e)) {
 				lack = append(lack, e)
 			}
@@ -133,7 +144,14 @@ func (s *Module) mirrorPaged(ctx context.Context, base string, res *MirrorResult
 		report(progress, res)
 		return evs, err
 	})
+	if errors.Is(err, errPageCap) {
+		st.resume, st.resumeFull, st.resumeDeep, st.resumeNewest = &walk, full, deep, newest
+		s.paged.set(base, st)
+		return err
+	}
+	st.resume = nil
 	if err != nil {
+		s.paged.set(base, st)
 		return err
 	}
 	st.newest = newest
@@ -162,6 +180,9 @@ func decodePage(body []byte) ([]*protocol.Event, error) {
 	}
 	evs := make([]*protocol.Event, 0, len(items))
 	for _, it := range items {
+		if len(it) > MaxPeerLine {
+			return nil, &capError{fmt.Sprintf("an event longer than %d bytes", MaxPeerLine)}
+		}
 		if e, err := protocol.DecodeJSON(it); err == nil {
 			evs = append(evs, e)
 		}
@@ -169,62 +190,111 @@ func decodePage(body []byte) ([]*protocol.Event, error) {
 	return evs, nil
 }
 
-// pageEvents walks every event with created_at ≥ since through page, which
+// pageWalk is where a walk through a paged peer stands: the next page
+// asked is [Since, Until] (Until < 0: no upper bound); Known and Ascending
+// say whether the peer's order is known and which it is; After, when ≥ 0,
+// is where an upward walk starts if the downward one finds nothing.
+type pageWalk struct {
+	Since, Until     int64
+	Known, Ascending bool
+	After            int64
+}
+
+// newWalk starts a walk over every event with created_at ≥ since.
+func newWalk(since int64) pageWalk { return pageWalk{Since: since, Until: -1, After: -1} }
+
+// maxPagesPerPass caps the pages one mirror round reads from a paged peer;
+// a longer pass is cut (an error: the peer is backed off) and the next
+// round resumes it where it stopped. A variable so that tests can lower it.
+var maxPagesPerPass = 5000
+
+var (
+	errNoProgress = errors.New("the peer's page makes no progress: it ignores since/until or repeats itself")
+	errPageCap    = fmt.Errorf("a pass took more than %d pages: resumed next round", maxPagesPerPass)
+)
+
+// pageEvents walks every event from w (see newWalk) through page, which
 // answers the events in [since, until] (until < 0: no upper bound, both
-// ends inclusive), a page of them in either time order. A newest-first peer
-// is walked down by until, an oldest-first one up by since. Each next page
-// starts at the last page's oldest (or newest) second again, so events
-// sharing a second with the page's edge are not skipped; only when a whole
-// page is one second does the walk step past it (a peer with more events
-// in one second than its page size can hide some of them this way).
-func pageEvents(ctx context.Context, since int64, page func(since, until int64) ([]*protocol.Event, error)) error {
-	until := int64(-1)
+// ends inclusive), a page of them in either time order, and returns where
+// the walk stands. A newest-first peer is walked down by until, an
+// oldest-first one up by since. Each next page starts at the last page's
+// oldest (or newest) second again, so events sharing a second with the
+// page's edge are not skipped; only when a whole page is one second does
+// the walk step past it (a peer with more events in one second than its
+// page size can hide some of them this way). Events outside the asked
+// bounds are left out; a page with none inside them, or the same events as
+// the page before, is errNoProgress; past maxPages pages the walk stops
+// with errPageCap, and the returned position resumes it.
+func pageEvents(ctx context.Context, w pageWalk, maxPages int, page func(since, until int64) ([]*protocol.Event, error)) (pageWalk, error) {
 	// The order is known once a page spans two seconds. Until then the
 	// walk goes down (ANP2 relays answer newest first); if the first page
 	// was one second and the walk down found nothing, the peer may answer
 	// oldest first, so the walk goes up from after that second once.
-	known, ascending, after := false, false, int64(-1)
-	for ctx.Err() == nil {
-		evs, err := page(since, until)
-		if err != nil {
-			return err
+	var last []string
+	for pages := 0; ctx.Err() == nil; pages++ {
+		if pages >= maxPages {
+			return w, errPageCap
 		}
+		got, err := page(w.Since, w.Until)
+		if err != nil {
+			return w, err
+		}
+		evs, ids := inBounds(got, w.Since, w.Until)
+		if len(got) > 0 && (len(evs) == 0 || slices.Equal(ids, last)) {
+			return w, errNoProgress
+		}
+		last = ids
 		if len(evs) == 0 {
-			if known || after < 0 {
-				return nil
+			if w.Known || w.After < 0 {
+				return w, nil
 			}
-			since, until, known, ascending, after = after, -1, true, true, -1
+			w = pageWalk{Since: w.After, Until: -1, Known: true, Ascending: true, After: -1}
 			continue
 		}
-		first, last := evs[0].CreatedAt, evs[len(evs)-1].CreatedAt
+		first, lastAt := evs[0].CreatedAt, evs[len(evs)-1].CreatedAt
 		lo, hi := first, first
 		for _, e := range evs {
 			lo, hi = min(lo, e.CreatedAt), max(hi, e.CreatedAt)
 		}
 		switch {
-		case first != last:
-			known, ascending, after = true, first < last, -1
-		case !known && until < 0:
-			after = hi + 1
+		case first != lastAt:
+			w.Known, w.Ascending, w.After = true, first < lastAt, -1
+		case !w.Known && w.Until < 0:
+			w.After = hi + 1
 		}
-		if ascending { // move since up, past a page of one second
-			since = max(hi, since+1)
+		if w.Ascending { // move since up, past a page of one second
+			w.Since = max(hi, w.Since+1)
 			if lo == hi {
-				since = hi + 1
+				w.Since = hi + 1
 			}
 			continue
 		}
 		// Move until down, past a page of one second.
 		next := lo
-		if lo == hi || until >= 0 && lo >= until {
+		if lo == hi || w.Until >= 0 && lo >= w.Until {
 			next = lo - 1
 		}
-		if until = next; until < since {
-			if known || after < 0 {
-				return nil
+		if w.Until = next; w.Until < w.Since {
+			if w.Known || w.After < 0 {
+				return w, nil
 			}
-			since, until, known, ascending, after = after, -1, true, true, -1
+			w = pageWalk{Since: w.After, Until: -1, Known: true, Ascending: true, After: -1}
 		}
 	}
-	return ctx.Err()
+	return w, ctx.Err()
+}
+
+// inBounds returns the events of a page within [since, until] (until < 0:
+// no upper bound) and their ids, sorted.
+func inBounds(evs []*protocol.Event, since, until int64) ([]*protocol.Event, []string) {
+	var in []*protocol.Event
+	var ids []string
+	for _, e := range evs {
+		if e.CreatedAt >= since && (until < 0 || e.CreatedAt <= until) {
+			in = append(in, e)
+			ids = append(ids, e.ID)
+		}
+	}
+	slices.Sort(ids)
+	return in, ids
 }

@@ -48,7 +48,7 @@ func TestPageEventsWalksEveryEvent(t *testing.T) {
 		for _, cap := range []int{31, 50, 1000} {
 			for _, since := range []int64{0, 1020} {
 				seen := map[string]int{}
-				if err := pageEvents(context.Background(), since, pagedLog(evs, newestFirst, cap, seen)); err != nil {
+				if _, err := pageEvents(context.Background(), newWalk(since), 1000, pagedLog(evs, newestFirst, cap, seen)); err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range evs {
@@ -74,7 +74,7 @@ func TestPageEventsStepsPastAFullSecond(t *testing.T) {
 	}
 	for _, newestFirst := range []bool{true, false} {
 		seen := map[string]int{}
-		if err := pageEvents(context.Background(), 0, pagedLog(evs, newestFirst, 20, seen)); err != nil {
+		if _, err := pageEvents(context.Background(), newWalk(0), 1000, pagedLog(evs, newestFirst, 20, seen)); err != nil {
 			t.Fatal(err)
 		}
 		if len(seen) < 40 {

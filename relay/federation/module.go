@@ -65,9 +65,11 @@ type Module struct {
 	// peerKeys holds the relay keys whose gossip is a peer's (see
 	// Options.PeerKeys): agent_id → where it was learned.
 	peerKeys sync.Map
-	// peerClient talks to peer relays.
-	peerClient   *http.Client
-	streamClient *http.Client // no timeout: streams are long
+	// peerClient talks to peer relays; every request carries its own
+	// deadline (peerio.go).
+	peerClient *http.Client
+	// capped holds the peers that broke a cap, left alone until then.
+	capped penalties
 }
 
 var _ relay.Runner = (*Module)(nil)
@@ -81,7 +83,7 @@ func NewModule(opts Options) (*Module, error) {
 	if opts.RateWindow <= 0 {
 		opts.RateWindow = time.Minute
 	}
-	m := &Module{opts: opts, peerClient: &http.Client{Timeout: 60 * time.Second}, streamClient: &http.Client{},
+	m := &Module{opts: opts, peerClient: newPeerClient(),
 		byPeer: relay.NewLimiter(opts.PeerRate, opts.RateWindow), bySync: relay.NewLimiter(opts.SyncRate, opts.RateWindow)}
 	for _, k := range opts.PeerKeys {
 		if !protocol.IsHex64(k) {

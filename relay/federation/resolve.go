@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/netguard"
 )
 
@@ -55,11 +53,14 @@ func (s *Module) ResolveAgent(ctx context.Context, agent string, homeRelays []st
 		raw := queue[0]
 		queue = queue[1:]
 		base, guarded, ok := s.AllowedRelay(raw)
-		if !ok || slices.Contains(asked, base) {
-			continue
+		if !ok || slices.Contains(asked, base) || !s.capped.until(base).IsZero() {
+			continue // a relay that broke a cap is left alone a while
 		}
 		asked = append(asked, base)
 		e, err := s.fetchProfile(ctx, base, guarded, agent)
+		if isCapError(err) {
+			s.capped.add(base, time.Now().Add(capBackoff))
+		}
 		if err != nil {
 			lastErr = err
 			s.cfg.Logger.Info("resolution failed", "relay", base, "agent", agent, "err", err)
@@ -131,21 +132,14 @@ func (s *Module) AllowedRelay(raw string) (base string, guarded, ok bool) {
 }
 
 // announced reports whether base is the URL of a relay's latest
-// non-revoked kind 10 announcement (as GET /relays lists them).
+// non-revoked kind 10 announcement, as GET /relays lists them.
 func (s *Module) announced(base string) bool {
-	bodies, err := s.core.Log().Query(context.Background(), eventlog.Filter{Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1000})
+	relays, err := s.knownRelays(context.Background())
 	if err != nil {
 		return false
 	}
-	seen := map[string]bool{}
-	for _, b := range bodies {
-		var e protocol.Event
-		var a announcement
-		if json.Unmarshal(b, &e) != nil || seen[e.AgentID] || json.Unmarshal([]byte(e.Content), &a) != nil {
-			continue
-		}
-		seen[e.AgentID] = true
-		if !s.revoked(e.AgentID) && strings.TrimRight(a.URL, "/") == base {
+	for _, r := range relays {
+		if strings.TrimRight(r.URL, "/") == base {
 			return true
 		}
 	}
@@ -175,15 +169,12 @@ func (s *Module) fetchProfile(ctx context.Context, base string, guarded bool, ag
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, ResolveBodyLimit+1))
+	b, err := readCapped(resp.Body, ResolveBodyLimit, base+"'s answer")
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s answered %d", base, resp.StatusCode)
-	}
-	if len(b) > ResolveBodyLimit {
-		return nil, fmt.Errorf("%s answered more than %d bytes", base, ResolveBodyLimit)
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(b, &raws); err != nil {
