@@ -45,7 +45,7 @@ func (s *Server) authEvent(c echo.Context) (*protocol.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok, wait := s.byAuth.allow(c.RealIP(), s.cfg.Now(), true); !ok {
+	if ok, wait := s.byAuth.allow(s.ClientKey(c), s.cfg.Now(), true); !ok {
 		return nil, &retryError{protocol.Errorf(CodeRateLimited, "too many authenticated requests from this address (%d per %s)", s.cfg.RatePerAuth, s.cfg.RateWindow), retrySeconds(wait)}
 	}
 	if err := e.CheckSig(); err != nil {

@@ -356,11 +356,12 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 	return out, nil
 }
 
-// chargeIP takes one unit of the address's allowance (429 + Retry-After
+// chargeIP takes one unit of the address's allowance (IPv6 by its
+// Config.IPv6Prefix network) (429 + Retry-After
 // when it has none left). Every signature check an address asks for is
 // charged, whatever its outcome.
 func (s *Server) chargeIP(ip string, now time.Time) error {
-	if ok, wait := s.byIP.allow(ip, now, true); !ok {
+	if ok, wait := s.byIP.allow(s.addrKey(ip), now, true); !ok {
 		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per IP)", s.cfg.RatePerIP, s.cfg.RateWindow), retrySeconds(wait)}
 	}
 	return nil
