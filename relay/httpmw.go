@@ -30,6 +30,36 @@ func cors() echo.MiddlewareFunc {
 	})
 }
 
+// bodyKey is the echo.Context key under which readBodies keeps a
+// request's body.
+const bodyKey = "anp2.body"
+
+// readBodies reads the body of every request that has one, on every
+// route, before its handler runs, within the body timeout
+// (Config.BodyTimeout): a body still incomplete then is a 408
+// body_timeout and the connection is closed after the answer; one over
+// the body limit is a 413 body_too_large. The handler reads the same
+// bytes again from Request().Body (or, in the core, without a copy from
+// the context). A protocol upgrade (GET /ws) has no body to wait for.
+func (s *Server) readBodies() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.Header.Get("Upgrade") != "" {
+				return next(c)
+			}
+			body, err := readBodyWithin(c, s.cfg.BodyTimeout)
+			if err != nil {
+				return err
+			}
+			c.Set(bodyKey, body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			return next(c)
+		}
+	}
+}
+
 // chain returns the middlewares mws (outermost first) as one middleware,
 // applied once here rather than on every request: Echo wraps the handler
 // of each request in every middleware given to Use anew (a closure apiece,

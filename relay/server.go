@@ -52,6 +52,9 @@ type Config struct {
 	// RatePerAuth caps the D4 Authorization headers one address may have
 	// checked per RateWindow (0 disables): each costs a signature check.
 	RatePerAuth int
+	// AuthReplayBytes bounds the memory that remembers accepted D4 headers
+	// until they expire, so that each is used once (0: 16 MiB).
+	AuthReplayBytes int64
 	// Checker holds the shape limits and PoW policy.
 	Checker protocol.Checker
 	// Now is the relay clock (injectable for tests).
@@ -103,7 +106,12 @@ type Server struct {
 	byAgent *Limiter
 	byIP    *Limiter
 	byAuth  *Limiter
-	started time.Time
+	// seen holds the D4 headers accepted and not yet expired (single use).
+	seen *seenIDs
+	// baseHost and basePath are the public base URL's host:port and path
+	// that D4 u tags must name ("" host: the connection's local address).
+	baseHost, basePath string
+	started            time.Time
 	// state holds the derived views; onCommit are further commit hooks
 	// (event stream) run after the views are updated.
 	state    *state.State
@@ -153,8 +161,10 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		byAgent: NewLimiter(cfg.RatePerAgent, cfg.RateWindow),
 		byIP:    NewLimiter(cfg.RatePerIP, cfg.RateWindow),
 		byAuth:  NewLimiter(cfg.RatePerAuth, cfg.RateWindow),
+		seen:    newSeenIDs(cfg.AuthReplayBytes),
 		started: cfg.Now(),
 	}
+	s.baseHost, s.basePath = baseHostOf(cfg.PublicBaseURL)
 	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
@@ -178,6 +188,7 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	if cfg.MaxBody > 0 {
 		mws = append(mws, middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}
+	mws = append(mws, s.readBodies())
 	e.Use(chain(mws...)) // the only middleware given to Use: chain ignores what follows it
 	s.routes()
 	for _, m := range cfg.Modules {

@@ -199,9 +199,11 @@ func (s *Module) postGossip(c echo.Context) error {
 // gossipPeer returns the relay key a POST /gossip is signed with when that
 // key is a peer's this relay chose (Config.PeerKeys, the relay key of a
 // configured --peer, or the author of a kind 10 announcing a configured
-// peer's URL), and "" for anyone else. The D4 header of a peer's push must
-// bind the body with a payload tag, so that a captured header cannot carry
-// another batch. A header that does not verify is a 401, as on any route.
+// peer's URL), and "" for anyone else. The D4 header of a peer's push
+// binds the body with a payload tag, so that a captured header cannot
+// carry another batch (the core refuses a header on a body without one,
+// auth_payload_required). A header that does not verify is a 401, as on
+// any route.
 func (s *Module) gossipPeer(c echo.Context) (string, error) {
 	e, err := s.core.Authenticate(c)
 	if e == nil || err != nil {
