@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -122,6 +123,9 @@ func (c *serveCmd) Start() error {
 	cfg.PublicBaseURL = c.publicURL
 	if cfg.PublicBaseURL == "" {
 		cfg.PublicBaseURL = "http://" + ln.Addr().String()
+		if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && ap.Addr().IsUnspecified() {
+			c.log.Warn("listening on every address without --public-base-url: links name no reachable host, and D4 headers must name the address each client connected to; set --public-base-url", "addr", ln.Addr().String())
+		}
 	}
 	prog := newProgress(c.errw)
 	rebuildStart := time.Now()
