@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +217,26 @@ func TestBodyDeadlineOnEveryRoute(t *testing.T) {
 	if resp2.StatusCode != 200 || string(b) != "5000" {
 		t.Fatalf("body in time: %d %s", resp2.StatusCode, b)
 	}
+}
+
+// FuzzCheckURL: checkURL never panics, and a u tag it accepts names this
+// relay's host and port and the request's path and query.
+func FuzzCheckURL(f *testing.F) {
+	for _, u := range []string{"https://relay.example/events?limit=1", "https://relay.example:443/events?limit=1",
+		"http://relay.example/events?limit=1", "https://RELAY.EXAMPLE/base/events?limit=1", "//relay.example/events",
+		"https://relay.example@other.example/events?limit=1", "https://[::1]:443/events", "https://relay.example:0443/events?limit=1", "%zz"} {
+		f.Add(u)
+	}
+	s := &Server{}
+	s.baseHost, s.basePath = baseHostOf("https://relay.example/base/")
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:1/events?limit=1", nil)
+	f.Fuzz(func(t *testing.T, signed string) {
+		if s.checkURL(req, signed) != nil {
+			return
+		}
+		u, err := url.Parse(signed)
+		if err != nil || hostPort(u) != "relay.example:443" || !strings.HasSuffix(u.RequestURI(), "/events?limit=1") {
+			t.Fatalf("accepted %q", signed)
+		}
+	})
 }

@@ -224,3 +224,15 @@ func TestHTTPAbuseTrickledBodies(t *testing.T) {
 		})
 	}
 }
+
+// httpLoopbackAddr returns a loopback address with a port free a moment
+// ago, for a relay whose public base URL must be known before it starts.
+func httpLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
