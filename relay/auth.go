@@ -250,10 +250,10 @@ func checkPayload(c echo.Context, want string) error {
 // requestBody is the request's body, as readBodies kept it, or read now
 // (and put back) for a request that did not pass through it.
 func requestBody(c echo.Context) ([]byte, error) {
-	if b, ok := c.Get(bodyKey).([]byte); ok {
+	r := c.Request()
+	if b, ok := bodyRead(r); ok {
 		return b, nil
 	}
-	r := c.Request()
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -261,7 +261,6 @@ func requestBody(c echo.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Set(bodyKey, body)
-	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	r.Body = newWholeBody(body)
 	return body, nil
 }

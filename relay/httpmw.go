@@ -30,17 +30,14 @@ func cors() echo.MiddlewareFunc {
 	})
 }
 
-// bodyKey is the echo.Context key under which readBodies keeps a
-// request's body.
-const bodyKey = "anp2.body"
-
 // readBodies reads the body of every request that has one, on every
 // route, before its handler runs, within the body timeout
 // (Config.BodyTimeout): a body still incomplete then is a 408
 // body_timeout and the connection is closed after the answer; one over
 // the body limit is a 413 body_too_large. The handler reads the same
-// bytes again from Request().Body (or, in the core, without a copy from
-// the context). A protocol upgrade (GET /ws) has no body to wait for.
+// bytes again from Request().Body (or, in the core, takes them without a
+// copy: readBodyWithin). A protocol upgrade (GET /ws) has no body to wait
+// for.
 func (s *Server) readBodies() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -52,12 +49,34 @@ func (s *Server) readBodies() echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			c.Set(bodyKey, body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = newWholeBody(body)
 			r.ContentLength = int64(len(body))
 			return next(c)
 		}
 	}
+}
+
+// wholeBody is a request body readBodies read whole: the handler reads it
+// again, or takes all of it at once (bodyRead).
+type wholeBody struct {
+	bytes.Reader
+	all []byte
+}
+
+func newWholeBody(b []byte) *wholeBody {
+	w := &wholeBody{all: b}
+	w.Reset(b)
+	return w
+}
+
+func (*wholeBody) Close() error { return nil }
+
+// bodyRead returns the body readBodies read for r, if it did.
+func bodyRead(r *http.Request) ([]byte, bool) {
+	if b, ok := r.Body.(*wholeBody); ok {
+		return b.all, true
+	}
+	return nil, false
 }
 
 // chain returns the middlewares mws (outermost first) as one middleware,

@@ -70,7 +70,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 // readBodyWithin is readBody with the body timeout d (0: the default). A
 // body readBodies already read is returned as it is.
 func readBodyWithin(c echo.Context, d time.Duration) ([]byte, error) {
-	if b, ok := c.Get(bodyKey).([]byte); ok {
+	if b, ok := bodyRead(c.Request()); ok {
 		return b, nil
 	}
 	if d == 0 {

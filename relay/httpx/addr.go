@@ -17,6 +17,9 @@ const DefaultIPv6Prefix = 64
 // means DefaultIPv6Prefix, above 128 means 128). Anything that is not an
 // address is returned unchanged, so a key given again is its own key.
 func AddrKey(ip string, v6Prefix int) string {
+	if strings.IndexByte(ip, ':') < 0 {
+		return ip // IPv4 (or not an address): itself, without a parse
+	}
 	if i := strings.IndexByte(ip, '%'); i >= 0 {
 		ip = ip[:i] // a zone names an interface, not a client
 	}
