@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"io"
+	"net"
+	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -16,14 +19,42 @@ import (
 // relay clock (D4).
 const AuthMaxSkew = 60
 
+// Reader-authentication error codes beyond CodeUnauthorized: each is a
+// 401 (auth_busy a 503) whose code says what to fix.
+const (
+	// CodeAuthWrongRelay: the u tag names another relay than this one.
+	CodeAuthWrongRelay = "auth_wrong_relay"
+	// CodeAuthPayloadRequired: the request has a body and the header no
+	// payload tag binding it.
+	CodeAuthPayloadRequired = "auth_payload_required"
+	// CodeAuthReplayed: this header was already used (a header is good for
+	// one request).
+	CodeAuthReplayed = "auth_replayed"
+	// CodeAuthBusy: the relay remembers as many headers as it may hold and
+	// cannot take another until the oldest expires.
+	CodeAuthBusy = "auth_busy"
+)
+
+// authKey is the echo.Context key under which authEvent keeps a request's
+// outcome, so that a header checked twice (by the core and a module) is
+// charged and remembered once.
+const authKey = "anp2.auth"
+
+type authOutcome struct {
+	e   *protocol.Event
+	err error
+}
+
 // reader returns the agent a request is authenticated as (D4), "" for an
 // anonymous one, or a 401 for a header that does not prove an identity.
 //
 // The header is "Authorization: ANP2 <base64 of a signed event JSON>":
 // kind 27235, empty content, created_at within ±60 s, a valid id and
-// signature, a "method" tag equal to the request method and a "u" tag equal
-// to the absolute request URL (query included); a "payload" tag, when
-// present, must be the SHA-256 hex of the request body.
+// signature, a "method" tag equal to the request method, a "u" tag naming
+// this relay (its public base URL, else the address it was reached on)
+// with the request's path and query, and a "payload" tag, the SHA-256 hex
+// of the body, required when the request has a body. Each header is good
+// for one request.
 func (s *Server) reader(c echo.Context) (string, error) {
 	e, err := s.authEvent(c)
 	if e == nil || err != nil {
@@ -35,26 +66,42 @@ func (s *Server) reader(c echo.Context) (string, error) {
 // authEvent returns the verified kind 27235 event of a request's D4
 // header (see reader), nil for an anonymous request. The address is
 // charged one unit of its authentication allowance (RatePerAuth) before
-// the signature is checked, whatever the outcome.
+// the signature is checked, whatever the outcome; a header whose
+// signature holds is remembered until it expires and refused
+// (auth_replayed) if it comes again.
 func (s *Server) authEvent(c echo.Context) (*protocol.Event, error) {
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	if h == "" {
 		return nil, nil
 	}
+	if o, ok := c.Get(authKey).(authOutcome); ok {
+		return o.e, o.err
+	}
+	e, err := s.checkAuth(c, h)
+	c.Set(authKey, authOutcome{e, err})
+	return e, err
+}
+
+func (s *Server) checkAuth(c echo.Context, h string) (*protocol.Event, error) {
 	e, err := s.parseAuth(c, h)
 	if err != nil {
 		return nil, err
 	}
-	if ok, wait := s.byAuth.allow(c.RealIP(), s.cfg.Now(), true); !ok {
+	now := s.cfg.Now()
+	if ok, wait := s.byAuth.allow(s.ClientKey(c), now, true); !ok {
 		return nil, &retryError{protocol.Errorf(CodeRateLimited, "too many authenticated requests from this address (%d per %s)", s.cfg.RatePerAuth, s.cfg.RateWindow), retrySeconds(wait)}
 	}
 	if err := e.CheckSig(); err != nil {
 		return nil, unauthorized("Authorization event signature is invalid")
 	}
+	if err := s.seen.use(e.ID, e.CreatedAt+AuthMaxSkew, now.Unix()); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
-// parseAuth runs every check of a D4 header except the signature's.
+// parseAuth runs every check of a D4 header except the signature's and
+// the replay check.
 func (s *Server) parseAuth(c echo.Context, h string) (*protocol.Event, error) {
 	scheme, token, _ := strings.Cut(h, " ")
 	if !strings.EqualFold(scheme, "ANP2") {
@@ -79,13 +126,11 @@ func (s *Server) parseAuth(c echo.Context, h string) (*protocol.Event, error) {
 	if e.TagValue("method") != c.Request().Method {
 		return nil, unauthorized("Authorization method tag does not match the request method")
 	}
-	if !s.sameURL(c, e.TagValue("u")) {
-		return nil, unauthorized("Authorization u tag does not match the request URL")
+	if err := s.checkURL(c.Request(), e.TagValue("u")); err != nil {
+		return nil, err
 	}
-	if want := e.TagValue("payload"); want != "" {
-		if err := checkPayload(c, want); err != nil {
-			return nil, err
-		}
+	if err := checkPayload(c, e.TagValue("payload")); err != nil {
+		return nil, err
 	}
 	if err := e.CheckID(); err != nil {
 		return nil, unauthorized("Authorization event id does not match its content")
@@ -95,40 +140,127 @@ func (s *Server) parseAuth(c echo.Context, h string) (*protocol.Event, error) {
 
 func unauthorized(detail string) error { return protocol.Errorf(CodeUnauthorized, "%s", detail) }
 
-// sameURL compares the signed URL with the request: path and query must be
-// identical, and the host must be the request's Host or the public base
-// URL's host (behind a proxy the two differ).
-func (s *Server) sameURL(c echo.Context, signed string) bool {
+// checkURL checks the signed URL against the request: its path and query
+// must be the request's (or the public base URL's path followed by
+// them, for a proxy that strips it), and its host and port must be this
+// relay's (relayHost), never merely the request's Host header, which the
+// sender chooses: a header signed for another relay is auth_wrong_relay.
+func (s *Server) checkURL(r *http.Request, signed string) error {
 	u, err := url.Parse(signed)
-	if err != nil || !u.IsAbs() {
-		return false
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return unauthorized("Authorization u tag must be the absolute request URL")
 	}
-	r := c.Request()
-	if u.RequestURI() != r.URL.RequestURI() {
-		return false
+	if uri := u.RequestURI(); uri != r.URL.RequestURI() && uri != s.basePath+r.URL.RequestURI() {
+		return unauthorized("Authorization u tag does not match the request URL")
 	}
-	if u.Host == r.Host {
-		return true
+	want, loopback := s.relayHost(r)
+	got := hostPort(u)
+	if got == want && want != "" {
+		return nil
 	}
-	if b, err := url.Parse(s.cfg.PublicBaseURL); err == nil && b.Host != "" && b.Host == u.Host {
-		return true
+	if loopback && strings.EqualFold(u.Hostname(), "localhost") && u.Port() == portOf(want) {
+		return nil
 	}
-	return false
+	if want == "" {
+		want = "unknown: set the public base URL"
+	}
+	return protocol.Errorf(CodeAuthWrongRelay, "Authorization u tag names %s, not this relay (%s)", got, want)
 }
 
-func checkPayload(c echo.Context, want string) error {
-	r := c.Request()
-	if r.Body == nil {
-		return unauthorized("Authorization payload tag given for a request without a body")
+// relayHost is the host:port a signed URL must name: the public base
+// URL's when one is configured (and is not an unspecified address such
+// as 0.0.0.0), else the local address the request's connection was
+// accepted on. loopback says that address is a loopback one, where
+// "localhost" names it too.
+func (s *Server) relayHost(r *http.Request) (hp string, loopback bool) {
+	if s.baseHost != "" {
+		return s.baseHost, false
 	}
-	body, err := io.ReadAll(r.Body)
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return "", false
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return "", false
+	}
+	ip := ap.Addr().Unmap().WithZone("")
+	return netip.AddrPortFrom(ip, ap.Port()).String(), ip.IsLoopback()
+}
+
+// baseHostOf returns the host:port and path of a public base URL for
+// relayHost, "" for none, for an unparsable one, or for one whose host is
+// an unspecified address (a listen-everywhere default names no relay).
+func baseHostOf(base string) (hostport, path string) {
+	b, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || b.Host == "" {
+		return "", ""
+	}
+	if ip, err := netip.ParseAddr(b.Hostname()); err == nil && ip.IsUnspecified() {
+		return "", ""
+	}
+	return hostPort(b), b.EscapedPath()
+}
+
+// hostPort is u's lowercased host and port, the scheme's default port
+// when none is given, IPv6 literals in brackets and IPv4-mapped ones as
+// IPv4.
+func hostPort(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https", "wss":
+			port = "443"
+		default:
+			port = "80"
+		}
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func portOf(hostport string) string {
+	_, p, _ := net.SplitHostPort(hostport)
+	return p
+}
+
+// checkPayload checks the payload tag want against the request body: a
+// request with a body needs one (auth_payload_required), and one given
+// must be the body's SHA-256 hex.
+func checkPayload(c echo.Context, want string) error {
+	body, err := requestBody(c)
 	if err != nil {
 		return err
 	}
-	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	if want == "" {
+		if len(body) > 0 {
+			return protocol.Errorf(CodeAuthPayloadRequired, "the request has a body: the Authorization event needs a payload tag, the SHA-256 hex of the body")
+		}
+		return nil
+	}
 	sum := sha256.Sum256(body)
 	if hex.EncodeToString(sum[:]) != want {
 		return unauthorized("Authorization payload tag does not match the request body")
 	}
 	return nil
+}
+
+// requestBody is the request's body, as readBodies kept it, or read now
+// (and put back) for a request that did not pass through it.
+func requestBody(c echo.Context) ([]byte, error) {
+	r := c.Request()
+	if b, ok := bodyRead(r); ok {
+		return b, nil
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = newWholeBody(body)
+	return body, nil
 }

@@ -38,18 +38,22 @@ const storageFullRetry = 60
 
 // statusOf maps a stable code to its HTTP status; anything not listed is a 400.
 var statusOf = map[string]int{
-	CodeRateLimited:     http.StatusTooManyRequests,
-	CodeNotFound:        http.StatusNotFound,
-	CodeRevoked:         http.StatusNotFound,
-	CodeBodyTooLarge:    http.StatusRequestEntityTooLarge,
-	CodeBodyTimeout:     http.StatusRequestTimeout,
-	CodeUnsupportedType: http.StatusUnsupportedMediaType,
-	CodeMethod:          http.StatusMethodNotAllowed,
-	CodeUnavailable:     http.StatusServiceUnavailable,
-	CodeUnauthorized:    http.StatusUnauthorized,
-	CodeHidden:          http.StatusForbidden,
-	CodeStorageFull:     http.StatusInsufficientStorage,
-	CodeForbidden:       http.StatusForbidden,
+	CodeRateLimited:         http.StatusTooManyRequests,
+	CodeNotFound:            http.StatusNotFound,
+	CodeRevoked:             http.StatusNotFound,
+	CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
+	CodeBodyTimeout:         http.StatusRequestTimeout,
+	CodeUnsupportedType:     http.StatusUnsupportedMediaType,
+	CodeMethod:              http.StatusMethodNotAllowed,
+	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeUnauthorized:        http.StatusUnauthorized,
+	CodeAuthWrongRelay:      http.StatusUnauthorized,
+	CodeAuthPayloadRequired: http.StatusUnauthorized,
+	CodeAuthReplayed:        http.StatusUnauthorized,
+	CodeAuthBusy:            http.StatusServiceUnavailable,
+	CodeHidden:              http.StatusForbidden,
+	CodeStorageFull:         http.StatusInsufficientStorage,
+	CodeForbidden:           http.StatusForbidden,
 }
 
 // statusMu guards statusOf against modules registering codes while other

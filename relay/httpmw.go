@@ -30,6 +30,55 @@ func cors() echo.MiddlewareFunc {
 	})
 }
 
+// readBodies reads the body of every request that has one, on every
+// route, before its handler runs, within the body timeout
+// (Config.BodyTimeout): a body still incomplete then is a 408
+// body_timeout and the connection is closed after the answer; one over
+// the body limit is a 413 body_too_large. The handler reads the same
+// bytes again from Request().Body (or, in the core, takes them without a
+// copy: readBodyWithin). A protocol upgrade (GET /ws) has no body to wait
+// for.
+func (s *Server) readBodies() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.Header.Get("Upgrade") != "" {
+				return next(c)
+			}
+			body, err := readBodyWithin(c, s.cfg.BodyTimeout)
+			if err != nil {
+				return err
+			}
+			r.Body = newWholeBody(body)
+			r.ContentLength = int64(len(body))
+			return next(c)
+		}
+	}
+}
+
+// wholeBody is a request body readBodies read whole: the handler reads it
+// again, or takes all of it at once (bodyRead).
+type wholeBody struct {
+	bytes.Reader
+	all []byte
+}
+
+func newWholeBody(b []byte) *wholeBody {
+	w := &wholeBody{all: b}
+	w.Reset(b)
+	return w
+}
+
+func (*wholeBody) Close() error { return nil }
+
+// bodyRead returns the body readBodies read for r, if it did.
+func bodyRead(r *http.Request) ([]byte, bool) {
+	if b, ok := r.Body.(*wholeBody); ok {
+		return b.all, true
+	}
+	return nil, false
+}
+
 // chain returns the middlewares mws (outermost first) as one middleware,
 // applied once here rather than on every request: Echo wraps the handler
 // of each request in every middleware given to Use anew (a closure apiece,

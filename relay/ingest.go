@@ -67,8 +67,12 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	return readBodyWithin(c, s.cfg.BodyTimeout)
 }
 
-// readBodyWithin is readBody with the body timeout d (0: the default).
+// readBodyWithin is readBody with the body timeout d (0: the default). A
+// body readBodies already read is returned as it is.
 func readBodyWithin(c echo.Context, d time.Duration) ([]byte, error) {
+	if b, ok := bodyRead(c.Request()); ok {
+		return b, nil
+	}
 	if d == 0 {
 		d = defaultBodyTimeout
 	}
@@ -80,17 +84,24 @@ func readBodyWithin(c echo.Context, d time.Duration) ([]byte, error) {
 		}
 	}
 	body, err := readBody(c.Request())
-	if rc != nil {
+	if err != nil {
+		// What is left of the body is not worth waiting for: the server
+		// would drain it after the answer (with no deadline, for as long
+		// as the client trickles it). An expired deadline ends that drain
+		// at once, and the connection is closed after the answer.
+		if rc != nil {
+			_ = rc.SetReadDeadline(time.Now())
+		}
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	} else if rc != nil {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, &mbe) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
 			return nil, protocol.Errorf(CodeBodyTooLarge, "request body too large")
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// The connection cannot be read on: close it after the answer.
-			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return nil, protocol.Errorf(CodeBodyTimeout, "request body not received within %s", d)
 		}
 		return nil, protocol.Errorf(CodeBadParameter, "cannot read body: %v", err)
@@ -356,11 +367,12 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 	return out, nil
 }
 
-// chargeIP takes one unit of the address's allowance (429 + Retry-After
+// chargeIP takes one unit of the address's allowance (IPv6 by its
+// Config.IPv6Prefix network) (429 + Retry-After
 // when it has none left). Every signature check an address asks for is
 // charged, whatever its outcome.
 func (s *Server) chargeIP(ip string, now time.Time) error {
-	if ok, wait := s.byIP.allow(ip, now, true); !ok {
+	if ok, wait := s.byIP.allow(s.addrKey(ip), now, true); !ok {
 		return &retryError{protocol.Errorf(CodeRateLimited, "rate limit exceeded (%d events per %s per IP)", s.cfg.RatePerIP, s.cfg.RateWindow), retrySeconds(wait)}
 	}
 	return nil

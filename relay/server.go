@@ -21,6 +21,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
@@ -38,6 +39,9 @@ type Config struct {
 	PreferredBranch string
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []string
+	// IPv6Prefix is the prefix length by which IPv6 clients are keyed in
+	// every per-address limit (0: 64; see httpx.AddrKey).
+	IPv6Prefix int
 	// RatePerAgent and RatePerIP cap events per RateWindow (0 disables).
 	RatePerAgent int
 	RatePerIP    int
@@ -48,6 +52,9 @@ type Config struct {
 	// RatePerAuth caps the D4 Authorization headers one address may have
 	// checked per RateWindow (0 disables): each costs a signature check.
 	RatePerAuth int
+	// AuthReplayBytes bounds the memory that remembers accepted D4 headers
+	// until they expire, so that each is used once (0: 16 MiB).
+	AuthReplayBytes int64
 	// Checker holds the shape limits and PoW policy.
 	Checker protocol.Checker
 	// Now is the relay clock (injectable for tests).
@@ -56,10 +63,13 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody caps request bodies.
 	MaxBody int64
-	// BodyTimeout bounds the reading of a publish body (POST /events,
-	// /events/batch, dry runs) from the end of its headers (0: 30 s,
-	// <0: none); a body still incomplete then is a 408 body_timeout.
+	// BodyTimeout bounds the reading of every request body, on every
+	// route, from the end of its headers (0: 30 s, <0: none); a body still
+	// incomplete then is a 408 body_timeout and the connection is closed.
 	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends no new request
+	// for this long (0: 60 s, <0: never); Serve applies it.
+	IdleTimeout time.Duration
 	// Treasury is the credit treasury agent ("" for the public network's).
 	Treasury string
 	// RelayKey is the relay's own Ed25519 identity: it signs the kind 10
@@ -96,7 +106,12 @@ type Server struct {
 	byAgent *Limiter
 	byIP    *Limiter
 	byAuth  *Limiter
-	started time.Time
+	// seen holds the D4 headers accepted and not yet expired (single use).
+	seen *seenIDs
+	// baseHost and basePath are the public base URL's host:port and path
+	// that D4 u tags must name ("" host: the connection's local address).
+	baseHost, basePath string
+	started            time.Time
 	// state holds the derived views; onCommit are further commit hooks
 	// (event stream) run after the views are updated.
 	state    *state.State
@@ -146,8 +161,10 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		byAgent: NewLimiter(cfg.RatePerAgent, cfg.RateWindow),
 		byIP:    NewLimiter(cfg.RatePerIP, cfg.RateWindow),
 		byAuth:  NewLimiter(cfg.RatePerAuth, cfg.RateWindow),
+		seen:    newSeenIDs(cfg.AuthReplayBytes),
 		started: cfg.Now(),
 	}
+	s.baseHost, s.basePath = baseHostOf(cfg.PublicBaseURL)
 	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
@@ -171,6 +188,7 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	if cfg.MaxBody > 0 {
 		mws = append(mws, middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBody)))
 	}
+	mws = append(mws, s.readBodies())
 	e.Use(chain(mws...)) // the only middleware given to Use: chain ignores what follows it
 	s.routes()
 	for _, m := range cfg.Modules {
@@ -320,12 +338,20 @@ func (s *Server) BaseURL(c echo.Context) string {
 // relay clock from the preferred branch's state (SPEC §17.5).
 func (s *Server) NativeTasks() TaskSource { return TaskSource{s: s} }
 
+// ClientKey is the key under which per-address limits count the client of
+// c: its address (c.RealIP, so X-Forwarded-For from a trusted proxy),
+// with IPv6 addresses keyed by their Config.IPv6Prefix network.
+func (s *Server) ClientKey(c echo.Context) string { return s.addrKey(c.RealIP()) }
+
+// addrKey is httpx.AddrKey at the configured IPv6 prefix.
+func (s *Server) addrKey(ip string) string { return httpx.AddrKey(ip, s.cfg.IPv6Prefix) }
+
 // Handler returns the relay's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
 // Serve answers on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.idleTimeout()}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	// Publish time-driven moderation changes (debounced transitions, decay)
@@ -350,6 +376,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = errors.Join(err, e)
 	}
 	return err
+}
+
+// defaultIdleTimeout is Config.IdleTimeout's default.
+const defaultIdleTimeout = 60 * time.Second
+
+// idleTimeout is Config.IdleTimeout with its default (a negative value is
+// http.Server's "never").
+func (s *Server) idleTimeout() time.Duration {
+	switch d := s.cfg.IdleTimeout; {
+	case d == 0:
+		return defaultIdleTimeout
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
 }
 
 // Ingest applies every publish rule of POST /events to e (received as raw,

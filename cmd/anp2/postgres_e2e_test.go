@@ -34,9 +34,13 @@ func TestMigrateToPostgresAndBack(t *testing.T) {
 	db := filepath.Join(dir, "sample.db")
 	runCLI(t, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl")
 	// One identity and public URL for both relays: the PostgreSQL one
-	// finds its announcement in the migrated log and adds none.
-	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test"}
-	p := startProc(t, db, id...)
+	// finds its announcement in the migrated log and adds none. The URL is
+	// the SQLite relay's real address, where the mirror below reads it as
+	// an authenticated reader: a signed header must name the relay's
+	// public base URL.
+	addr := httpLoopbackAddr(t)
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://" + addr}
+	p := startProc(t, db, append(id, "--addr", addr)...)
 	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
 	out := runCLI(t, "migrate", "--from", db, "--to", pg)
 	if !strings.Contains(out, "migrated 197 events") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ type serveCmd struct {
 
 	addr, db, publicURL, proxies string
 	rateAgent, rateIP, rateAuth  int
+	ipv6Prefix                   int
+	idleTimeout, bodyTimeout     time.Duration
 	peerRate, syncRate           int
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
@@ -54,6 +57,9 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.StringVar(&c.db, "db", "./anp2.db", "the event log: a SQLite file (a path or sqlite:PATH), or a PostgreSQL URL postgres://user:pass@host/db")
 	fs.StringVar(&c.publicURL, "public-base-url", "", "public base URL for absolute links (default http://<addr>)")
 	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.IntVar(&c.ipv6Prefix, "ipv6-prefix", 64, "prefix length by which IPv6 clients are keyed in every per-address limit (1 to 128; 128 = each address alone)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 60*time.Second, "close a keep-alive connection idle this long between requests (negative = never)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", 30*time.Second, "a request body not received this long after its headers is a 408 and the connection is closed (negative = no limit)")
 	fs.IntVar(&c.rateAgent, "rate-agent", 60, "events per agent per minute (0 = unlimited)")
 	fs.IntVar(&c.rateIP, "rate-ip", 300, "events per source IP per minute (0 = unlimited)")
 	fs.IntVar(&c.rateAuth, "rate-auth", 1200, "D4 Authorization headers checked per source IP per minute (0 = unlimited)")
@@ -78,6 +84,12 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if c.ipv6Prefix < 1 || c.ipv6Prefix > 128 {
+		return fmt.Errorf("--ipv6-prefix %d is not a prefix length from 1 to 128", c.ipv6Prefix)
+	}
+	if c.idleTimeout == 0 || c.bodyTimeout == 0 {
+		return fmt.Errorf("--idle-timeout and --body-timeout must not be 0 (a negative value means no limit)")
+	}
 	if !branches.ValidBranchID(c.branch) {
 		return fmt.Errorf("--branch %q is not main, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", c.branch)
 	}
@@ -98,6 +110,7 @@ func (c *serveCmd) Start() error {
 	cfg.Now, cfg.Logger = c.now, c.log
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
 	cfg.AgentRates = agentRates(st)
+	cfg.IPv6Prefix, cfg.IdleTimeout, cfg.BodyTimeout = c.ipv6Prefix, c.idleTimeout, c.bodyTimeout
 	if c.proxies != "" {
 		cfg.TrustedProxies = strings.Split(c.proxies, ",")
 	}
@@ -110,6 +123,9 @@ func (c *serveCmd) Start() error {
 	cfg.PublicBaseURL = c.publicURL
 	if cfg.PublicBaseURL == "" {
 		cfg.PublicBaseURL = "http://" + ln.Addr().String()
+		if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && ap.Addr().IsUnspecified() {
+			c.log.Warn("listening on every address without --public-base-url: links name no reachable host, and D4 headers must name the address each client connected to; set --public-base-url", "addr", ln.Addr().String())
+		}
 	}
 	prog := newProgress(c.errw)
 	rebuildStart := time.Now()

@@ -87,7 +87,7 @@ func (rc *receiver) got() []hit {
 // do sends an authenticated request as agent a.
 func do(t *testing.T, r *relaytest.Relay, a taskstest.Agent, method, path, body string) relaytest.Answer {
 	t.Helper()
-	return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.Auth(a.Key, method, path, r.Clock.Now().Unix()))
+	return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.AuthBody(a.Key, method, path, []byte(body), r.Clock.Now().Unix()))
 }
 
 func addTrigger(t *testing.T, r *relaytest.Relay, a taskstest.Agent, spec string) string {

@@ -166,7 +166,7 @@ func (m *Module) resolveAgent(c echo.Context, id string, now int64) error {
 	case a.Profile == nil || !hasHomeRelays(a.Profile) || m.cache.isFresh(id, now):
 		return nil
 	}
-	if ok, wait := m.resolves.AllowN(c.RealIP(), time.Unix(now, 0), 1); !ok {
+	if ok, wait := m.resolves.AllowN(m.core.ClientKey(c), time.Unix(now, 0), 1); !ok {
 		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited,
 			"at most %d resolutions a minute from one address", ResolvesPerMinute), After: wait}
 	}

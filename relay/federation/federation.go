@@ -200,9 +200,11 @@ func (s *Module) postGossip(c echo.Context) error {
 // key is a peer's this relay chose (Config.PeerKeys, or the key a
 // configured --peer names for itself in its own GET /relays, learnPeerKey),
 // and "" for anyone else: a kind 10 proves nothing, since anyone can
-// publish one naming any URL. The D4 header of a peer's push must bind the
+// publish one naming any URL. The D4 header of a peer's push binds the
 // body with a payload tag, so that a captured header cannot carry another
-// batch. A header that does not verify is a 401, as on any route.
+// batch (the core refuses a header on a body without one,
+// auth_payload_required). A header that does not verify is a 401, as on
+// any route.
 func (s *Module) gossipPeer(c echo.Context) (string, error) {
 	e, err := s.core.Authenticate(c)
 	if e == nil || err != nil {

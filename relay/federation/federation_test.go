@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,11 +139,15 @@ func TestGossipFromStrangersGetsPublishRules(t *testing.T) {
 	if got := r.post(t, profile); got.status != 400 {
 		t.Fatalf("POST /events took the backdated profile: %d %s", got.status, got.body)
 	}
+	// A peer's header that does not bind the body is refused outright,
+	// as on every route that takes a body.
 	asPeerNoPayload := protocol.HTTPAuth(peer.Key, "POST", r.URL+"/gossip", nil, r.Clock.Now().Unix())
+	if ans := r.do(t, "POST", "/gossip", "application/json", body, "Authorization", asPeerNoPayload); ans.status != 401 || !strings.Contains(string(ans.body), relay.CodeAuthPayloadRequired) {
+		t.Fatalf("peer, body unbound: %d %s", ans.status, ans.body)
+	}
 	for name, ans := range map[string]answer{
-		"anonymous":          r.do(t, "POST", "/gossip", "application/json", body),
-		"stranger relay":     r.gossipAs(t, stranger.Key, "/gossip", "application/json", body),
-		"peer, body unbound": r.do(t, "POST", "/gossip", "application/json", body, "Authorization", asPeerNoPayload),
+		"anonymous":      r.do(t, "POST", "/gossip", "application/json", body),
+		"stranger relay": r.gossipAs(t, stranger.Key, "/gossip", "application/json", body),
 	} {
 		var g gossipAnswer
 		if ans.status != 200 || json.Unmarshal(ans.body, &g) != nil {

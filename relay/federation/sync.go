@@ -33,8 +33,9 @@ func (s *Module) postSync(c echo.Context) error {
 	if len(v) > 0 {
 		cost = SyncFilterCost
 	}
-	if ok, wait := s.bySync.AllowN(c.RealIP(), s.cfg.Now(), cost); !ok {
-		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited, "peer %s is over its sync rate", c.RealIP()), After: wait}
+	key := s.core.ClientKey(c) // an IPv6 peer counts by its network
+	if ok, wait := s.bySync.AllowN(key, s.cfg.Now(), cost); !ok {
+		return &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited, "peer %s is over its sync rate", key), After: wait}
 	}
 	msg, err := io.ReadAll(io.LimitReader(c.Request().Body, reconcile.MaxMessageSize+1))
 	if err != nil {

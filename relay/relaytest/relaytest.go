@@ -73,17 +73,23 @@ func Start(t testing.TB, mods []relay.Module, tweak ...func(*relay.Config)) *Rel
 	return On(t, st, mods, tweak...)
 }
 
-// On runs a relay over st (closed by the caller).
+// On runs a relay over st (closed by the caller). Its public base URL is
+// the loopback address it serves on (unless tweak sets another), so the
+// links it hands out and the URLs D4 headers must name are the ones
+// tests reach it at.
 func On(t testing.TB, st *sqlite.Store, mods []relay.Module, tweak ...func(*relay.Config)) *Relay {
 	t.Helper()
 	clk := NewClock(VectorTime)
 	cfg := Config(clk)
 	cfg.Modules = mods
+	ts := httptest.NewUnstartedServer(nil)
+	cfg.PublicBaseURL = "http://" + ts.Listener.Addr().String()
 	for _, f := range tweak {
 		f(&cfg)
 	}
 	srv, err := relay.New(cfg, st)
 	if err != nil {
+		ts.Listener.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -92,7 +98,8 @@ func On(t testing.TB, st *sqlite.Store, mods []relay.Module, tweak ...func(*rela
 			go r.Run(ctx)
 		}
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
 	t.Cleanup(func() { cancel(); ts.Close() })
 	return &Relay{Server: ts, Store: st, Clock: clk, Core: srv}
 }
@@ -179,9 +186,16 @@ func (r *Relay) PostAll(t testing.TB, evs []*protocol.Event, n int) {
 }
 
 // Auth returns a D4 Authorization header for key on method and path at
-// unix time at.
+// unix time at, for a request without a body. Each call signs a new
+// header: the relay takes each for one request.
 func (r *Relay) Auth(key ed25519.PrivateKey, method, path string, at int64) string {
 	return protocol.HTTPAuth(key, method, r.URL+path, nil, at)
+}
+
+// AuthBody is Auth for a request with body, which the header binds with
+// its payload tag.
+func (r *Relay) AuthBody(key ed25519.PrivateKey, method, path string, body []byte, at int64) string {
+	return protocol.HTTPAuth(key, method, r.URL+path, body, at)
 }
 
 // Count returns how many events the log holds.

@@ -117,11 +117,11 @@ func (m *Module) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ip := c.RealIP()
-	if !m.streams.acquire(ip, m.core.Config().MaxStreamsPerIP) {
-		return &httpx.RetryError{Err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", ip), After: 5}
+	key := m.core.ClientKey(c) // an IPv6 client counts by its network
+	if !m.streams.acquire(key, m.core.Config().MaxStreamsPerIP) {
+		return &httpx.RetryError{Err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", key), After: 5}
 	}
-	defer m.streams.release(ip)
+	defer m.streams.release(key)
 	err = m.hub.Serve(c.Response(), c.Request(), f, reader)
 	var busy *BusyError
 	if errors.As(err, &busy) {

@@ -198,10 +198,11 @@ func (m *Module) get(c echo.Context) error {
 		return err
 	}
 	ip := c.RealIP()
-	if err := m.acquire(ip); err != nil {
+	key := m.core.ClientKey(c) // the connection cap counts an IPv6 client by its network
+	if err := m.acquire(key); err != nil {
 		return err
 	}
-	defer m.release(ip)
+	defer m.release(key)
 	cw := &corkWriter{ResponseWriter: c.Response()}
 	wsc, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		// Any origin: nothing rides on cookies; identity is a signed event.
