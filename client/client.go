@@ -6,6 +6,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +58,8 @@ type PublishResult struct {
 	Accepted  bool   `json:"accepted"`
 	Duplicate bool   `json:"duplicate"`
 	Stored    bool   `json:"stored"`
+	// Warnings name each departure from the seed the relay accepted (D17).
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Publish posts e as JSON, or as deterministic CBOR when cbor is true. A
@@ -163,16 +169,43 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 	return json.Unmarshal(b, out)
 }
 
-// authorize adds the D4 Authorization header when the client has a key.
+// authorize adds the D4 Authorization header when the client has a key:
+// AuthHeader for this request alone.
 func (c *Client) authorize(req *http.Request, body []byte) {
 	if c.Key == nil {
 		return
 	}
-	now := time.Now
-	if c.Now != nil {
-		now = c.Now
+	if body == nil && req.Method != http.MethodGet && req.Method != http.MethodHead && req.Method != http.MethodDelete {
+		body = []byte{}
 	}
-	req.Header.Set("Authorization", protocol.HTTPAuth(c.Key, req.Method, req.URL.String(), body, now().Unix()))
+	req.Header.Set("Authorization", AuthHeader(c.Key, req.Method, req.URL.String(), body, c.now().Unix()))
+}
+
+// now is the client's clock.
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// AuthHeader returns the value of an "Authorization: ANP2 …" header (SPEC
+// §3.2) proving priv's identity for one request: a kind 27235 signed now
+// with ["u", url], ["method", method], ["payload", sha256 hex of body]
+// whenever body is non-nil (an empty body included), and a random
+// ["nonce", …] so that no two requests carry the same event (a relay may
+// take each header once).
+func AuthHeader(priv ed25519.PrivateKey, method, url string, body []byte, now int64) string {
+	e := &protocol.Event{CreatedAt: now, Kind: protocol.KindHTTPAuth, Tags: [][]string{{"u", url}, {"method", method}}}
+	if body != nil {
+		sum := sha256.Sum256(body)
+		e.Tags = append(e.Tags, []string{"payload", hex.EncodeToString(sum[:])})
+	}
+	var n [12]byte
+	rand.Read(n[:])
+	e.Tags = append(e.Tags, []string{"nonce", hex.EncodeToString(n[:])})
+	e.Sign(priv)
+	return "ANP2 " + base64.StdEncoding.EncodeToString(protocol.AppendJSON(nil, e))
 }
 
 func decodeError(status int, b []byte) error {
