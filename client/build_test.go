@@ -12,7 +12,10 @@ import (
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/relaytest"
+	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/ws"
 )
 
 // startRelay runs an in-process relay whose PoW rule is the network's
@@ -20,7 +23,8 @@ import (
 // client signing as a fresh agent on the relay's clock.
 func startRelay(t *testing.T) (*relaytest.Relay, *client.Client) {
 	t.Helper()
-	r := relaytest.Start(t, nil, func(cfg *relay.Config) {
+	mods := []relay.Module{stream.NewModule(), ws.NewModule(ws.Options{}), directory.NewModule()}
+	r := relaytest.Start(t, mods, func(cfg *relay.Config) {
 		cfg.Checker.PoW = protocol.DefaultPoWPolicy()
 		cfg.Checker.PoW.ActiveFrom = 0
 	})
