@@ -217,7 +217,9 @@ func (c *Client) health(ctx context.Context) (int64, error) {
 // wsRefused is an upgrade the server answered with a plain HTTP status.
 type wsRefused struct{ status int }
 
-func (e *wsRefused) Error() string { return fmt.Sprintf("websocket upgrade refused: HTTP %d", e.status) }
+func (e *wsRefused) Error() string {
+	return fmt.Sprintf("websocket upgrade refused: HTTP %d", e.status)
+}
 
 // reqFilter is f as a REQ filter object, resuming after seq.
 func reqFilter(f Filter, seq int64) map[string]any {
