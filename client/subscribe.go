@@ -16,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 )
 
-// FromNow, as Subscribe's from, starts at the log's end when the
-// subscription opens: only events stored afterwards are delivered.
+// FromNow, as Subscribe's from, starts at the log's end when Subscribe
+// is called: only events stored afterwards are delivered.
 const FromNow = -1
 
 // Transports of a subscription.
@@ -68,8 +68,8 @@ type Subscription struct {
 }
 
 // Subscribe opens a subscription to f's events with seq > from (0: the
-// whole log; FromNow: only new events). f.Limit is ignored. It returns at
-// once; the connection is made in the background and retried until ctx
+// whole log; FromNow: only events stored after it returns). f.Limit is
+// ignored. The connection is made in the background and retried until ctx
 // ends or Close is called. Events are verified (VerifyEvent); a bad one
 // ends the subscription with ErrBadEvent.
 func (c *Client) Subscribe(ctx context.Context, f Filter, from int64, opts SubOptions) *Subscription {
@@ -80,6 +80,13 @@ func (c *Client) Subscribe(ctx context.Context, f Filter, from int64, opts SubOp
 		opts.MaxBackoff = 5 * time.Second
 	}
 	f.Limit = 0
+	if from < 0 {
+		// Fix the start now, so that what is stored after Subscribe
+		// returns is delivered; on failure the connection loop retries.
+		if seq, err := c.health(ctx); err == nil {
+			from = seq
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{c: c, f: f, opts: opts, out: make(chan Item, opts.Buffer), cancel: cancel, done: make(chan struct{}), seq: from}
 	go s.run(ctx)
@@ -289,10 +296,6 @@ func (s *Subscription) wsFrame(ctx context.Context, msg []byte) error {
 		}
 		return s.deliver(ctx, seq, e)
 	case "EOSE":
-		var through int64
-		if len(frame) > 2 && json.Unmarshal(frame[2], &through) == nil {
-			s.advance(through) // every match up to it was replayed
-		}
 		if s.opts.UntilCaughtUp {
 			return errCaughtUp
 		}
