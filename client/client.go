@@ -160,7 +160,7 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		return decodeError(resp.StatusCode, b)
 	}
 	if out == nil {
