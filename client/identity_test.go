@@ -14,7 +14,8 @@ import (
 )
 
 // The seeds below were computed with Python's hashlib.pbkdf2_hmac, the
-// call the network's Python SDK makes (anp2_client.crypto).
+// call the network's Python SDK makes (anp2_client.crypto), and the
+// agent_id with Python's cryptography package (Ed25519 from the seed).
 func TestKeyFromPassphraseMatchesPythonSDK(t *testing.T) {
 	const pass = "correct horse battery staple for anp2 agents"
 	for _, c := range []struct{ salt, seed string }{
@@ -29,6 +30,10 @@ func TestKeyFromPassphraseMatchesPythonSDK(t *testing.T) {
 		if got := hex.EncodeToString(id.PrivateKey().Seed()); got != c.seed {
 			t.Errorf("salt %q: seed %s, want %s", c.salt, got, c.seed)
 		}
+	}
+	id, _ := KeyFromPassphrase(pass, "")
+	if id.AgentID() != "4d6b842a1ebc22f6ecd865c6bcff7bea5fdf272665f308701573ddb9aadf8176" {
+		t.Errorf("agent_id %s", id.AgentID())
 	}
 	if _, err := KeyFromPassphrase("", ""); err == nil {
 		t.Error("empty passphrase accepted")
