@@ -1,4 +1,3 @@
-// Package client is a small Go client for an ANP2 relay's HTTP API.
 package client
 
 import (
@@ -25,6 +24,7 @@ import (
 type Client struct {
 	// Base is the relay's base URL, e.g. http://127.0.0.1:8080 (or .../api).
 	Base string
+	// HTTP sends the requests (http.DefaultClient from New).
 	HTTP *http.Client
 	// Key, when set, authenticates every request as its agent (D4
 	// Authorization header); Now gives the clock for it (default time.Now).
@@ -37,14 +37,15 @@ func New(base string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: http.DefaultClient}
 }
 
-// Error is a non-200 answer from the relay.
+// Error is a non-2xx answer from the relay.
 type Error struct {
-	Status int
-	Code   string
-	Detail any
-	Body   []byte
+	Status int    // HTTP status
+	Code   string // the stable code of {"detail", "code"}, "" when absent
+	Detail any    // the detail: text, or a 422's list of field errors
+	Body   []byte // the whole answer
 }
 
+// Error says the status, and the relay's code and detail when it gave them.
 func (e *Error) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("relay answered %d %s: %v", e.Status, e.Code, e.Detail)
@@ -131,7 +132,8 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, out
 	return c.do(ctx, http.MethodGet, path, "", nil, out)
 }
 
-// Events runs GET /events with query.
+// Events runs GET /events with raw query parameters and returns the
+// events as served, unverified (Query verifies, and skips placeholders).
 func (c *Client) Events(ctx context.Context, query url.Values) ([]*protocol.Event, error) {
 	var evs []*protocol.Event
 	err := c.GetJSON(ctx, "/events", query, &evs)

@@ -69,3 +69,34 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Fatalf("requester credit %+v %v", cr, err)
 	}
 }
+
+// A sealed result opens for the requester only.
+func TestSealedResult(t *testing.T) {
+	r, req := startRelay(t)
+	prov, other := agentOn(t, r), agentOn(t, r)
+	ctx := context.Background()
+	taskID, err := req.RequestTask(ctx, client.TaskRequest{Capability: "secret.work", Input: "x",
+		Deadline: r.Clock.Now().Unix() + 3600, Reward: client.CreditReward(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := prov.Task(ctx, taskID)
+	acc, err := prov.AcceptTask(ctx, task, "0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prov.SubmitSealedResult(ctx, task, acc.ID, []byte("the secret answer"), 1); err != nil {
+		t.Fatal(err)
+	}
+	task, err = req.WaitResult(ctx, taskID)
+	if err != nil || task.ResultEvent() == nil {
+		t.Fatalf("result: %v", err)
+	}
+	out, err := client.OpenTaskOutput(req.Key, task.ResultEvent())
+	if err != nil || string(out) != "the secret answer" {
+		t.Fatalf("requester opened %q, %v", out, err)
+	}
+	if _, err := client.OpenTaskOutput(other.Key, task.ResultEvent()); err == nil {
+		t.Fatal("a third agent opened the sealed output")
+	}
+}
