@@ -32,6 +32,10 @@ type Client struct {
 	Now func() time.Time
 }
 
+// MaxResponse bounds the answer a client reads into memory (1000
+// events of the largest size fit; GET /export is streamed instead).
+const MaxResponse = 256 << 20
+
 // New returns a client for base using http.DefaultClient.
 func New(base string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: http.DefaultClient}
@@ -158,9 +162,12 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
 	if err != nil {
 		return err
+	}
+	if len(b) > MaxResponse {
+		return fmt.Errorf("%s %s: answer larger than %d bytes", method, path, MaxResponse)
 	}
 	if resp.StatusCode/100 != 2 {
 		return decodeError(resp.StatusCode, b)

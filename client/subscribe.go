@@ -253,7 +253,7 @@ func (s *Subscription) ws(ctx context.Context) error {
 		return err
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(2 << 20)
+	conn.SetReadLimit(maxFrame)
 	s.setTransport(TransportWS)
 	req, _ := json.Marshal([]any{"REQ", "sub", reqFilter(s.f, s.Seq())})
 	if err := conn.Write(ctx, websocket.MessageText, req); err != nil {
@@ -361,12 +361,7 @@ func (s *Subscription) readSSE(ctx context.Context, r *bufio.Reader) error {
 	var id int64 = -1
 	var data []byte
 	for {
-		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// An event longer than the buffer: gather it whole.
-			rest, err2 := r.ReadBytes('\n')
-			line, err = append(append([]byte{}, line...), rest...), err2
-		}
+		line, err := readLine(r, maxFrame)
 		if err != nil {
 			return err
 		}
@@ -428,4 +423,23 @@ func (c *Client) Scan(ctx context.Context, f Filter, after int64, fn func(Item) 
 	}
 	sub.Close()
 	return max(after, sub.Seq()), sub.Err()
+}
+
+// maxFrame bounds one SSE line or WebSocket message from a relay: an
+// event is at most the relay's 1 MiB body, escaped.
+const maxFrame = 2 << 20
+
+// readLine returns the next line of r, failing past max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		if len(line)+len(part) > max {
+			return nil, fmt.Errorf("stream line longer than %d bytes", max)
+		}
+		line = append(line, part...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }

@@ -287,3 +287,18 @@ func (c *Client) Tasks(ctx context.Context, params url.Values, opts ...ReadOptio
 	}
 	return out.Tasks, c.GetJSON(ctx, "/tasks", applyOpts(params, "", opts), &out)
 }
+
+// Room is one topic of GET /rooms.
+type Room struct {
+	Topic          string `json:"topic"`
+	Messages       int64  `json:"messages"`
+	LastActivityAt int64  `json:"last_activity_at"`
+}
+
+// Rooms lists every topic (t tag) in use, most recently active first.
+func (c *Client) Rooms(ctx context.Context) ([]Room, error) {
+	var out struct {
+		Rooms []Room `json:"rooms"`
+	}
+	return out.Rooms, c.GetJSON(ctx, "/rooms", nil, &out)
+}
