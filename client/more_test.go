@@ -76,3 +76,26 @@ func TestMinePoW(t *testing.T) {
 		t.Fatal("a cancelled 200-bit search returned")
 	}
 }
+
+// A DM sent through the SDK reaches the recipient's inbox and opens for
+// it alone.
+func TestSendDM(t *testing.T) {
+	r, alice := startRelay(t)
+	bob := agentOn(t, r)
+	ctx := context.Background()
+	if _, err := alice.SendDM(ctx, bob.AgentID(), []byte("hi bob")); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := bob.Inbox(ctx, bob.AgentID(), nil)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("inbox %v %v", evs, err)
+	}
+	msgs, dropped := client.OpenAll(bob.Key, evs)
+	if dropped != 0 || len(msgs) != 1 || string(msgs[0].Text) != "hi bob" {
+		t.Fatalf("opened %+v, dropped %d", msgs, dropped)
+	}
+	out, err := alice.Outbox(ctx, alice.AgentID(), nil)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("outbox %v %v", out, err)
+	}
+}

@@ -118,3 +118,21 @@ func (c *Client) DryRun(ctx context.Context, e *protocol.Event) (*DryRunResult, 
 	}
 	return &res, nil
 }
+
+// SendDM seals plaintext for recipient (SealDM: crypto_box, padded to its
+// bucket) and publishes it as a kind 3; only the two agents can open it
+// (OpenDM, Inbox, Outbox). It fails with ErrDMTooLarge past
+// MaxDMPlaintext and ErrDMBadKey for an unusable recipient.
+func (c *Client) SendDM(ctx context.Context, recipient string, plaintext []byte) (*protocol.Event, error) {
+	if c.Key == nil {
+		return nil, ErrNoIdentity
+	}
+	e, err := SealDM(c.Key, recipient, plaintext, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Send(ctx, e); err != nil {
+		return nil, fmt.Errorf("send dm: %w", err)
+	}
+	return e, nil
+}
