@@ -13,6 +13,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/dms"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/ws"
@@ -23,7 +24,7 @@ import (
 // client signing as a fresh agent on the relay's clock.
 func startRelay(t *testing.T) (*relaytest.Relay, *client.Client) {
 	t.Helper()
-	mods := []relay.Module{stream.NewModule(), ws.NewModule(ws.Options{}), directory.NewModule()}
+	mods := []relay.Module{stream.NewModule(), ws.NewModule(ws.Options{}), directory.NewModule(), dms.NewModule()}
 	r := relaytest.Start(t, mods, func(cfg *relay.Config) {
 		cfg.Checker.PoW = protocol.DefaultPoWPolicy()
 		cfg.Checker.PoW.ActiveFrom = 0
