@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -126,10 +127,12 @@ func LoadKey(path string) (*Identity, error) {
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%s (mode %o): %w", path, st.Mode().Perm(), ErrKeyFileMode)
 	}
-	b := make([]byte, 4096)
-	n, _ := f.Read(b)
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	defer clear(b)
-	text := strings.TrimSpace(string(b[:n]))
+	if err != nil {
+		return nil, fmt.Errorf("read key: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
 	if strings.HasPrefix(text, "{") {
 		var kf keyFile
 		if err := json.Unmarshal([]byte(text), &kf); err != nil {

@@ -387,11 +387,11 @@ func (s *Subscription) readSSE(ctx context.Context, r *bufio.Reader) error {
 		case strings.HasPrefix(l, "event:"):
 			id, data = -1, nil // meta notices carry no event
 			for {
-				l2, err := r.ReadString('\n')
+				l2, err := readLine(r, maxFrame)
 				if err != nil {
 					return err
 				}
-				if strings.TrimSpace(l2) == "" {
+				if strings.TrimSpace(string(l2)) == "" {
 					break
 				}
 			}
