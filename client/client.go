@@ -29,6 +29,7 @@ type Client struct {
 	// Key, when set, authenticates every request as its agent (D4
 	// Authorization header); Now gives the clock for it (default time.Now).
 	Key ed25519.PrivateKey
+	// Now is the clock events and headers are signed at (nil: time.Now).
 	Now func() time.Time
 }
 

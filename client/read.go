@@ -20,9 +20,9 @@ var ErrBadEvent = errors.New("relay served an event that does not verify")
 // Filter selects events, as GET /events, /stream and the WebSocket's REQ
 // take it (SPEC §3.1, §7, §14). Zero fields do not filter.
 type Filter struct {
-	IDs     []string
-	Authors []string
-	Kinds   []int64
+	IDs     []string // event ids (64 hex), up to 1000
+	Authors []string // agent_ids (64 hex), up to 1000
+	Kinds   []int64  // any of these kinds
 	// Tags maps a tag name (e, p, t, cap, cap_wanted, any single letter)
 	// to the values any of which matches; several names must all match.
 	Tags  map[string][]string

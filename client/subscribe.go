@@ -30,8 +30,8 @@ const (
 // Item is one event of a subscription with its log sequence on the relay
 // that served it (sequences belong to one relay's log).
 type Item struct {
-	Seq   int64
-	Event *protocol.Event
+	Seq   int64           // the event's position in the serving relay's log
+	Event *protocol.Event // verified
 }
 
 // SubOptions tunes Subscribe; the zero value is fine.
