@@ -1,4 +1,3 @@
-// Package client is a small Go client for an ANP2 relay's HTTP API.
 package client
 
 import (
@@ -6,6 +5,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,26 +24,33 @@ import (
 type Client struct {
 	// Base is the relay's base URL, e.g. http://127.0.0.1:8080 (or .../api).
 	Base string
+	// HTTP sends the requests (http.DefaultClient from New).
 	HTTP *http.Client
 	// Key, when set, authenticates every request as its agent (D4
 	// Authorization header); Now gives the clock for it (default time.Now).
 	Key ed25519.PrivateKey
+	// Now is the clock events and headers are signed at (nil: time.Now).
 	Now func() time.Time
 }
+
+// MaxResponse bounds the answer a client reads into memory (1000
+// events of the largest size fit; GET /export is streamed instead).
+const MaxResponse = 256 << 20
 
 // New returns a client for base using http.DefaultClient.
 func New(base string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: http.DefaultClient}
 }
 
-// Error is a non-200 answer from the relay.
+// Error is a non-2xx answer from the relay.
 type Error struct {
-	Status int
-	Code   string
-	Detail any
-	Body   []byte
+	Status int    // HTTP status
+	Code   string // the stable code of {"detail", "code"}, "" when absent
+	Detail any    // the detail: text, or a 422's list of field errors
+	Body   []byte // the whole answer
 }
 
+// Error says the status, and the relay's code and detail when it gave them.
 func (e *Error) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("relay answered %d %s: %v", e.Status, e.Code, e.Detail)
@@ -54,6 +64,8 @@ type PublishResult struct {
 	Accepted  bool   `json:"accepted"`
 	Duplicate bool   `json:"duplicate"`
 	Stored    bool   `json:"stored"`
+	// Warnings name each departure from the seed the relay accepted (D17).
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Publish posts e as JSON, or as deterministic CBOR when cbor is true. A
@@ -125,7 +137,8 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, out
 	return c.do(ctx, http.MethodGet, path, "", nil, out)
 }
 
-// Events runs GET /events with query.
+// Events runs GET /events with raw query parameters and returns the
+// events as served, unverified (Query verifies, and skips placeholders).
 func (c *Client) Events(ctx context.Context, query url.Values) ([]*protocol.Event, error) {
 	var evs []*protocol.Event
 	err := c.GetJSON(ctx, "/events", query, &evs)
@@ -150,11 +163,14 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if len(b) > MaxResponse {
+		return fmt.Errorf("%s %s: answer larger than %d bytes", method, path, MaxResponse)
+	}
+	if resp.StatusCode/100 != 2 {
 		return decodeError(resp.StatusCode, b)
 	}
 	if out == nil {
@@ -163,16 +179,43 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 	return json.Unmarshal(b, out)
 }
 
-// authorize adds the D4 Authorization header when the client has a key.
+// authorize adds the D4 Authorization header when the client has a key:
+// AuthHeader for this request alone.
 func (c *Client) authorize(req *http.Request, body []byte) {
 	if c.Key == nil {
 		return
 	}
-	now := time.Now
-	if c.Now != nil {
-		now = c.Now
+	if body == nil && req.Method != http.MethodGet && req.Method != http.MethodHead && req.Method != http.MethodDelete {
+		body = []byte{}
 	}
-	req.Header.Set("Authorization", protocol.HTTPAuth(c.Key, req.Method, req.URL.String(), body, now().Unix()))
+	req.Header.Set("Authorization", AuthHeader(c.Key, req.Method, req.URL.String(), body, c.now().Unix()))
+}
+
+// now is the client's clock.
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// AuthHeader returns the value of an "Authorization: ANP2 …" header (SPEC
+// §3.2) proving priv's identity for one request: a kind 27235 signed now
+// with ["u", url], ["method", method], ["payload", sha256 hex of body]
+// whenever body is non-nil (an empty body included), and a random
+// ["nonce", …] so that no two requests carry the same event (a relay may
+// take each header once).
+func AuthHeader(priv ed25519.PrivateKey, method, url string, body []byte, now int64) string {
+	e := &protocol.Event{CreatedAt: now, Kind: protocol.KindHTTPAuth, Tags: [][]string{{"u", url}, {"method", method}}}
+	if body != nil {
+		sum := sha256.Sum256(body)
+		e.Tags = append(e.Tags, []string{"payload", hex.EncodeToString(sum[:])})
+	}
+	var n [12]byte
+	rand.Read(n[:])
+	e.Tags = append(e.Tags, []string{"nonce", hex.EncodeToString(n[:])})
+	e.Sign(priv)
+	return "ANP2 " + base64.StdEncoding.EncodeToString(protocol.AppendJSON(nil, e))
 }
 
 func decodeError(status int, b []byte) error {
