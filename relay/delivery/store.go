@@ -439,7 +439,7 @@ const (
 	qClaimPending   = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid = ? AND status = 'pending' RETURNING ` + claimCols
 	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid = ? AND status = 'escalated' RETURNING ` + claimCols
 	qPutOff         = `UPDATE deliveries SET next_at = ? WHERE rowid = ? AND status IN ('pending', 'escalated')`
-	claimCols = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
+	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
 )
 
 // casQuery is the compare-and-swap UPDATE of a transition.
