@@ -168,6 +168,8 @@ type Module struct {
 	// overBudget counts triggers passed over for their owner's filter
 	// budget (evaluate), paused the triggers paused for it.
 	overBudget, paused atomic.Int64
+	// spent holds the Authorization events that paid for a trigger.
+	spent spentAuth
 	// pushes counts the stored A2A push configs (HasPushConfigs).
 	pushes atomic.Int64
 }
@@ -444,7 +446,7 @@ func viewOf(t *storedTrigger) triggerView {
 }
 
 func (m *Module) postTrigger(c echo.Context) error {
-	owner, err := m.reader(c)
+	owner, err := m.registrant(c)
 	if err != nil {
 		return err
 	}
