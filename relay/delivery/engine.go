@@ -400,18 +400,28 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 	}
 	m.turn = (m.turn + 1) % len(owners)
 	owners = append(owners[m.turn:], owners[:m.turn]...)
+	// An owner's due deliveries are read at its first turn, as many as
+	// its share could take (twice that, to pass over those whose host has
+	// no share left): a claim reads about n owners, however many wait.
 	cands := make([][]candidate, len(owners))
-	for i, o := range owners {
-		if cands[i], err = m.dueOf(ctx, tx, o, now, n); err != nil {
-			return nil, false, err
-		}
-	}
+	read := make([]bool, len(owners))
 	left := false
 	for more := true; more && len(out) < n; {
 		more = false
-		for i := range cands {
+		for i, o := range owners {
 			if len(out) >= n {
 				break
+			}
+			if !read[i] {
+				read[i] = true
+				room := min(n, m.fair.room(o))
+				if room <= 0 {
+					left = true
+					continue
+				}
+				if cands[i], err = m.dueOf(ctx, tx, o, now, 2*room); err != nil {
+					return nil, false, err
+				}
 			}
 			c, ok, err := m.takeOne(ctx, tx, &cands[i], now, deadline, &left)
 			if err != nil {
@@ -468,13 +478,12 @@ func (m *Module) dueOwners(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	return out, nil
 }
 
-// dueOf returns up to 2n of owner's due deliveries, oldest first
-// (escalated before pending at equal times). The slack lets claim pass
-// over those whose host has no share left.
+// dueOf returns up to n of owner's due escalated deliveries, oldest
+// first, then up to n of its due pending ones.
 func (m *Module) dueOf(ctx context.Context, tx *sql.Tx, owner string, now int64, n int) ([]candidate, error) {
 	var out []candidate
 	for _, st := range []string{StatusEscalated, StatusPending} {
-		rows, err := m.store.stmt(ctx, tx, qDueOf).QueryContext(ctx, st, owner, now, 2*n)
+		rows, err := m.store.stmt(ctx, tx, qDueOf).QueryContext(ctx, st, owner, now, n)
 		if err != nil {
 			return nil, err
 		}

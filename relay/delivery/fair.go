@@ -98,6 +98,13 @@ func (f *fair) admit(owner, host string, now int64) (admission, int64) {
 	return admitted, 0
 }
 
+// room is how many more attempts owner may have in flight.
+func (f *fair) room(owner string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.perOwner - f.owners[owner]
+}
+
 // release ends an admitted attempt with its outcome.
 func (f *fair) release(owner, host string, o outcome, now int64) {
 	f.mu.Lock()
