@@ -15,7 +15,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -400,11 +399,14 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 	}
 	m.turn = (m.turn + 1) % len(owners)
 	owners = append(owners[m.turn:], owners[:m.turn]...)
-	// An owner's due deliveries are read at its first turn, as many as
-	// its share could take (twice that, to pass over those whose host has
-	// no share left): a claim reads about n owners, however many wait.
+	// An owner's due deliveries are read at its first turn: its part of
+	// the claim (twice an even split, at least 2, at most what its share
+	// can take), so a claim reads about 2n rows however many wait. An
+	// owner whose part ran out while it had more counts as work left.
 	cands := make([][]candidate, len(owners))
 	read := make([]bool, len(owners))
+	full := make([]bool, len(owners))
+	part := max(2, 2*n/len(owners)+1)
 	left := false
 	for more := true; more && len(out) < n; {
 		more = false
@@ -414,14 +416,15 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 			}
 			if !read[i] {
 				read[i] = true
-				room := min(n, m.fair.room(o))
+				room := min(part, m.fair.room(o))
 				if room <= 0 {
 					left = true
 					continue
 				}
-				if cands[i], err = m.dueOf(ctx, tx, o, now, 2*room); err != nil {
+				if cands[i], err = m.dueOf(ctx, tx, o, now, room); err != nil {
 					return nil, false, err
 				}
+				full[i] = len(cands[i]) == room
 			}
 			c, ok, err := m.takeOne(ctx, tx, &cands[i], now, deadline, &left)
 			if err != nil {
@@ -432,6 +435,9 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 			}
 			more = more || len(cands[i]) > 0
 		}
+	}
+	for i := range owners {
+		left = left || (full[i] && len(cands[i]) == 0)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, false, err
@@ -447,61 +453,44 @@ type candidate struct {
 	owner, target string
 }
 
-// dueOwners lists the owners with pending or escalated deliveries, each
-// once, by walking the owner index (one probe per owner, whatever the
-// number of rows each holds).
+// dueOwners lists the owners with pending or escalated deliveries, in
+// order, by walking the index of waiting deliveries (one probe per
+// owner, whatever the number of rows each holds).
 func (m *Module) dueOwners(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	for _, st := range []string{StatusEscalated, StatusPending} {
-		rows, err := m.store.stmt(ctx, tx, qOwners).QueryContext(ctx, st)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var o string
-			if err := rows.Scan(&o); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if !seen[o] {
-				seen[o] = true
-				out = append(out, o)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+	rows, err := m.store.stmt(ctx, tx, qOwners).QueryContext(ctx)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(out)
-	return out, nil
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }
 
-// dueOf returns up to n of owner's due escalated deliveries, oldest
-// first, then up to n of its due pending ones.
+// dueOf returns up to n of owner's due deliveries, oldest first.
 func (m *Module) dueOf(ctx context.Context, tx *sql.Tx, owner string, now int64, n int) ([]candidate, error) {
-	var out []candidate
-	for _, st := range []string{StatusEscalated, StatusPending} {
-		rows, err := m.store.stmt(ctx, tx, qDueOf).QueryContext(ctx, st, owner, now, n)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			c := candidate{escalated: st == StatusEscalated, owner: owner}
-			var next int64
-			if err := rows.Scan(&c.rowid, &c.target, &next); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out = append(out, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+	rows, err := m.store.stmt(ctx, tx, qDueOf).QueryContext(ctx, owner, now, n)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		c := candidate{owner: owner}
+		var st string
+		if err := rows.Scan(&c.rowid, &c.target, &st); err != nil {
+			return nil, err
+		}
+		c.escalated = st == StatusEscalated
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // takeOne claims the first of cands that fair admits, dropping from cands

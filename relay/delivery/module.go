@@ -157,6 +157,8 @@ type Module struct {
 	// rotates the owners' order from claim to claim (the dispatcher's).
 	fair *fair
 	turn int
+	// finished counts the attempts finished since the last claim.
+	finished atomic.Int64
 
 	// cards caches A2A targets' JSON-RPC endpoints.
 	cards cardCache
@@ -324,11 +326,13 @@ func (m *Module) startWorker(ctx context.Context, c claimed) {
 		defer func() {
 			<-m.slots
 			// Under a backlog a finished worker wakes the dispatcher
-			// once a claim's worth of workers is free (a claim is a
-			// transaction: one per delivery would cost more than the
-			// deliveries); otherwise new work wakes it (the matcher, a
-			// notification).
-			if m.backlog.Load() && m.opts.Workers-len(m.slots) >= max(1, m.opts.Workers/8) {
+			// once a claim's worth of workers has finished since the
+			// last claim (a claim is a transaction: one per delivery
+			// would cost more than the deliveries; counting free workers
+			// instead would wake it at every finish while the shares,
+			// not the workers, hold the backlog back); otherwise new
+			// work wakes it (the matcher, a notification).
+			if m.backlog.Load() && m.finished.Add(1) >= int64(max(1, m.opts.Workers/8)) {
 				signal(m.dispatchWake)
 			}
 		}()
@@ -378,6 +382,7 @@ func (m *Module) dispatcher(ctx context.Context) {
 		}
 		free := m.opts.Workers - len(m.slots)
 		var batch []claimed
+		m.finished.Store(0)
 		if free > 0 {
 			var err error
 			var left bool

@@ -41,8 +41,8 @@ CREATE TABLE IF NOT EXISTS deliveries(
 CREATE TABLE IF NOT EXISTS push_configs(
   task_id TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL, token TEXT NOT NULL,
   created_at INTEGER NOT NULL, PRIMARY KEY (task_id, id));
-DROP INDEX IF EXISTS deliveries_due;
-CREATE INDEX IF NOT EXISTS deliveries_owner_due ON deliveries(status, owner, next_at);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_at);
+CREATE INDEX IF NOT EXISTS deliveries_waiting ON deliveries(owner, next_at) WHERE status IN ('pending', 'escalated');
 CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries(owner, created_at);
 DROP INDEX IF EXISTS deliveries_throttle;
 CREATE INDEX IF NOT EXISTS deliveries_throttled ON deliveries(trigger_id, throttle_key, created_at) WHERE throttle_key <> '';
@@ -426,15 +426,19 @@ const (
 	qWatchdog = `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
 		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
 		WHERE status IN (?, ?) AND deadline <= ?`
-	// The claims (claim): the owners with work (a walk down the owner
-	// index: one probe per owner), an owner's oldest due rows, and the
-	// compare-and-swap that takes one row; qPutOff defers a row whose
-	// host's breaker is open.
+	// The claims (claim): the owners with work (a walk down the partial
+	// index of waiting deliveries, which a delivery sent directly by the
+	// matcher never enters: one probe per owner), an owner's oldest due
+	// rows, and the compare-and-swap that takes one row; qPutOff defers a
+	// row whose host's breaker is open. Both reads name the partial index
+	// (the planner would rather walk deliveries_due) and repeat its
+	// condition word for word, which lets SQLite use it.
 	qOwners = `WITH RECURSIVE o(owner) AS (
-		SELECT (SELECT min(owner) FROM deliveries WHERE status = ?1)
-		UNION ALL SELECT (SELECT min(owner) FROM deliveries WHERE status = ?1 AND owner > o.owner) FROM o WHERE o.owner IS NOT NULL)
+		SELECT (SELECT min(owner) FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated'))
+		UNION ALL SELECT (SELECT min(owner) FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated') AND owner > o.owner)
+		FROM o WHERE o.owner IS NOT NULL)
 		SELECT owner FROM o WHERE owner IS NOT NULL`
-	qDueOf = `SELECT rowid, target, next_at FROM deliveries WHERE status = ? AND owner = ? AND next_at <= ?
+	qDueOf = `SELECT rowid, target, status FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated') AND owner = ? AND next_at <= ?
 		ORDER BY next_at LIMIT ?`
 	qClaimPending   = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid = ? AND status = 'pending' RETURNING ` + claimCols
 	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid = ? AND status = 'escalated' RETURNING ` + claimCols
