@@ -108,8 +108,9 @@ func TestBreakerPutsOffAFailingHost(t *testing.T) {
 // TestFilterBudgetPausesTheCostlyTrigger: one owner's filters that would
 // do more regex work on an event than the budget allows do not run: the
 // trigger that would cross it is paused (GET /triggers shows it with its
-// reason, /metrics counts it), that owner's other filtered triggers pass
-// over the event, and another owner's trigger delivers it. The owner
+// reason, /metrics counts it, its target gets a signed notice), that
+// owner's other filtered triggers pass over the event, and another
+// owner's trigger delivers it. The owner
 // resumes the trigger with POST /triggers/{id}/resume.
 func TestFilterBudgetPausesTheCostlyTrigger(t *testing.T) {
 	r, _ := start(t, delivery.Options{})
@@ -148,8 +149,23 @@ func TestFilterBudgetPausesTheCostlyTrigger(t *testing.T) {
 	if len(paused) != 1 {
 		t.Fatalf("paused %d of the costly owner's triggers, want 1", len(paused))
 	}
-	if len(deliveries(t, r, a[0], "")) != 0 {
-		t.Fatal("a costly trigger delivered")
+	// Its owner is told: a signed notice to the paused trigger's target,
+	// the owner's only delivery (no costly trigger delivered the event).
+	relaytest.Eventually(t, "pause notice delivered", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 1 })
+	if ds := deliveries(t, r, a[0], ""); len(ds) != 1 || ds[0].TriggerID != paused[0] || ds[0].EventID != "" {
+		t.Fatalf("the costly owner's deliveries: %+v", ds)
+	}
+	notice := deliveries(t, r, a[0], "")[0]
+	var told bool
+	for _, h := range rc.got() {
+		var n delivery.PauseNotice
+		if h.delivery == notice.ID && h.verified && json.Unmarshal(h.body, &n) == nil &&
+			n.Notice == "trigger_paused" && n.TriggerID == paused[0] && strings.Contains(n.Reason, "filter_budget_exceeded") {
+			told = true
+		}
+	}
+	if !told {
+		t.Fatal("the receiver got no signed pause notice")
 	}
 	metrics := string(r.Do(t, "GET", "/metrics", "", nil).Body)
 	if !strings.Contains(metrics, "anp2_triggers_paused_total 1") {

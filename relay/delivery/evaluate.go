@@ -2,9 +2,11 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -119,8 +121,41 @@ func (m *Module) pause(over []*storedTrigger) {
 		m.trigs[p.ID] = &p
 		m.paused.Add(1)
 		m.log.Info("delivery: trigger paused", "trigger", p.ID, "owner", p.Owner, "reason", reason)
+		if err := m.noticePause(&p); err != nil {
+			m.log.Warn("delivery: queueing a pause notice failed", "trigger", p.ID, "err", err)
+		}
 	}
 	m.ix.Store(newIndex(m.trigs))
+	m.wakeDispatcher()
+}
+
+// PauseNotice is the body of the notice a webhook trigger's target gets
+// when the trigger is paused (SPEC §20.2), signed like a delivery.
+type PauseNotice struct {
+	Notice    string `json:"notice"` // "trigger_paused"
+	TriggerID string `json:"trigger_id"`
+	PausedAt  int64  `json:"paused_at"`
+	Reason    string `json:"reason"`
+}
+
+// noticePause queues the pause notice of webhook trigger t as a delivery
+// of its own (owner t's, with no event; retried like any delivery; one
+// per pause). An A2A target gets none: its owner sees the pause in GET
+// /triggers.
+func (m *Module) noticePause(t *storedTrigger) error {
+	if t.Spec.Target.Type != TargetWebhook {
+		return nil
+	}
+	body, err := json.Marshal(PauseNotice{Notice: "trigger_paused", TriggerID: t.ID, PausedAt: t.PausedAt, Reason: t.PausedReason})
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	key := IdempotencyKey("pause:"+strconv.FormatInt(t.PausedAt, 10), t.ID)
+	_, err = m.store.db.ExecContext(context.Background(), `INSERT INTO deliveries(`+deliveryCols+`, owner, throttle_key, body, token)
+		VALUES (?, ?, ?, '', 0, ?, 0, ?, 1, 0, ?, 0, '', ?, ?, ?, '', ?, '') ON CONFLICT(idem_key) DO NOTHING`,
+		newID(), key, t.ID, t.Spec.Target.URL, StatusPending, now, now, now, t.Owner, body)
+	return err
 }
 
 // resumeTrigger is POST /triggers/{id}/resume: a paused trigger of the
