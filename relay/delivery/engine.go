@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -364,7 +365,7 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 
 // claim takes up to n due deliveries in one transaction, shared fairly
 // (SPEC §20.2): the owners with due work take turns, one delivery each
-// per round (the turn order rotates from claim to claim), and each
+// per round (starting after the owner the last claim reached), and each
 // delivery must be admitted by fair (its owner's and its target host's
 // shares; a host whose breaker is open has its due deliveries put off
 // until the breaker half-opens). Within an owner the oldest due go first.
@@ -397,8 +398,10 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 	if len(owners) == 0 {
 		return nil, false, nil
 	}
-	m.turn = (m.turn + 1) % len(owners)
-	owners = append(owners[m.turn:], owners[:m.turn]...)
+	// Turns start after the last owner the previous claim reached, so
+	// every owner with waiting work gets its turn however many there are.
+	start := sort.Search(len(owners), func(i int) bool { return owners[i] > m.lastTurn })
+	owners = append(owners[start:], owners[:start]...)
 	// An owner's due deliveries are read at its first turn: its part of
 	// the claim (twice an even split, at least 2, at most what its share
 	// can take), so a claim reads about 2n rows however many wait. An
@@ -416,6 +419,7 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, 
 			}
 			if !read[i] {
 				read[i] = true
+				m.lastTurn = o
 				room := min(part, m.fair.room(o))
 				if room <= 0 {
 					left = true

@@ -153,10 +153,11 @@ type Module struct {
 	slots   chan struct{}
 	workers sync.WaitGroup
 	backlog atomic.Bool
-	// fair shares the workers between owners and target hosts; turn
-	// rotates the owners' order from claim to claim (the dispatcher's).
-	fair *fair
-	turn int
+	// fair shares the workers between owners and target hosts; lastTurn
+	// is the last owner a claim reached (the dispatcher's: the next claim
+	// starts after it).
+	fair     *fair
+	lastTurn string
 	// finished counts the attempts finished since the last claim.
 	finished atomic.Int64
 
