@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -252,5 +253,43 @@ func TestSlowMatchSendsOnceAtATime(t *testing.T) {
 	defer mu.Unlock()
 	if most != 1 || total[d.IdempotencyKey] != 1 || d.Attempts != 1 || d.OwnerLease != 2 {
 		t.Fatalf("sent %d times, at most %d at once; delivery %+v", total[d.IdempotencyKey], most, d)
+	}
+}
+
+// TestOwnersTakeTurns: with one worker busy, one owner queues three
+// deliveries and then another owner three; once the worker is free they
+// go out taking turns between the owners, not the first owner's backlog
+// first.
+func TestOwnersTakeTurns(t *testing.T) {
+	r, _ := start(t, delivery.Options{Workers: 1})
+	release := make(chan struct{})
+	rc := newReceiver(t, func(n int, _ hit) int {
+		if n == 1 {
+			<-release
+		}
+		return 200
+	})
+	a := taskstest.Pool(4)
+	owner := map[string]string{}
+	for i, tag := range []string{"c", "a", "b"} {
+		id := addTrigger(t, r, a[i], `{"match":{"kinds":[1],"tags":{"t":["`+tag+`"]}},"target":{"type":"webhook","url":"`+rc.URL+`"}}`)
+		owner[id] = tag
+	}
+	r.PostAll(t, []*protocol.Event{a[3].Sign(protocol.KindPost, vt-20, "block", []string{"t", "c"})}, 1)
+	relaytest.Eventually(t, "the worker busy", func() bool { return len(rc.got()) == 1 })
+	for i, tag := range []string{"a", "a", "a", "b", "b", "b"} {
+		r.PostAll(t, []*protocol.Event{a[3].Sign(protocol.KindPost, vt-10+int64(i), tag+strconv.Itoa(i), []string{"t", tag})}, 1)
+	}
+	relaytest.Eventually(t, "six waiting", func() bool {
+		return len(deliveries(t, r, a[1], "pending")) == 3 && len(deliveries(t, r, a[2], "pending")) == 3
+	})
+	close(release)
+	relaytest.Eventually(t, "all sent", func() bool { return len(rc.got()) == 7 })
+	var order string
+	for _, h := range rc.got()[1:] {
+		order += owner[h.payload.TriggerID]
+	}
+	if order != "ababab" && order != "bababa" {
+		t.Fatalf("sent in the order %s, want the owners taking turns", order)
 	}
 }
