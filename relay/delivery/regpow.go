@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -22,22 +24,28 @@ const CodeTriggerPoW = "trigger_pow_required"
 // a trigger, for as long as they could be replayed (twice the ±60 s
 // window), so one proof of work registers one trigger. Each entry cost
 // its sender the proof of work, which bounds how fast the set grows; it
-// is pruned of expired ids whenever it doubles past 1,024 entries.
+// is pruned of expired ids whenever it doubles past 1,024 entries, and
+// holds at most maxSpent (about 100 bytes each).
 type spentAuth struct {
 	mu   sync.Mutex
 	ids  map[string]int64 // id → relay time (s) after which it may be forgotten
 	high int
 }
 
-// use records id until expires and reports whether it was new.
-func (s *spentAuth) use(id string, now, expires int64) bool {
+// maxSpent caps spentAuth: past it, registrations wait (429) until the
+// oldest proofs expire.
+const maxSpent = 1 << 16
+
+// use records id until expires and reports whether it was new; full
+// says the set is at maxSpent (nothing recorded).
+func (s *spentAuth) use(id string, now, expires int64) (fresh, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ids == nil {
 		s.ids, s.high = map[string]int64{}, 1024
 	}
 	if _, ok := s.ids[id]; ok {
-		return false
+		return false, false
 	}
 	if len(s.ids) >= s.high {
 		for k, exp := range s.ids {
@@ -47,8 +55,11 @@ func (s *spentAuth) use(id string, now, expires int64) bool {
 		}
 		s.high = max(1024, 2*len(s.ids))
 	}
+	if len(s.ids) >= maxSpent {
+		return false, true
+	}
 	s.ids[id] = expires
-	return true
+	return true, false
 }
 
 // registrant authenticates a trigger registration and checks what it
@@ -75,7 +86,11 @@ func (m *Module) registrant(c echo.Context) (string, error) {
 		return "", protocol.Errorf(CodeTriggerPoW, "registering a trigger costs proof of work: the Authorization event needs a payload tag (the SHA-256 of the body), [\"pow\", \"%d\"] or more, and an id with that many leading zero bits", need)
 	}
 	now := m.core.Now()
-	if !m.spent.use(e.ID, now, e.CreatedAt+2*60+1) {
+	fresh, full := m.spent.use(e.ID, now, e.CreatedAt+2*60+1)
+	if full {
+		return "", &httpx.RetryError{Err: protocol.Errorf(relay.CodeRateLimited, "too many trigger registrations in the last two minutes"), After: 60}
+	}
+	if !fresh {
 		return "", protocol.Errorf(CodeTriggerPoW, "this Authorization event already paid for a trigger: mine a new one")
 	}
 	return e.AgentID, nil
