@@ -254,6 +254,11 @@ func (s *Server) Now() int64 { return s.now() }
 // anonymous one, or a 401 (see reader).
 func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 
+// ReaderEvent is Reader, returning the verified D4 Authorization event
+// itself (nil for an anonymous request), for a route that asks more of it
+// (the proof of work of a trigger registration, SPEC §16).
+func (s *Server) ReaderEvent(c echo.Context) (*protocol.Event, error) { return s.authEvent(c) }
+
 // OnCommit adds a hook that receives every committed batch, after the
 // derived state has folded it and before the publishers are answered. It
 // must be called before the relay serves (from Mount).

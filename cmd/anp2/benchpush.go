@@ -27,6 +27,9 @@ func (c *benchCmd) benchPush(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		// The receiver is on loopback: the relay must be allowed to call it.
 		os.Setenv("ANP2_WEBHOOK_ALLOW_PRIVATE", "1")
+		// Its triggers are registered without proof of work (SPEC §16):
+		// the bench measures delivery, not mining.
+		os.Setenv("ANP2_TRIGGER_POW", "0")
 		exe := c.relayBin
 		if exe == "" {
 			exe = "this binary"

@@ -106,7 +106,11 @@ func kill9(t *testing.T, target string) {
 	owner := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
 	spec := []byte(`{"match":{"kinds":[1],"tags":{"t":["push"]}},"target":{"type":"` + target + `","url":"` + url + `"}}`)
 	req, _ := http.NewRequest("POST", p.base+"/triggers", bytes.NewReader(spec))
-	req.Header.Set("Authorization", protocol.HTTPAuth(owner, "POST", p.base+"/triggers", spec, time.Now().Unix()))
+	auth, err := delivery.RegistrationAuth(context.Background(), owner, p.base+"/triggers", spec, time.Now().Unix(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", auth)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("POST /triggers: %v %v", err, resp)

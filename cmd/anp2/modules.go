@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/anp2net/relay/a2a"
@@ -68,7 +69,15 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	if path == "" && len(queue) > 0 {
 		path = queue[0]
 	}
-	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
+	// ANP2_TRIGGER_POW: the proof of work a trigger registration costs, in
+	// leading zero bits of its Authorization event's id (default 20; 0
+	// for none).
+	triggerPoW := 20
+	if v, err := strconv.Atoi(os.Getenv("ANP2_TRIGGER_POW")); err == nil && v >= 0 {
+		triggerPoW = v
+	}
+	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path,
+		TriggerPoW: triggerPoW})
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation

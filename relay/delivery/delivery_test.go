@@ -42,6 +42,7 @@ type hit struct {
 	key, delivery string
 	payload       delivery.Payload
 	verified      bool
+	body          []byte
 }
 
 // receiver is a real webhook receiver on loopback; answer decides each
@@ -64,6 +65,7 @@ func newReceiver(t *testing.T, answer func(n int, h hit) int) *receiver {
 			verified: len(pub) == 32 && string(pub) == string(relayKey.Public().(ed25519.PublicKey)) &&
 				sv.Verify(pub, delivery.SignedMessage(r.Header.Get(delivery.HeaderTimestamp), body), sig)}
 		_ = json.Unmarshal(body, &h.payload)
+		h.body = body
 		rc.mu.Lock()
 		rc.hits = append(rc.hits, h)
 		n := len(rc.hits)

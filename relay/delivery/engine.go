@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -154,8 +155,13 @@ func (m *Module) fromLog(ctx context.Context, ix *index, after int64) ([]matchIt
 }
 
 // queue queues the deliveries of items and moves the cursor to last, in
-// one transaction; the caller holds matchMu.
+// one transaction; the caller holds matchMu. The triggers' conditions and
+// filters are evaluated first, outside the transaction (evaluate): the
+// queue's one connection is not held while a filter runs, so claims and
+// outcomes go on. The deadline of a delivery the matcher sends itself is
+// taken after that, when it is handed out.
 func (m *Module) queue(ctx context.Context, ix *index, items []matchItem, last int64) error {
+	hits := m.evaluate(ix, items)
 	now := m.now()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -166,26 +172,25 @@ func (m *Module) queue(ctx context.Context, ix *index, items []matchItem, last i
 	// until its worker starts, or is given back if the chunk fails.
 	var direct []claimed
 	defer func() {
-		for range direct {
+		for _, c := range direct {
+			m.fair.release(c.owner, c.host, notSent, m.now())
 			<-m.slots
 		}
 	}()
 	made := 0
-	for _, it := range items {
-		queued := 0
-		for _, t := range ix.candidates(it.ev) {
-			n, err := m.match(ctx, tx, t, it.seq, it.ev, now, &direct)
-			if err != nil {
-				return err
-			}
-			queued += n
+	queued := map[string]bool{}
+	for _, h := range hits {
+		n, err := m.match(ctx, tx, h, now, &direct)
+		if err != nil {
+			return err
 		}
-		if queued > 0 {
+		if n > 0 && !queued[h.it.ev.ID] {
 			// Its attempts will need the body: keep it now rather than
 			// read it back from the log at the first attempt.
-			m.keepBody(it.ev.ID, it.body)
+			queued[h.it.ev.ID] = true
+			m.keepBody(h.it.ev.ID, h.it.body)
 		}
-		made += queued
+		made += n
 	}
 	if _, err := m.store.exec(ctx, tx, qCursor, last); err != nil {
 		return err
@@ -225,17 +230,17 @@ func (m *Module) skipTo(ctx context.Context, after int64) (bool, error) {
 	return true, nil
 }
 
-// match queues a delivery of ev for t when it matches, passes the cascade
-// and throttle checks and is not already queued; it returns 1 when queued.
-// While the queue has no backlog and a worker is free, the delivery is
-// queued locked under lease 2 with its deadline, as a claim would leave
-// it (pending → dispatched → locked at its creation, SPEC §16), and added
-// to direct with a slot held: the matcher starts its worker once the
-// transaction has committed, saving the claim's transaction and a wake-up.
-func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq int64, ev *protocol.Event, now int64, direct *[]claimed) (int, error) {
-	if seq <= t.FromSeq || !t.Spec.MatchEvent(ev) || !m.core.Sees(t.Owner, ev) {
-		return 0, nil
-	}
+// match queues the delivery of a hit (a trigger that matched an event,
+// evaluate) when it passes the cascade and throttle checks and is not
+// already queued; it returns 1 when queued. While the queue has no
+// backlog, a worker is free and the owner and target host are under
+// their shares (fair), the delivery is queued locked under lease 2 with
+// its deadline, as a claim would leave it (pending → dispatched → locked
+// at its creation, SPEC §16), and added to direct with a slot held: the
+// matcher starts its worker once the transaction has committed, saving
+// the claim's transaction and a wake-up.
+func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct *[]claimed) (int, error) {
+	t, ev := h.t, h.it.ev
 	depth, err := m.depth(ctx, tx, ev)
 	if err != nil {
 		return 0, err
@@ -248,7 +253,7 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 	// others an empty key, which the throttle index leaves out.
 	key := ""
 	if th := t.Spec.Throttle; th != nil {
-		key = "=" + t.Spec.ThrottleKey(ev)
+		key = "=" + h.throttleKey
 		var n int
 		err := m.store.queryRow(ctx, tx, qThrottle, t.ID, key, now-th.WindowSeconds*1000).Scan(&n)
 		if err != nil {
@@ -259,17 +264,19 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 			return 0, nil
 		}
 	}
+	host := targetHost(t.Spec.Target.URL)
 	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
-	if !m.backlog.Load() {
+	if !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted {
 		select {
 		case m.slots <- struct{}{}:
 			status, lease, deadline, slot = StatusLocked, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
 		default:
+			m.fair.release(t.Owner, host, notSent, now)
 		}
 	}
 	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
 	res, err := m.store.exec(ctx, tx, qInsert,
-		id, idem, t.ID, ev.ID, seq, t.Spec.Target.URL, depth, status, lease,
+		id, idem, t.ID, ev.ID, h.it.seq, t.Spec.Target.URL, depth, status, lease,
 		now, deadline, now, now, t.Owner, key, t.Spec.Target.Type)
 	var n int64
 	if err == nil {
@@ -278,8 +285,9 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, t *storedTrigger, seq in
 	if slot {
 		if n == 1 {
 			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
-				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease})
+				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease, owner: t.Owner, host: host})
 		} else {
+			m.fair.release(t.Owner, host, notSent, now)
 			<-m.slots
 		}
 	}
@@ -342,6 +350,9 @@ type claimed struct {
 	attempts                                int
 	body                                    []byte // an A2A notification's body; nil for an event
 	token                                   string
+	// owner and host are the delivery's shares in fair (the trigger's
+	// owner, "" for an A2A notification; the target URL's host).
+	owner, host string
 }
 
 // watchdog escalates every dispatched or locked delivery past its
@@ -352,51 +363,182 @@ func (m *Module) watchdog(ctx context.Context, now int64) error {
 	return err
 }
 
-// claim takes up to n due deliveries in one transaction: an escalated
-// one stays escalated, not due again before its new deadline; a pending
-// one moves to locked (through dispatched: the relay is its own
-// dispatcher and worker, so the two transitions are one step, SPEC §16).
-// Each gets lease + 1 and a deadline. Each UPDATE is the compare-and-swap
-// of every row it takes: it reads the status and writes the new lease in
-// one statement under the queue's write lock, so no outcome of an older
-// lease can land between the two.
-func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error) {
+// claim takes up to n due deliveries in one transaction, shared fairly
+// (SPEC §20.2): the owners with due work take turns, one delivery each
+// per round (starting after the owner the last claim reached), and each
+// delivery must be admitted by fair (its owner's and its target host's
+// shares; a host whose breaker is open has its due deliveries put off
+// until the breaker half-opens). Within an owner the oldest due go first.
+// An escalated delivery stays escalated, not due again before its new
+// deadline; a pending one moves to locked (through dispatched: the relay
+// is its own dispatcher and worker, so the two transitions are one step,
+// SPEC §16). Each gets lease + 1 and a deadline; each UPDATE is the
+// compare-and-swap of its row under the queue's write lock. It also
+// reports whether due work was left behind for a share.
+func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, bool, error) {
 	deadline := now + m.opts.WatchdogTTL.Milliseconds()
 	tx, err := m.store.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer tx.Rollback()
 	var out []claimed
-	take := func(q string, escalated bool, args ...any) error {
-		rows, err := m.store.stmt(ctx, tx, q).QueryContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			c := claimed{escalated: escalated}
-			if err := rows.Scan(&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token); err != nil {
-				return err
+	committed := false
+	defer func() {
+		if !committed {
+			for _, c := range out {
+				m.fair.release(c.owner, c.host, notSent, now)
 			}
-			out = append(out, c)
 		}
-		return rows.Err()
+	}()
+	owners, err := m.dueOwners(ctx, tx)
+	if err != nil {
+		return nil, false, err
 	}
-	// Retries first: under a backlog they are the oldest.
-	if err := take(qClaimEscalated, true, deadline, deadline, now, now, n); err != nil {
+	if len(owners) == 0 {
+		return nil, false, nil
+	}
+	// Turns start after the last owner the previous claim reached, so
+	// every owner with waiting work gets its turn however many there are.
+	start := sort.Search(len(owners), func(i int) bool { return owners[i] > m.lastTurn })
+	owners = append(owners[start:], owners[:start]...)
+	// An owner's due deliveries are read at its first turn: its part of
+	// the claim (twice an even split, at least 2, at most what its share
+	// can take), so a claim reads about 2n rows however many wait. An
+	// owner whose part ran out while it had more counts as work left.
+	cands := make([][]candidate, len(owners))
+	read := make([]bool, len(owners))
+	full := make([]bool, len(owners))
+	part := max(2, 2*n/len(owners)+1)
+	left := false
+	for more := true; more && len(out) < n; {
+		more = false
+		for i, o := range owners {
+			if len(out) >= n {
+				break
+			}
+			if !read[i] {
+				read[i] = true
+				m.lastTurn = o
+				room := min(part, m.fair.room(o))
+				if room <= 0 {
+					left = true
+					continue
+				}
+				if cands[i], err = m.dueOf(ctx, tx, o, now, room); err != nil {
+					return nil, false, err
+				}
+				full[i] = len(cands[i]) == room
+			}
+			c, ok, err := m.takeOne(ctx, tx, &cands[i], now, deadline, &left)
+			if err != nil {
+				return nil, false, err
+			}
+			if ok {
+				out = append(out, c)
+			}
+			more = more || len(cands[i]) > 0
+		}
+	}
+	for i := range owners {
+		left = left || (full[i] && len(cands[i]) == 0)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, err
+	}
+	committed = true
+	return out, left, nil
+}
+
+// candidate is a due delivery claim considers.
+type candidate struct {
+	rowid         int64
+	escalated     bool
+	owner, target string
+}
+
+// dueOwners lists the owners with pending or escalated deliveries, in
+// order, by walking the index of waiting deliveries (one probe per
+// owner, whatever the number of rows each holds).
+func (m *Module) dueOwners(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	rows, err := m.store.stmt(ctx, tx, qOwners).QueryContext(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if len(out) < n {
-		if err := take(qClaimPending, false, deadline, now, now, n-len(out)); err != nil {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
 			return nil, err
 		}
+		out = append(out, o)
 	}
-	if len(out) == 0 {
-		return nil, nil
+	return out, rows.Err()
+}
+
+// dueOf returns up to n of owner's due deliveries, oldest first.
+func (m *Module) dueOf(ctx context.Context, tx *sql.Tx, owner string, now int64, n int) ([]candidate, error) {
+	rows, err := m.store.stmt(ctx, tx, qDueOf).QueryContext(ctx, owner, now, n)
+	if err != nil {
+		return nil, err
 	}
-	// The claims commit together: one write for the whole batch.
-	return out, tx.Commit()
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		c := candidate{owner: owner}
+		var st string
+		if err := rows.Scan(&c.rowid, &c.target, &st); err != nil {
+			return nil, err
+		}
+		c.escalated = st == StatusEscalated
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// takeOne claims the first of cands that fair admits, dropping from cands
+// those it passes over; left is set when one stays due for lack of a
+// share. A delivery to a host whose breaker is open is put off until the
+// breaker half-opens.
+func (m *Module) takeOne(ctx context.Context, tx *sql.Tx, cands *[]candidate, now, deadline int64, left *bool) (claimed, bool, error) {
+	for len(*cands) > 0 {
+		cd := (*cands)[0]
+		*cands = (*cands)[1:]
+		host := targetHost(cd.target)
+		a, until := m.fair.admit(cd.owner, host, now)
+		switch a {
+		case busy:
+			*left = true
+			continue
+		case broken:
+			if _, err := m.store.exec(ctx, tx, qPutOff, until, cd.rowid); err != nil {
+				return claimed{}, false, err
+			}
+			continue
+		}
+		c := claimed{escalated: cd.escalated, owner: cd.owner, host: host}
+		var err error
+		if cd.escalated {
+			err = m.store.queryRow(ctx, tx, qClaimEscalated, deadline, deadline, now, cd.rowid).Scan(claimDest(&c)...)
+		} else {
+			err = m.store.queryRow(ctx, tx, qClaimPending, deadline, now, cd.rowid).Scan(claimDest(&c)...)
+		}
+		if err != nil {
+			m.fair.release(cd.owner, host, notSent, now)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			return claimed{}, false, err
+		}
+		return c, true, nil
+	}
+	return claimed{}, false, nil
+}
+
+// claimDest are the fields a claim's RETURNING claimCols fills.
+func claimDest(c *claimed) []any {
+	return []any{&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token}
 }
 
 // deliver runs one claimed delivery (locked, or escalated, under c.lease
@@ -405,6 +547,11 @@ func (m *Module) claim(ctx context.Context, now int64, n int) ([]claimed, error)
 func (m *Module) deliver(ctx context.Context, c claimed) {
 	sendErr := m.send(ctx, c)
 	now := m.now()
+	if sendErr == nil {
+		m.fair.release(c.owner, c.host, sentOK, now)
+	} else {
+		m.fair.release(c.owner, c.host, sentFailed, now)
+	}
 	from := fromAttempt
 	// The outcome is handed to the group-commit writer and the worker
 	// moves on: it waits neither for the commit nor for the others in its

@@ -7,7 +7,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 )
 
-// index finds the triggers an event may match without trying them all:
+// index finds the active triggers an event may match without trying them all:
 // each trigger is filed under the keys of one of its match conditions (a
 // tag name's values when it has tag conditions, else its authors, else its
 // kinds), every one of which a matching event must hit. An event's
@@ -27,6 +27,9 @@ func kindKey(k int64) string           { return "k\x00" + strconv.FormatInt(k, 1
 func newIndex(trigs map[string]*storedTrigger) *index {
 	ix := &index{all: len(trigs), byKey: map[string][]*storedTrigger{}}
 	for _, t := range trigs {
+		if t.PausedAt != 0 {
+			continue // a paused trigger matches nothing
+		}
 		m := &t.Spec.Match
 		var keys []string
 		switch {

@@ -52,6 +52,25 @@ type Options struct {
 	// idempotency keys) are kept after their last change (default 7 days,
 	// at least 24 h).
 	Retention time.Duration
+	// OwnerConcurrency caps one owner's attempts in flight (default a
+	// quarter of Workers), HostConcurrency one target host's (default
+	// half of Workers): SPEC §20.2.
+	OwnerConcurrency, HostConcurrency int
+	// BreakerFailures consecutive failed attempts to a host open its
+	// circuit breaker (default 5) for BreakerCooldown (default 30 s),
+	// doubling at each reopening up to BreakerMaxCooldown (default 10 min).
+	BreakerFailures                     int
+	BreakerCooldown, BreakerMaxCooldown time.Duration
+	// FilterBudget is the time one owner's filters may take on one event
+	// (default 100 ms), RegexWork the regex work they may do on it, in
+	// program instructions times bytes scanned (default 2^20); the
+	// trigger that would cross either is paused (SPEC §20.2).
+	FilterBudget time.Duration
+	RegexWork    int64
+	// TriggerPoW is the proof of work, in leading zero bits of the id of
+	// the D4 Authorization event, that registering a trigger costs
+	// (default 0: none; anp2 serve sets 20).
+	TriggerPoW int
 }
 
 func (o *Options) defaults() {
@@ -80,6 +99,28 @@ func (o *Options) defaults() {
 	o.Retention = max(o.Retention, 24*time.Hour)
 	if o.Poll <= 0 {
 		o.Poll = 500 * time.Millisecond
+	}
+	if o.OwnerConcurrency <= 0 {
+		o.OwnerConcurrency = max(1, o.Workers/4)
+	}
+	if o.HostConcurrency <= 0 {
+		o.HostConcurrency = max(1, o.Workers/2)
+	}
+	if o.BreakerFailures <= 0 {
+		o.BreakerFailures = 5
+	}
+	if o.BreakerCooldown <= 0 {
+		o.BreakerCooldown = 30 * time.Second
+	}
+	if o.BreakerMaxCooldown <= 0 {
+		o.BreakerMaxCooldown = 10 * time.Minute
+	}
+	o.BreakerMaxCooldown = max(o.BreakerMaxCooldown, o.BreakerCooldown)
+	if o.FilterBudget <= 0 {
+		o.FilterBudget = 100 * time.Millisecond
+	}
+	if o.RegexWork <= 0 {
+		o.RegexWork = 1 << 20
 	}
 }
 
@@ -112,6 +153,13 @@ type Module struct {
 	slots   chan struct{}
 	workers sync.WaitGroup
 	backlog atomic.Bool
+	// fair shares the workers between owners and target hosts; lastTurn
+	// is the last owner a claim reached (the dispatcher's: the next claim
+	// starts after it).
+	fair     *fair
+	lastTurn string
+	// finished counts the attempts finished since the last claim.
+	finished atomic.Int64
 
 	// cards caches A2A targets' JSON-RPC endpoints.
 	cards cardCache
@@ -120,6 +168,11 @@ type Module struct {
 	bodies map[string][]byte
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
+	// overBudget counts triggers passed over for their owner's filter
+	// budget (evaluate), paused the triggers paused for it.
+	overBudget, paused atomic.Int64
+	// spent holds the Authorization events that paid for a trigger.
+	spent spentAuth
 	// pushes counts the stored A2A push configs (HasPushConfigs).
 	pushes atomic.Int64
 }
@@ -130,7 +183,9 @@ var _ relay.Runner = (*Module)(nil)
 func NewModule(opts Options) *Module {
 	opts.defaults()
 	m := &Module{opts: opts, trigs: map[string]*storedTrigger{}, feed: feed{max: maxFeed},
-		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers)}
+		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers),
+		fair: newFair(opts.OwnerConcurrency, opts.HostConcurrency, opts.BreakerFailures,
+			opts.BreakerCooldown.Milliseconds(), opts.BreakerMaxCooldown.Milliseconds())}
 	m.ix.Store(newIndex(nil))
 	return m
 }
@@ -201,6 +256,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodPost, "/triggers", m.postTrigger)
 	core.Route(http.MethodGet, "/triggers", m.getTriggers)
 	core.Route(http.MethodDelete, "/triggers/:id", m.deleteTrigger)
+	core.Route(http.MethodPost, "/triggers/:id/resume", m.resumeTrigger)
 	core.Route(http.MethodGet, "/deliveries", m.getDeliveries)
 	return nil
 }
@@ -271,11 +327,13 @@ func (m *Module) startWorker(ctx context.Context, c claimed) {
 		defer func() {
 			<-m.slots
 			// Under a backlog a finished worker wakes the dispatcher
-			// once a claim's worth of workers is free (a claim is a
-			// transaction: one per delivery would cost more than the
-			// deliveries); otherwise new work wakes it (the matcher, a
-			// notification).
-			if m.backlog.Load() && m.opts.Workers-len(m.slots) >= max(1, m.opts.Workers/8) {
+			// once a claim's worth of workers has finished since the
+			// last claim (a claim is a transaction: one per delivery
+			// would cost more than the deliveries; counting free workers
+			// instead would wake it at every finish while the shares,
+			// not the workers, hold the backlog back); otherwise new
+			// work wakes it (the matcher, a notification).
+			if m.backlog.Load() && m.finished.Add(1) >= int64(max(1, m.opts.Workers/8)) {
 				signal(m.dispatchWake)
 			}
 		}()
@@ -325,14 +383,16 @@ func (m *Module) dispatcher(ctx context.Context) {
 		}
 		free := m.opts.Workers - len(m.slots)
 		var batch []claimed
+		m.finished.Store(0)
 		if free > 0 {
 			var err error
-			if batch, err = m.claim(ctx, now, free); err != nil && ctx.Err() == nil {
+			var left bool
+			if batch, left, err = m.claim(ctx, now, free); err != nil && ctx.Err() == nil {
 				m.log.Warn("delivery: claim failed", "err", err)
 			}
-			// A full batch: more may be due, and the workers call again
-			// as they free up.
-			m.backlog.Store(len(batch) == free)
+			// A full batch, or due work left for want of a share: more
+			// may be due, and the workers call again as they free up.
+			m.backlog.Store(len(batch) == free || left)
 		} else {
 			// Every worker busy: what is due waits, so the matcher queues
 			// new matches behind it rather than taking the next free
@@ -375,14 +435,24 @@ func (m *Module) reader(c echo.Context) (string, error) {
 	return r, nil
 }
 
-// triggerView is a trigger as the API shows it.
+// triggerView is a trigger as the API shows it: Status is "active" or
+// "paused".
 type triggerView struct {
 	*storedTrigger
-	Spec json.RawMessage `json:"spec"`
+	Status string          `json:"status"`
+	Spec   json.RawMessage `json:"spec"`
+}
+
+func viewOf(t *storedTrigger) triggerView {
+	st := "active"
+	if t.PausedAt != 0 {
+		st = "paused"
+	}
+	return triggerView{t, st, json.RawMessage(t.raw)}
 }
 
 func (m *Module) postTrigger(c echo.Context) error {
-	owner, err := m.reader(c)
+	owner, err := m.registrant(c)
 	if err != nil {
 		return err
 	}
@@ -427,7 +497,7 @@ func (m *Module) postTrigger(c echo.Context) error {
 	}
 	m.trigs[t.ID] = t
 	m.ix.Store(newIndex(m.trigs))
-	return c.JSON(http.StatusCreated, triggerView{t, canon})
+	return c.JSON(http.StatusCreated, viewOf(t))
 }
 
 func (m *Module) getTriggers(c echo.Context) error {
@@ -438,7 +508,7 @@ func (m *Module) getTriggers(c echo.Context) error {
 	out := []triggerView{}
 	for _, t := range m.snapshot() {
 		if t.Owner == owner {
-			out = append(out, triggerView{t, json.RawMessage(t.raw)})
+			out = append(out, viewOf(t))
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"triggers": out, "count": len(out)})
@@ -510,5 +580,7 @@ func (m *Module) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP anp2_triggers Registered triggers.\n# TYPE anp2_triggers gauge\nanp2_triggers %d\n", n)
 	fmt.Fprintf(w, "# HELP anp2_deliveries_throttled_total Matches dropped by a throttle.\n# TYPE anp2_deliveries_throttled_total counter\nanp2_deliveries_throttled_total %d\n", m.throttled.Load())
 	fmt.Fprintf(w, "# HELP anp2_deliveries_cascade_rejected_total Matches dropped for a triggered_by chain too deep.\n# TYPE anp2_deliveries_cascade_rejected_total counter\nanp2_deliveries_cascade_rejected_total %d\n", m.cascadeRejected.Load())
+	fmt.Fprintf(w, "# HELP anp2_triggers_paused_total Triggers paused for their owner's filter budget per event.\n# TYPE anp2_triggers_paused_total counter\nanp2_triggers_paused_total %d\n", m.paused.Load())
+	fmt.Fprintf(w, "# HELP anp2_trigger_evaluations_over_budget_total Trigger evaluations passed over or stopped for their owner's filter budget per event.\n# TYPE anp2_trigger_evaluations_over_budget_total counter\nanp2_trigger_evaluations_over_budget_total %d\n", m.overBudget.Load())
 	fmt.Fprintf(w, "# HELP anp2_deliveries_stale_outcomes_total Attempt outcomes discarded for a stale lease.\n# TYPE anp2_deliveries_stale_outcomes_total counter\nanp2_deliveries_stale_outcomes_total %d\n", m.staleAcks.Load())
 }

@@ -27,7 +27,8 @@ var Statuses = []string{StatusPending, StatusDispatched, StatusLocked, StatusDel
 const schema = `
 CREATE TABLE IF NOT EXISTS triggers(
   id TEXT PRIMARY KEY, owner TEXT NOT NULL, spec TEXT NOT NULL,
-  from_seq INTEGER NOT NULL, created_at INTEGER NOT NULL);
+  from_seq INTEGER NOT NULL, created_at INTEGER NOT NULL,
+  paused_at INTEGER NOT NULL DEFAULT 0, paused_reason TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS triggers_owner ON triggers(owner);
 CREATE TABLE IF NOT EXISTS deliveries(
   id TEXT PRIMARY KEY, idem_key TEXT NOT NULL UNIQUE,
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS push_configs(
   task_id TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL, token TEXT NOT NULL,
   created_at INTEGER NOT NULL, PRIMARY KEY (task_id, id));
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_at);
+CREATE INDEX IF NOT EXISTS deliveries_waiting ON deliveries(owner, next_at) WHERE status IN ('pending', 'escalated');
 CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries(owner, created_at);
 DROP INDEX IF EXISTS deliveries_throttle;
 CREATE INDEX IF NOT EXISTS deliveries_throttled ON deliveries(trigger_id, throttle_key, created_at) WHERE throttle_key <> '';
@@ -137,15 +139,23 @@ func (s *store) checkpointer() {
 }
 
 // migrate adds the columns a queue made by an older relay lacks:
-// target_type (every older delivery is a webhook's).
+// target_type (every older delivery is a webhook's), and a trigger's
+// pause (none was paused).
 func migrate(db *sql.DB) error {
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('deliveries') WHERE name = 'target_type'`).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		_, err := db.Exec(`ALTER TABLE deliveries ADD COLUMN target_type TEXT NOT NULL DEFAULT 'webhook'`)
-		return err
+	for _, c := range []struct{ table, col, def string }{
+		{"deliveries", "target_type", `TEXT NOT NULL DEFAULT 'webhook'`},
+		{"triggers", "paused_at", `INTEGER NOT NULL DEFAULT 0`},
+		{"triggers", "paused_reason", `TEXT NOT NULL DEFAULT ''`},
+	} {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('`+c.table+`') WHERE name = ?`, c.col).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := db.Exec(`ALTER TABLE ` + c.table + ` ADD COLUMN ` + c.col + ` ` + c.def); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -175,12 +185,16 @@ type storedTrigger struct {
 	Owner     string `json:"owner"`
 	FromSeq   int64  `json:"from_seq"`
 	CreatedAt int64  `json:"created_at"`
-	Spec      *Spec  `json:"-"`
-	raw       string
+	// PausedAt is when the trigger was paused (unix seconds), 0 while
+	// active; PausedReason says why (SPEC §20.2).
+	PausedAt     int64  `json:"paused_at,omitempty"`
+	PausedReason string `json:"paused_reason,omitempty"`
+	Spec         *Spec  `json:"-"`
+	raw          string
 }
 
 func (s *store) triggers(ctx context.Context, allowHTTP bool) ([]*storedTrigger, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, owner, spec, from_seq, created_at FROM triggers`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, owner, spec, from_seq, created_at, paused_at, paused_reason FROM triggers`)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +202,7 @@ func (s *store) triggers(ctx context.Context, allowHTTP bool) ([]*storedTrigger,
 	var out []*storedTrigger
 	for rows.Next() {
 		t := &storedTrigger{}
-		if err := rows.Scan(&t.ID, &t.Owner, &t.raw, &t.FromSeq, &t.CreatedAt); err != nil {
+		if err := rows.Scan(&t.ID, &t.Owner, &t.raw, &t.FromSeq, &t.CreatedAt, &t.PausedAt, &t.PausedReason); err != nil {
 			return nil, err
 		}
 		if t.Spec, err = ParseSpec([]byte(t.raw), true); err != nil {
@@ -412,12 +426,24 @@ const (
 	qWatchdog = `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
 		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
 		WHERE status IN (?, ?) AND deadline <= ?`
-	// The claims (claim): each takes up to LIMIT due rows, oldest first.
-	qClaimPending = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid IN (SELECT rowid FROM deliveries
-		WHERE status = 'pending' AND next_at <= ? ORDER BY next_at LIMIT ?) RETURNING ` + claimCols
-	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid IN (SELECT rowid FROM deliveries
-		WHERE status = 'escalated' AND next_at <= ? ORDER BY next_at LIMIT ?) RETURNING ` + claimCols
-	claimCols = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
+	// The claims (claim): the owners with work (a walk down the partial
+	// index of waiting deliveries, which a delivery sent directly by the
+	// matcher never enters: one probe per owner), an owner's oldest due
+	// rows, and the compare-and-swap that takes one row; qPutOff defers a
+	// row whose host's breaker is open. Both reads name the partial index
+	// (the planner would rather walk deliveries_due) and repeat its
+	// condition word for word, which lets SQLite use it.
+	qOwners = `WITH RECURSIVE o(owner) AS (
+		SELECT (SELECT min(owner) FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated'))
+		UNION ALL SELECT (SELECT min(owner) FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated') AND owner > o.owner)
+		FROM o WHERE o.owner IS NOT NULL)
+		SELECT owner FROM o WHERE owner IS NOT NULL`
+	qDueOf = `SELECT rowid, target, status FROM deliveries INDEXED BY deliveries_waiting WHERE status IN ('pending', 'escalated') AND owner = ? AND next_at <= ?
+		ORDER BY next_at LIMIT ?`
+	qClaimPending   = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid = ? AND status = 'pending' RETURNING ` + claimCols
+	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid = ? AND status = 'escalated' RETURNING ` + claimCols
+	qPutOff         = `UPDATE deliveries SET next_at = ? WHERE rowid = ? AND status IN ('pending', 'escalated')`
+	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
 )
 
 // casQuery is the compare-and-swap UPDATE of a transition.
@@ -436,7 +462,7 @@ func casQuery(from []string, set string) string {
 // statement at every execution, which was a fifth of the delivery
 // engine's CPU. It runs before anything else uses the connection.
 func (s *store) prepare() error {
-	qs := []string{qCursor, qThrottle, qInsert, qDepth, qWatchdog, qClaimPending, qClaimEscalated,
+	qs := []string{qCursor, qThrottle, qInsert, qDepth, qWatchdog, qOwners, qDueOf, qClaimPending, qClaimEscalated, qPutOff,
 		casQuery(fromAttempt, setDelivered), casQuery(fromAttempt, setFailed), casQuery(fromAttempt, setEscalate)}
 	s.stmts = make(map[string]*sql.Stmt, len(qs))
 	for _, q := range qs {

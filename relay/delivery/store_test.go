@@ -67,28 +67,39 @@ func TestAppendPayload(t *testing.T) {
 }
 
 // TestThrottleQueryUsesPartialIndex: the throttle count reads the partial
-// index that only throttled deliveries enter, not the whole queue.
+// index that only throttled deliveries enter, not the whole queue; the
+// claim's reads of the owners with waiting work and of one owner's due
+// deliveries read the partial index of waiting deliveries.
 func TestThrottleQueryUsesPartialIndex(t *testing.T) {
 	st, err := openStore(filepath.Join(t.TempDir(), "q.delivery"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.close()
-	rows, err := st.db.Query(`EXPLAIN QUERY PLAN `+qThrottle, "t", "=x", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+	plan := func(q string, args ...any) string {
+		rows, err := st.db.Query(`EXPLAIN QUERY PLAN `+q, args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan += detail + "\n"
+		defer rows.Close()
+		var plan string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan += detail + "\n"
+		}
+		return plan
 	}
-	if !strings.Contains(plan, "deliveries_throttled") {
-		t.Fatalf("throttle query plan:\n%s", plan)
+	if p := plan(qThrottle, "t", "=x", 0); !strings.Contains(p, "deliveries_throttled") {
+		t.Fatalf("throttle query plan:\n%s", p)
+	}
+	if p := plan(qOwners); strings.Count(p, "deliveries_waiting") < 2 || strings.Contains(p, "SCAN deliveries") {
+		t.Fatalf("owners query plan:\n%s", p)
+	}
+	if p := plan(qDueOf, "o", 0, 10); !strings.Contains(p, "deliveries_waiting") || strings.Contains(p, "TEMP B-TREE") {
+		t.Fatalf("due query plan:\n%s", p)
 	}
 }

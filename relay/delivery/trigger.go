@@ -14,6 +14,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,7 @@ type Guard struct {
 	segs []string
 	val  any
 	re   *regexp.Regexp
+	ops  int // re's compiled program size (its cost per input byte)
 }
 
 // Throttle lets at most MaxPerWindow deliveries of the trigger through per
@@ -257,13 +259,64 @@ func (g *Guard) compile() error {
 		if !ok || len(s) > maxRegex {
 			return bad("regex takes an RE2 pattern string of at most %d bytes", maxRegex)
 		}
-		re, err := regexp.Compile(s)
+		re, ops, err := compileRegex(s)
 		if err != nil {
-			return bad("regex: %v", err)
+			return err
 		}
-		g.re = re
+		g.re, g.ops = re, ops
 	}
 	return nil
+}
+
+// Bounds of a regex filter's cost (SPEC §20.2): RE2 runs in time linear
+// in the input, times the size of the compiled program, so both the
+// repetition counts and the program are capped at registration.
+const (
+	maxRepeat   = 100 // the largest {n}, {n,} or {n,m} count
+	maxRegexOps = 500 // instructions of the compiled, simplified program
+)
+
+// compileRegex compiles an RE2 pattern whose cost is bounded: every
+// repetition count at most maxRepeat, the compiled program (repetitions
+// expanded, nested ones multiplied) at most maxRegexOps instructions.
+// Errors are invalid_trigger.
+func compileRegex(pat string) (*regexp.Regexp, int, error) {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil, 0, bad("regex: %v", err)
+	}
+	if n := maxRepeatOf(re); n > maxRepeat {
+		return nil, 0, bad("regex: a repetition count of %d is over the maximum of %d", n, maxRepeat)
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil, 0, bad("regex: %v", err)
+	}
+	if len(prog.Inst) > maxRegexOps {
+		return nil, 0, bad("regex: its program has %d instructions, over the maximum of %d (fewer or smaller repetitions)", len(prog.Inst), maxRegexOps)
+	}
+	out, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, 0, bad("regex: %v", err)
+	}
+	return out, len(prog.Inst), nil
+}
+
+// regexWork is the cost charged for running a regex of ops instructions
+// over n bytes: RE2's automaton advances every instruction at every byte
+// at worst.
+func regexWork(ops, n int) int64 { return int64(ops) * int64(n+1) }
+
+// maxRepeatOf is the largest repetition count in re.
+func maxRepeatOf(re *syntax.Regexp) int {
+	n := 0
+	if re.Op == syntax.OpRepeat {
+		n = max(re.Min, re.Max)
+	}
+	for _, s := range re.Sub {
+		n = max(n, maxRepeatOf(s))
+	}
+	return n
 }
 
 // decodeNumber decodes JSON with numbers as float64 (rejecting numbers
@@ -277,7 +330,17 @@ func decodeNumber(b []byte, v *any) error {
 
 // MatchEvent reports whether e passes the match and every guard.
 func (s *Spec) MatchEvent(e *protocol.Event) bool {
-	m := &s.Match
+	work := int64(math.MaxInt64)
+	return s.matchOn(&docCache{e: e}, &work)
+}
+
+// matchOn is MatchEvent on dc's event, its content parsed once in dc. A
+// regex filter costs its program size times the length of the string it
+// scans (regexWork), taken from *work before it runs; one that would
+// take *work below zero is not run, the trigger does not match, and
+// *work is left negative (the owner's budget is spent).
+func (s *Spec) matchOn(dc *docCache, work *int64) bool {
+	e, m := dc.e, &s.Match
 	if len(m.Kinds) > 0 && !contains(m.Kinds, e.Kind) {
 		return false
 	}
@@ -292,9 +355,9 @@ func (s *Spec) MatchEvent(e *protocol.Event) bool {
 	if len(s.Filter) == 0 {
 		return true
 	}
-	doc := content(e)
+	doc := dc.get()
 	for i := range s.Filter {
-		if !s.Filter[i].holds(doc) {
+		if !s.Filter[i].holds(doc, work) {
 			return false
 		}
 	}
@@ -355,7 +418,7 @@ func lookup(doc any, segs []string) (any, bool) {
 
 // holds evaluates the guard. A missing field satisfies only ne and
 // not_in; a field of the wrong type fails every comparison.
-func (g *Guard) holds(doc any) bool {
+func (g *Guard) holds(doc any, work *int64) bool {
 	v, ok := lookup(doc, g.segs)
 	if g.Operator == "exists" {
 		return ok && v != nil
@@ -394,7 +457,13 @@ func (g *Guard) holds(doc any) bool {
 		return ok && strings.Contains(s, g.val.(string))
 	case "regex":
 		s, ok := v.(string)
-		return ok && g.re.MatchString(s)
+		if !ok {
+			return false
+		}
+		if *work -= regexWork(g.ops, len(s)); *work < 0 {
+			return false
+		}
+		return g.re.MatchString(s)
 	}
 	return false
 }
@@ -413,11 +482,14 @@ func equal(a, b any) bool {
 
 // ThrottleKey is the throttle's window key for e ("" without a key path
 // or when the path finds nothing; a found value is its JSON).
-func (s *Spec) ThrottleKey(e *protocol.Event) string {
+func (s *Spec) ThrottleKey(e *protocol.Event) string { return s.throttleKeyOn(&docCache{e: e}) }
+
+// throttleKeyOn is ThrottleKey on dc's event.
+func (s *Spec) throttleKeyOn(dc *docCache) string {
 	if s.Throttle == nil || s.Throttle.keySegs == nil {
 		return ""
 	}
-	v, ok := lookup(content(e), s.Throttle.keySegs)
+	v, ok := lookup(dc.get(), s.Throttle.keySegs)
 	if !ok {
 		return ""
 	}

@@ -137,6 +137,8 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(`{"match":{"kinds":[1]},"filter":[{"path":"$","operator":"in","value":[1,"a",null,{"b":[]}]}],"target":{"type":"webhook","url":"http://[::1]/"}}`), `1`)
 	f.Add([]byte(`{"match":{"tags":{"t":["x"]}},"target":{"type":"a2a","url":"https://agent.example/.well-known/agent-card.json"}}`), `{}`)
 	f.Add([]byte(`{"match":{"kinds":[1]},"target":{"type":"a2a","url":"ftp://agent.example/card"}}`), `x`)
+	f.Add([]byte(`{"match":{"kinds":[1]},"filter":[{"path":"$.s","operator":"regex","value":"(?:[\\p{L}\\p{N}]{100}.){3}z"}],"target":{"type":"webhook","url":"https://e.com"}}`), `{"s":"ab"}`)
+	f.Add([]byte(`{"match":{"kinds":[1]},"filter":[{"path":"$.s","operator":"regex","value":"a{2,}b{0,100}(c|d{99})*"}],"target":{"type":"webhook","url":"https://e.com"}}`), `{"s":"aab"}`)
 	f.Fuzz(func(t *testing.T, body []byte, content string) {
 		s, err := ParseSpec(body, true)
 		if err != nil {
@@ -144,6 +146,11 @@ func FuzzParseSpec(f *testing.F) {
 				t.Fatalf("uncoded error %v", err)
 			}
 			return
+		}
+		for _, g := range s.Filter {
+			if g.re != nil && (g.ops > maxRegexOps || g.ops <= 0) {
+				t.Fatalf("regex %q accepted with %d instructions", g.Value, g.ops)
+			}
 		}
 		e := ev(content)
 		e.Tags = [][]string{{"t", "x"}}
