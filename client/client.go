@@ -31,6 +31,11 @@ type Client struct {
 	Key ed25519.PrivateKey
 	// Now is the clock events and headers are signed at (nil: time.Now).
 	Now func() time.Time
+	// TriggerPoW is the proof of work, in leading zero bits, CreateTrigger
+	// mines on its Authorization event (SPEC §16 "Registration cost"):
+	// 0 means DefaultTriggerPoW, a negative value none. A relay that asks
+	// for more says so, and CreateTrigger mines again once at its figure.
+	TriggerPoW int
 }
 
 // MaxResponse bounds the answer a client reads into memory (1000
@@ -146,6 +151,11 @@ func (c *Client) Events(ctx context.Context, query url.Values) ([]*protocol.Even
 }
 
 func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, out any) error {
+	return c.doAuth(ctx, method, path, ct, body, out, "")
+}
+
+// doAuth is do with auth as the Authorization header ("": authorize's).
+func (c *Client) doAuth(ctx context.Context, method, path, ct string, body []byte, out any, auth string) error {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -157,7 +167,11 @@ func (c *Client) do(ctx context.Context, method, path, ct string, body []byte, o
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
-	c.authorize(req, body)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	} else {
+		c.authorize(req, body)
+	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err

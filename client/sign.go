@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"runtime"
 	"strconv"
 	"sync"
@@ -63,6 +65,11 @@ func MinePoW(ctx context.Context, e *protocol.Event, bits, workers int) error {
 		kept = append(kept, t)
 	}
 	kept = append(kept, []string{"pow", strconv.Itoa(bits)})
+	// A random start: two miners of the same draft (two registrations of
+	// one trigger spec in one second) find different nonces.
+	var b [4]byte
+	rand.Read(b[:])
+	base := uint64(binary.BigEndian.Uint32(b[:])) << 16
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
@@ -72,7 +79,7 @@ func MinePoW(ctx context.Context, e *protocol.Event, bits, workers int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if n, ok := mineFrom(ctx, e, kept, bits, w, workers); ok {
+			if n, ok := mineFrom(ctx, e, kept, bits, base+uint64(w), workers); ok {
 				once.Do(func() { found = n; cancel() })
 			}
 		}()
@@ -87,12 +94,12 @@ func MinePoW(ctx context.Context, e *protocol.Event, bits, workers int) error {
 
 // mineFrom tries nonces w, w+step, w+2·step … and returns the first that
 // meets bits.
-func mineFrom(ctx context.Context, e *protocol.Event, kept [][]string, bits, w, step int) (string, bool) {
+func mineFrom(ctx context.Context, e *protocol.Event, kept [][]string, bits int, from uint64, step int) (string, bool) {
 	nonce := []string{"nonce", ""}
 	c := protocol.Event{AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind, Content: e.Content,
 		Tags: append(kept[:len(kept):len(kept)], nonce)}
 	buf := make([]byte, 0, 256+len(e.Content))
-	for i, n := 0, uint64(w); ; i, n = i+1, n+uint64(step) {
+	for i, n := 0, from; ; i, n = i+1, n+uint64(step) {
 		if i&0x3ff == 0 && ctx.Err() != nil {
 			return "", false
 		}

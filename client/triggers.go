@@ -3,6 +3,9 @@ package client
 import (
 	"container/list"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -78,11 +82,65 @@ func (c *Client) CreateTrigger(ctx context.Context, spec TriggerSpec) (*Trigger,
 	if err != nil {
 		return nil, err
 	}
+	bits := c.TriggerPoW
+	if bits == 0 {
+		bits = DefaultTriggerPoW
+	}
 	var tr Trigger
-	if err := c.do(ctx, http.MethodPost, "/triggers", "application/json", body, &tr); err != nil {
+	err = c.postTrigger(ctx, body, bits, &tr)
+	var rerr *Error
+	if errors.As(err, &rerr) && rerr.Code == codeTriggerPoW {
+		if more := askedPoW(rerr); more > bits {
+			err = c.postTrigger(ctx, body, more, &tr)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create trigger: %w", err)
 	}
 	return &tr, nil
+}
+
+// DefaultTriggerPoW is the proof of work CreateTrigger mines when
+// Client.TriggerPoW is 0: what `anp2 serve` asks for by default.
+const DefaultTriggerPoW = 20
+
+// codeTriggerPoW is the relay's code for a registration short of work.
+const codeTriggerPoW = "trigger_pow_required"
+
+// powAsked finds the ["pow", "<n>"] a trigger_pow_required detail names.
+var powAsked = regexp.MustCompile(`\["pow", "(\d+)"\]`)
+
+// askedPoW returns the bits a trigger_pow_required answer asks for, 0
+// when it names none (or more than 32, which no client should mine).
+func askedPoW(e *Error) int {
+	d, _ := e.Detail.(string)
+	m := powAsked.FindStringSubmatch(d)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n > 32 {
+		return 0
+	}
+	return n
+}
+
+// postTrigger posts body to POST /triggers under an Authorization event
+// mined to bits leading zero bits (none when bits < 0).
+func (c *Client) postTrigger(ctx context.Context, body []byte, bits int, out *Trigger) error {
+	sum := sha256.Sum256(body)
+	var n [12]byte
+	rand.Read(n[:])
+	e := &protocol.Event{AgentID: protocol.AgentIDOf(c.Key), CreatedAt: c.now().Unix(), Kind: protocol.KindHTTPAuth,
+		Tags: [][]string{{"u", c.Base + "/triggers"}, {"method", http.MethodPost}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", hex.EncodeToString(n[:])}}}
+	if bits > 0 {
+		if err := MinePoW(ctx, e, bits, 0); err != nil {
+			return err
+		}
+	}
+	e.Sign(c.Key)
+	auth := "ANP2 " + base64.StdEncoding.EncodeToString(protocol.AppendJSON(nil, e))
+	return c.doAuth(ctx, http.MethodPost, "/triggers", "application/json", body, out, auth)
 }
 
 // Triggers lists c's own triggers.

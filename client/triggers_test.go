@@ -116,3 +116,32 @@ func TestVerifyWebhook(t *testing.T) {
 		}
 	}
 }
+
+// CreateTrigger pays the registration's proof of work: a relay that asks
+// for more than the client mined names its figure, and the client mines
+// again once at it; a stranger's unmined registration stays refused.
+func TestCreateTriggerMinesItsRegistration(t *testing.T) {
+	m := delivery.NewModule(delivery.Options{AllowPrivate: true, TriggerPoW: 10, Path: filepath.Join(t.TempDir(), "q.delivery")})
+	r := relaytest.Start(t, []relay.Module{m})
+	c := agentOn(t, r)
+	c.TriggerPoW = 4 // short of the relay's 10: refused, then mined at 10
+	spec := client.TriggerSpec{
+		Match:  client.TriggerMatch{Kinds: []int64{1}},
+		Target: client.TriggerTarget{Type: "webhook", URL: "http://127.0.0.1:9/hook"},
+	}
+	ctx := context.Background()
+	for range 2 { // the same spec twice in one second: two proofs, two triggers
+		if _, err := c.CreateTrigger(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list, err := c.Triggers(ctx); err != nil || len(list) != 2 {
+		t.Fatalf("triggers: %v %v", list, err)
+	}
+	c.TriggerPoW = -1
+	body, _ := json.Marshal(spec)
+	var apiErr *client.Error
+	if err := c.PostRaw(ctx, "/triggers", "application/json", body, nil); !errors.As(err, &apiErr) || apiErr.Code != "trigger_pow_required" {
+		t.Fatalf("unmined registration: %v", err)
+	}
+}
