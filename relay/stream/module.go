@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,6 +26,7 @@ import (
 // (MaxSubscribers, MaxStreamsPerIP). It keeps no fold: the log is its
 // backlog.
 type Module struct {
+	opts    ModuleOptions
 	core    *relay.Server
 	hub     *Hub
 	streams ipStreams
@@ -31,8 +34,18 @@ type Module struct {
 
 var _ relay.Runner = (*Module)(nil)
 
-// NewModule returns the stream module.
+// ModuleOptions are the stream module's byte budgets (Options.QueueBytes
+// and Options.TotalBytes; zero values take their defaults).
+type ModuleOptions struct {
+	QueueBytes int64
+	TotalBytes int64
+}
+
+// NewModule returns the stream module with the default budgets.
 func NewModule() *Module { return &Module{} }
+
+// NewModuleWith returns the stream module with budgets o.
+func NewModuleWith(o ModuleOptions) *Module { return &Module{opts: o} }
 
 // Name is "stream".
 func (m *Module) Name() string { return "stream" }
@@ -45,6 +58,8 @@ func (m *Module) Mount(core *relay.Server) error {
 	m.hub = NewHub(Options{
 		Backlog:        core.Log().Export,
 		MaxSubscribers: cfg.MaxSubscribers,
+		QueueBytes:     m.opts.QueueBytes,
+		TotalBytes:     m.opts.TotalBytes,
 		Logger:         cfg.Logger,
 		Visible:        core.Sees,
 		Notices: func(_ context.Context, reader string) ([][]byte, error) {
@@ -59,8 +74,16 @@ func (m *Module) Mount(core *relay.Server) error {
 	})
 	core.OnCommit(m.publish)
 	core.OnModeration(m.notifyAuthors)
+	core.AddMetrics(m.writeMetrics)
 	core.Route(http.MethodGet, "/stream", m.get)
 	return nil
+}
+
+func (m *Module) writeMetrics(w io.Writer) {
+	st := m.hub.Stats()
+	fmt.Fprintf(w, "# HELP anp2_stream_dropped_slow_total Streams closed for falling behind.\n# TYPE anp2_stream_dropped_slow_total counter\nanp2_stream_dropped_slow_total %d\n", st.Dropped)
+	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes Bytes of frames waiting for stream readers.\n# TYPE anp2_stream_queued_bytes gauge\nanp2_stream_queued_bytes %d\n", st.QueuedBytes)
+	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes_peak The most bytes of frames that ever waited for stream readers.\n# TYPE anp2_stream_queued_bytes_peak gauge\nanp2_stream_queued_bytes_peak %d\n", st.PeakQueuedBytes)
 }
 
 // Run ends every stream when ctx ends, so that the server's shutdown need

@@ -38,7 +38,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, f *Filter, reader st
 	if err != nil {
 		return err
 	}
-	s, err := h.register(f, reader)
+	s, err := h.register(f, reader, nil)
 	if err != nil {
 		return err
 	}
