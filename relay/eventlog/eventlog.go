@@ -102,9 +102,9 @@ type Filter struct {
 	// events that carry both topics.
 	MoreTags []TagCond
 	Since    *int64
-	Until *int64
-	Limit int
-	AsOf  *int64
+	Until    *int64
+	Limit    int
+	AsOf     *int64
 	// IncludeRevoked keeps events their author revoked (§10.2).
 	IncludeRevoked bool
 	// Revoked, when set, reports whether an event is revoked, in place of
