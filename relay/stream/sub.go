@@ -101,6 +101,14 @@ func (h *Hub) Notices(ctx context.Context, reader string) ([][]byte, error) {
 // queued on x; frames at or below the returned sequence were replayed
 // already. It stops with an error when x is let go or fn fails.
 func (x *Subscription) Replay(ctx context.Context, after int64, fn func(seq int64, body []byte) error) (int64, error) {
+	return x.ReplayCounted(ctx, after, nil, fn)
+}
+
+// ReplayCounted is Replay with read calls before every stored row is
+// decoded, matching or not (nil: none): an error from it stops the
+// replay there, every row below seq having been handled (a read budget
+// that ran out).
+func (x *Subscription) ReplayCounted(ctx context.Context, after int64, read func(seq int64) error, fn func(seq int64, body []byte) error) (int64, error) {
 	through := int64(-1)
 	start := func(t int64) error { through = t; return nil }
 	each := func(seq int64, body []byte) error {
@@ -108,6 +116,11 @@ func (x *Subscription) Replay(ctx context.Context, after int64, fn func(seq int6
 		case <-x.s.gone:
 			return errStopped
 		default:
+		}
+		if read != nil {
+			if err := read(seq); err != nil {
+				return err
+			}
 		}
 		var ev protocol.Event
 		if err := json.Unmarshal(body, &ev); err != nil {
