@@ -18,6 +18,7 @@ import (
 //	ANP2_WS_QUEUE_BYTES_TOTAL      bytes waiting for all WebSocket connections (128 MiB)
 //	ANP2_STREAM_QUEUE_BYTES        bytes waiting for one GET /stream reader (4 MiB)
 //	ANP2_STREAM_QUEUE_BYTES_TOTAL  bytes waiting for all GET /stream readers (128 MiB)
+//	ANP2_STREAM_REPLAY_ROWS        stored rows one client address's resumed streams may read a minute (50000)
 //
 // It fails on a value that is not a positive integer.
 func readerLimits() (stream.ModuleOptions, ws.Options, error) {
@@ -44,6 +45,7 @@ func readerLimits() (stream.ModuleOptions, ws.Options, error) {
 	}{
 		{"ANP2_WS_REQ_ROWS", &wo.ReqRows},
 		{"ANP2_WS_REQ_ROWS_PER_ADDR", &wo.ReqRowsPerAddr},
+		{"ANP2_STREAM_REPLAY_ROWS", &so.ReplayRows},
 	} {
 		n, err := envPositive(v.name)
 		if err != nil {

@@ -2,8 +2,12 @@ package stream
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -84,5 +88,62 @@ func gone(s *Subscription) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestReplayReadBudget: a resumed stream's replay is charged every row
+// it reads to its address; when the budget runs out the stream ends
+// with a retry: field and where to resume, and resuming there once the
+// budget has refilled misses nothing and repeats nothing.
+func TestReplayReadBudget(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	budget := NewAddrBudget(100)
+	r := newRig(t, Options{ReadBudget: budget, Now: clock})
+	var seqs []int64
+	for i := range 250 {
+		seqs = append(seqs, r.append(t, mk(key(1), int64(i), 1, "p")))
+	}
+	var got []int64
+	resume := "0"
+	for round := 0; len(got) < len(seqs); round++ {
+		if round > 5 {
+			t.Fatalf("after %d rounds %d of %d events", round, len(got), len(seqs))
+		}
+		c := r.connect(t, "", "Last-Event-ID", resume, "X-Addr", "2001:db8::/64")
+		for {
+			f, ok := c.next(t, 10*time.Second)
+			if !ok {
+				t.Fatalf("stream ended without a resume point after %d events", len(got))
+			}
+			if f.isEvent() {
+				got = append(got, f.seq(t))
+				continue
+			}
+			if f.comment("live") {
+				break
+			}
+			if f.comment("read budget spent, resume with Last-Event-ID ") {
+				if ms, err := strconv.Atoi(f.retry); err != nil || ms < 1000 {
+					t.Fatalf("retry field %q, want the milliseconds until the budget refills", f.retry)
+				}
+				if want := "read budget spent, resume with Last-Event-ID " + c.lastID; !f.comment(want) {
+					t.Fatalf("final frame %+v, want %q", f, want)
+				}
+				resume = c.lastID
+				break
+			}
+		}
+		c.close()
+		mu.Lock()
+		now = now.Add(time.Minute)
+		mu.Unlock()
+	}
+	if !slices.Equal(got, seqs) {
+		t.Fatalf("replayed %v, want %v", got, seqs)
+	}
+	if rows, refused := budget.Counters(); rows != 250 || refused != 2 {
+		t.Fatalf("budget charged %d rows, refused %d times; want 250 and 2", rows, refused)
 	}
 }

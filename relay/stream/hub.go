@@ -58,6 +58,12 @@ type Options struct {
 	Notices func(ctx context.Context, reader string) ([][]byte, error)
 	// Logger receives the hub's logs (default slog.Default()).
 	Logger *slog.Logger
+	// ReadBudget, when set, is charged a row for every stored row a
+	// resumed stream's replay reads, to the address ServeAddr names; a
+	// replay it refuses ends with where to resume and when.
+	ReadBudget *AddrBudget
+	// Now is the clock ReadBudget refills by (default time.Now).
+	Now func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -84,6 +90,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 }
 

@@ -34,11 +34,16 @@ type Module struct {
 
 var _ relay.Runner = (*Module)(nil)
 
-// ModuleOptions are the stream module's byte budgets (Options.QueueBytes
-// and Options.TotalBytes; zero values take their defaults).
+// ModuleOptions are the stream module's budgets; zero values take
+// their defaults.
 type ModuleOptions struct {
+	// QueueBytes and TotalBytes are the hub's (Options).
 	QueueBytes int64
 	TotalBytes int64
+	// ReplayRows is the stored rows the resumed streams of one client
+	// address (IPv6 by /64) may have the relay read per minute of the
+	// relay clock (default 50,000).
+	ReplayRows int
 }
 
 // NewModule returns the stream module with the default budgets.
@@ -55,7 +60,12 @@ func (m *Module) Name() string { return "stream" }
 func (m *Module) Mount(core *relay.Server) error {
 	cfg := core.Config()
 	m.core = core
+	if m.opts.ReplayRows <= 0 {
+		m.opts.ReplayRows = 50_000
+	}
 	m.hub = NewHub(Options{
+		ReadBudget:     NewAddrBudget(m.opts.ReplayRows),
+		Now:            cfg.Now,
 		Backlog:        core.Log().Export,
 		MaxSubscribers: cfg.MaxSubscribers,
 		QueueBytes:     m.opts.QueueBytes,
@@ -81,6 +91,9 @@ func (m *Module) Mount(core *relay.Server) error {
 
 func (m *Module) writeMetrics(w io.Writer) {
 	st := m.hub.Stats()
+	rows, refused := m.hub.opts.ReadBudget.Counters()
+	fmt.Fprintf(w, "# HELP anp2_stream_replay_rows_total Stored rows resumed streams were charged for reading.\n# TYPE anp2_stream_replay_rows_total counter\nanp2_stream_replay_rows_total %d\n", rows)
+	fmt.Fprintf(w, "# HELP anp2_stream_replay_refused_total Stream replays ended because their address's read budget ran out.\n# TYPE anp2_stream_replay_refused_total counter\nanp2_stream_replay_refused_total %d\n", refused)
 	fmt.Fprintf(w, "# HELP anp2_stream_dropped_slow_total Streams closed for falling behind.\n# TYPE anp2_stream_dropped_slow_total counter\nanp2_stream_dropped_slow_total %d\n", st.Dropped)
 	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes Bytes of frames waiting for stream readers.\n# TYPE anp2_stream_queued_bytes gauge\nanp2_stream_queued_bytes %d\n", st.QueuedBytes)
 	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes_peak The most bytes of frames that ever waited for stream readers.\n# TYPE anp2_stream_queued_bytes_peak gauge\nanp2_stream_queued_bytes_peak %d\n", st.PeakQueuedBytes)
@@ -145,7 +158,7 @@ func (m *Module) get(c echo.Context) error {
 		return &httpx.RetryError{Err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", ip), After: 5}
 	}
 	defer m.streams.release(ip)
-	err = m.hub.Serve(c.Response(), c.Request(), f, reader)
+	err = m.hub.ServeAddr(c.Response(), c.Request(), f, reader, AddrKey(ip))
 	var busy *BusyError
 	if errors.As(err, &busy) {
 		return &httpx.RetryError{Err: busy.Err, After: busy.RetryAfterSeconds(), Status: http.StatusServiceUnavailable}

@@ -2,9 +2,10 @@ package ws
 
 import (
 	"math"
-	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/anp2net/relay/relay/stream"
 )
 
 // The REQ read budget. Every stored row a REQ makes the relay read and
@@ -22,37 +23,10 @@ import (
 // cost of its statement.
 const reqCost = 10
 
-// rowBucket is a token bucket of rows, refilled continuously at size
-// per minute.
-type rowBucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// fill brings b up to now; a new bucket starts full.
-func (b *rowBucket) fill(now time.Time, size float64) {
-	if b.at.IsZero() {
-		b.tokens, b.at = size, now
-		return
-	}
-	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(size, b.tokens+size*d.Minutes())
-		b.at = now
-	}
-}
-
-// wait is how long b needs to hold n rows again.
-func (b *rowBucket) wait(n, size float64) time.Duration {
-	if b.tokens >= n || size <= 0 {
-		return 0
-	}
-	return time.Duration((n - b.tokens) / size * float64(time.Minute))
-}
-
 // budget holds the per-address buckets and the read counters.
 type budget struct {
 	mu     sync.Mutex
-	addrs  map[string]*rowBucket
+	addrs  map[string]*stream.RowBucket
 	pruned time.Time
 	// rows is every row charged; refused counts REQs refused or ended
 	// for want of budget.
@@ -77,18 +51,18 @@ func (m *Module) take(c *conn, n int) (bool, time.Duration) {
 	ab := b.addrs[c.addr]
 	if ab == nil {
 		b.prune(now, addrSize)
-		ab = &rowBucket{}
+		ab = &stream.RowBucket{}
 		b.addrs[c.addr] = ab
 	}
-	c.rows.fill(now, connSize)
-	ab.fill(now, addrSize)
+	c.rows.Fill(now, connSize)
+	ab.Fill(now, addrSize)
 	need := float64(n)
-	if c.rows.tokens < need || ab.tokens < need {
+	if c.rows.Tokens < need || ab.Tokens < need {
 		b.refused++
-		return false, max(c.rows.wait(need, connSize), ab.wait(need, addrSize))
+		return false, max(c.rows.Wait(need, connSize), ab.Wait(need, addrSize))
 	}
-	c.rows.tokens -= need
-	ab.tokens -= need
+	c.rows.Tokens -= need
+	ab.Tokens -= need
 	b.rows += int64(n)
 	return true, 0
 }
@@ -101,9 +75,9 @@ func (m *Module) refund(c *conn, n int) {
 	b := &m.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c.rows.tokens += float64(n)
+	c.rows.Tokens += float64(n)
 	if ab := b.addrs[c.addr]; ab != nil {
-		ab.tokens += float64(n)
+		ab.Tokens += float64(n)
 	}
 	b.rows -= int64(n)
 }
@@ -115,7 +89,7 @@ func (b *budget) prune(now time.Time, size float64) {
 	}
 	b.pruned = now
 	for k, ab := range b.addrs {
-		if ab.fill(now, size); ab.tokens >= size {
+		if ab.Fill(now, size); ab.Tokens >= size {
 			delete(b.addrs, k)
 		}
 	}
@@ -128,22 +102,8 @@ func (b *budget) counters() (rows, refused int64) {
 	return b.rows, b.refused
 }
 
-// addrKey is the key of a client address for per-address limits: an
-// IPv6 address by its /64 (one host usually holds a whole /64, so
-// rotating within it must not buy a fresh allowance), anything else as
-// is. (A local helper until the relay core has a shared one.)
-func addrKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	a = a.Unmap()
-	if a.Is4() {
-		return a.String()
-	}
-	p, _ := a.WithZone("").Prefix(64)
-	return p.String()
-}
+// addrKey keys a client address (IPv6 by /64; stream.AddrKey).
+func addrKey(ip string) string { return stream.AddrKey(ip) }
 
 // seconds rounds d up to whole seconds, at least 1.
 func seconds(d time.Duration) int64 {

@@ -3,6 +3,8 @@ package ws
 import (
 	"testing"
 	"time"
+
+	"github.com/anp2net/relay/relay/stream"
 )
 
 // TestAddrKey: an IPv6 client is keyed by its /64, an IPv4 one (also
@@ -26,22 +28,22 @@ func TestAddrKey(t *testing.T) {
 // TestRowBucket: a bucket starts full, refills at its size per minute
 // and never holds more than its size.
 func TestRowBucket(t *testing.T) {
-	var b rowBucket
+	var b stream.RowBucket
 	at := time.Unix(1_700_000_000, 0)
-	b.fill(at, 600)
-	if b.tokens != 600 {
-		t.Fatalf("new bucket holds %v", b.tokens)
+	b.Fill(at, 600)
+	if b.Tokens != 600 {
+		t.Fatalf("new bucket holds %v", b.Tokens)
 	}
-	b.tokens = 0
-	b.fill(at.Add(10*time.Second), 600)
-	if b.tokens != 100 {
-		t.Fatalf("after 10 s: %v rows, want 100", b.tokens)
+	b.Tokens = 0
+	b.Fill(at.Add(10*time.Second), 600)
+	if b.Tokens != 100 {
+		t.Fatalf("after 10 s: %v rows, want 100", b.Tokens)
 	}
-	if w := b.wait(400, 600); w != 30*time.Second {
+	if w := b.Wait(400, 600); w != 30*time.Second {
 		t.Fatalf("wait for 400 rows: %s", w)
 	}
-	b.fill(at.Add(time.Hour), 600)
-	if b.tokens != 600 {
-		t.Fatalf("after an hour: %v rows, want the size", b.tokens)
+	b.Fill(at.Add(time.Hour), 600)
+	if b.Tokens != 600 {
+		t.Fatalf("after an hour: %v rows, want the size", b.Tokens)
 	}
 }

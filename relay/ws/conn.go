@@ -27,7 +27,7 @@ type conn struct {
 	// addr keys the client address's read budget (IPv6 by /64); rows is
 	// the connection's own, under the module's budget lock.
 	addr string
-	rows rowBucket
+	rows stream.RowBucket
 	// quota bounds the bytes waiting for all the connection's
 	// subscriptions (Options.QueueBytes).
 	quota *stream.Quota

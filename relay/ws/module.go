@@ -118,7 +118,7 @@ var _ relay.Runner = (*Module)(nil)
 func NewModule(opts Options) *Module {
 	opts.defaults()
 	m := &Module{opts: opts, perIP: map[string]int{}, conns: map[*conn]struct{}{}}
-	m.budget.addrs = map[string]*rowBucket{}
+	m.budget.addrs = map[string]*stream.RowBucket{}
 	ch := make(chan struct{})
 	m.tick.Store(&ch)
 	return m
