@@ -104,23 +104,23 @@ func (x *Subscription) Replay(ctx context.Context, after int64, fn func(seq int6
 	return x.ReplayCounted(ctx, after, nil, fn)
 }
 
-// ReplayCounted is Replay with read calls before every stored row is
-// decoded, matching or not (nil: none): an error from it stops the
-// replay there, every row below seq having been handled (a read budget
-// that ran out).
+// ReplayCounted is Replay with read called before every stored row is
+// handled, matching or not (nil: none), when every row below seq has
+// been: an error from it stops the replay there (a read budget that ran
+// out).
 func (x *Subscription) ReplayCounted(ctx context.Context, after int64, read func(seq int64) error, fn func(seq int64, body []byte) error) (int64, error) {
 	through := int64(-1)
 	start := func(t int64) error { through = t; return nil }
 	each := func(seq int64, body []byte) error {
-		select {
-		case <-x.s.gone:
-			return errStopped
-		default:
-		}
 		if read != nil {
 			if err := read(seq); err != nil {
 				return err
 			}
+		}
+		select {
+		case <-x.s.gone:
+			return errStopped
+		default:
 		}
 		var ev protocol.Event
 		if err := json.Unmarshal(body, &ev); err != nil {

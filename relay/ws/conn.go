@@ -308,11 +308,11 @@ func (c *conn) closeSub(id string) {
 func (c *conn) run(ctx context.Context, me *sub, f *stream.Filter, limit int, s *stream.Subscription) {
 	id := me.id
 	w := &subWriter{c: c, prefix: []byte(`["EVENT",` + quote(id) + `,`)}
-	var through int64
+	var through, pos int64
 	var err error
 	var sent map[string]struct{}
 	if f.After != nil {
-		through, err = c.replay(ctx, *f.After, s, func(seq int64, body []byte) error {
+		through, pos, err = c.replay(ctx, *f.After, s, func(seq int64, body []byte) error {
 			if !w.event(seq, body) {
 				return context.Canceled
 			}
@@ -333,14 +333,16 @@ func (c *conn) run(ctx context.Context, me *sub, f *stream.Filter, limit int, s 
 			c.dropSub(me)
 			c.closed(id, sp.reason)
 		default:
-			c.end(me, s, through)
+			// A replay that failed resumes where it got to; a REQ
+			// without after, at the log's end it learned.
+			c.end(me, s, max(pos, through))
 		}
 		return
 	}
 	if !c.send([]byte(`["EOSE",` + quote(id) + `,` + strconv.FormatInt(through, 10) + `]`)) {
 		return
 	}
-	pos := through
+	pos = through
 	var wrote time.Time
 	for {
 		select {
@@ -418,15 +420,18 @@ func (c *conn) spent(wait time.Duration, after *int64) error {
 
 // replay calls fn for the stored matches after seq after in log order,
 // charging every row read to the read budget; when it runs out it fails
-// with a *spentError naming where to resume.
-func (c *conn) replay(ctx context.Context, after int64, s *stream.Subscription, fn func(seq int64, body []byte) error) (int64, error) {
-	return s.ReplayCounted(ctx, after, func(seq int64) error {
+// with a *spentError naming where to resume. pos is the sequence up to
+// which every row was handled, where a failed replay resumes.
+func (c *conn) replay(ctx context.Context, after int64, s *stream.Subscription, fn func(seq int64, body []byte) error) (through, pos int64, err error) {
+	pos = after
+	through, err = s.ReplayCounted(ctx, after, func(seq int64) error {
+		pos = seq - 1 // rows are read in log order: all below seq were handled
 		if ok, wait := c.m.take(c, 1); !ok {
-			pos := seq - 1 // rows are read in log order: all below seq were handled
 			return c.spent(wait, &pos)
 		}
 		return nil
 	}, fn)
+	return through, pos, err
 }
 
 // storeFilter is the whole of f that the log can apply (everything but
