@@ -426,3 +426,52 @@ func (r *wsSlowStreamReader) final(t *testing.T) string {
 	}
 	return last
 }
+
+// TestAbuseStreamReplayBudget: streams resumed from the log's start by
+// one address are charged every row their replays read: past the
+// address's budget a replay ends with retry: and where to resume, rather
+// than reading the log again for each stream.
+func TestAbuseStreamReplayBudget(t *testing.T) {
+	p := startProcEnv(t, []string{"ANP2_STREAM_REPLAY_ROWS=100"}, filepath.Join(t.TempDir(), "replay.db"), "--rate-agent", "0", "--rate-ip", "0")
+	a := taskstest.Pool(2)
+	now := time.Now().Unix()
+	var evs []*protocol.Event
+	for i := range 150 {
+		evs = append(evs, a[i%2].Sign(protocol.KindPost, now-int64(150-i), fmt.Sprintf("replay %d", i)))
+	}
+	wsPublish(t, p.base, evs, 4)
+	start := time.Now()
+	ended := 0
+	for range 3 {
+		req, _ := http.NewRequest("GET", p.base+"/stream", nil)
+		req.Header.Set("Last-Event-ID", "0")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil || resp.StatusCode != 200 {
+			cancel()
+			t.Fatalf("GET /stream: %v %v", resp, err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		retry := false
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "retry: ") {
+				retry = true
+			}
+			if line == ": live" {
+				break
+			}
+			if strings.HasPrefix(line, ": read budget spent, resume with Last-Event-ID ") && retry {
+				ended++
+				break
+			}
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	rows := wsMetric(t, p.base, "anp2_stream_replay_rows_total")
+	allowed := int64(100*(1+time.Since(start).Minutes())) + 1 // the budget and its refill meanwhile
+	if ended != 3 || rows > allowed {
+		t.Fatalf("%d of 3 replays of 150 events ended on a 100-row budget; %d rows read (allowed %d)", ended, rows, allowed)
+	}
+}
