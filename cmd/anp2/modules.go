@@ -78,13 +78,17 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	}
 	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path,
 		TriggerPoW: triggerPoW})
+	streamOpts, wsOpts, err := readerLimits()
+	if err != nil {
+		return relayModules{}, err
+	}
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
-		stream.NewModule(),
-		ws.NewModule(ws.Options{}),
+		stream.NewModuleWith(streamOpts),
+		ws.NewModule(wsOpts),
 		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
 		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
 		a2a.NewModule(a2a.Options{Push: push}),

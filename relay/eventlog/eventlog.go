@@ -96,16 +96,39 @@ type Filter struct {
 	Authors []string
 	// Tags maps a tag name to accepted values; an event matches when, for
 	// every name, it carries a tag with one of the values.
-	Tags  map[string][]string
-	Since *int64
-	Until *int64
-	Limit int
-	AsOf  *int64
+	Tags map[string][]string
+	// MoreTags are further tag conditions, each of which must hold too.
+	// Unlike Tags' names they may repeat one: t=a and t=b selects the
+	// events that carry both topics.
+	MoreTags []TagCond
+	Since    *int64
+	Until    *int64
+	Limit    int
+	AsOf     *int64
 	// IncludeRevoked keeps events their author revoked (§10.2).
 	IncludeRevoked bool
 	// Revoked, when set, reports whether an event is revoked, in place of
 	// the log's own check (see Query); it must agree with the log.
 	Revoked func(id string) bool
+}
+
+// TagCond holds when the event carries a tag named Name whose value is
+// one of Values.
+type TagCond struct {
+	Name   string
+	Values []string
+}
+
+// FoldTags returns f with its first MoreTags condition moved into Tags
+// when Tags is empty, so a backend has one driving tag condition
+// whenever there is any (Tags is copied, never changed).
+func (f Filter) FoldTags() Filter {
+	if len(f.Tags) > 0 || len(f.MoreTags) == 0 {
+		return f
+	}
+	f.Tags = map[string][]string{f.MoreTags[0].Name: f.MoreTags[0].Values}
+	f.MoreTags = f.MoreTags[1:]
+	return f
 }
 
 // Stored is an event as kept in the log.

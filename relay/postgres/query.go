@@ -103,6 +103,7 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 // is (no AsOf), the query runs in two steps: the (seq, id) of the page
 // from index entries, then the bodies by seq.
 func (s *Store) Query(ctx context.Context, f Filter) ([][]byte, error) {
+	f = f.FoldTags()
 	if f.AsOf != nil || !f.IncludeRevoked && f.Revoked == nil {
 		q, args := buildQuery(f, false)
 		return s.column(ctx, q, args...)
@@ -250,6 +251,10 @@ func buildQuery(f Filter, refs bool) (string, []any) {
 		for _, n := range names[1:] {
 			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = "+p.add(n)+" AND "+
 				p.in("t2.value", f.Tags[n])+" AND t2.created_at = t.created_at AND t2.id = t.id)")
+		}
+		for _, c := range f.MoreTags {
+			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = "+p.add(c.Name)+" AND "+
+				p.in("t2.value", c.Values)+" AND t2.created_at = t.created_at AND t2.id = t.id)")
 		}
 	}
 	if len(f.IDs) > 0 {

@@ -108,6 +108,7 @@ func (s *Store) Author(ctx context.Context, id string) (string, error) {
 // starts cold and reads a page per event; stored bodies never change, so
 // the cache needs no invalidation.
 func (s *Store) Query(ctx context.Context, filter Filter) ([][]byte, error) {
+	filter = filter.FoldTags()
 	limit := filter.Limit
 	if limit <= 0 {
 		limit = 100
@@ -355,6 +356,12 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 			args = append(args, n)
 			args = append(args, anySlice(vals)...)
 		}
+		for _, c := range f.MoreTags {
+			where = append(where, "EXISTS (SELECT 1 FROM "+tags+" t2 WHERE t2.name = ? AND t2.value IN ("+
+				placeholders(len(c.Values))+") AND t2.created_at = t.created_at AND t2.seq = t.seq)")
+			args = append(args, c.Name)
+			args = append(args, anySlice(c.Values)...)
+		}
 	}
 	if len(f.idSeqs) > 0 {
 		// The log has no index on id: read the rows by seq (the id
@@ -577,6 +584,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 
 // explain returns SQLite's query plan for f (tests assert index use).
 func (s *Store) explain(f Filter, refs bool) (string, error) {
+	f = f.FoldTags()
 	qf, _ := s.resolve(f, max(f.Limit, 100))
 	q, args := buildQuery(qf, s.bulkOn.Load(), refs)
 	rows, err := s.read.Query("EXPLAIN QUERY PLAN "+q, args...)

@@ -19,7 +19,7 @@ func BenchmarkPublish(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, err := h.register(f, "")
+		s, err := h.register(f, "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -109,11 +109,11 @@ func (r *rig) backlog(ctx context.Context, after int64, start func(int64) error,
 }
 
 // serve stands in for the relay's Echo handler; X-Reader stands in for the
-// D4 Authorization header.
+// D4 Authorization header, X-Addr for the client's address key.
 func (r *rig) serve(w http.ResponseWriter, req *http.Request) {
 	f, err := ParseFilter(req.URL.Query())
 	if err == nil {
-		err = r.hub.Serve(w, req, f, req.Header.Get("X-Reader"))
+		err = r.hub.ServeAddr(w, req, f, req.Header.Get("X-Reader"), req.Header.Get("X-Addr"))
 	}
 	if err != nil {
 		writeError(w, err)
@@ -156,6 +156,7 @@ type frame struct {
 	hasID    bool
 	event    string
 	data     string
+	retry    string
 	comments []string
 }
 
@@ -199,6 +200,8 @@ func readFrames(body io.Reader, out chan<- frame) {
 			f.comments = append(f.comments, strings.TrimPrefix(line[1:], " "))
 		case strings.HasPrefix(line, "id: "):
 			f.id, f.hasID = line[4:], true
+		case strings.HasPrefix(line, "retry: "):
+			f.retry = line[7:]
 		case strings.HasPrefix(line, "event: "):
 			f.event = line[7:]
 		case strings.HasPrefix(line, "data: "):

@@ -30,6 +30,16 @@ type Options struct {
 	// Buffer is how many frames may wait for one subscriber (default 1024);
 	// a subscriber that falls further behind is disconnected.
 	Buffer int
+	// QueueBytes caps the bytes waiting for one subscriber (default 4
+	// MiB), counted as each frame's compact JSON size: one that would
+	// hold more is disconnected as too slow. A first frame is always
+	// queued, however large.
+	QueueBytes int64
+	// TotalBytes caps the bytes waiting for all subscribers together
+	// (default 128 MiB): a frame that would go over it first disconnects
+	// the subscribers with the most bytes waiting, as too slow, until it
+	// fits.
+	TotalBytes int64
 	// Keepalive is the interval of keepalive comments (default 15 s).
 	Keepalive time.Duration
 	// WriteTimeout bounds how long a client may leave written frames
@@ -48,6 +58,12 @@ type Options struct {
 	Notices func(ctx context.Context, reader string) ([][]byte, error)
 	// Logger receives the hub's logs (default slog.Default()).
 	Logger *slog.Logger
+	// ReadBudget, when set, is charged a row for every stored row a
+	// resumed stream's replay reads, to the address ServeAddr names; a
+	// replay it refuses ends with where to resume and when.
+	ReadBudget *AddrBudget
+	// Now is the clock ReadBudget refills by (default time.Now).
+	Now func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -56,6 +72,12 @@ func (o *Options) defaults() {
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
+	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = 4 << 20
+	}
+	if o.TotalBytes <= 0 {
+		o.TotalBytes = 128 << 20
 	}
 	if o.Keepalive <= 0 {
 		o.Keepalive = 15 * time.Second
@@ -68,6 +90,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 }
 
@@ -101,6 +126,10 @@ type Hub struct {
 	// last is the last sequence Publish has handed out (stored once the
 	// batch's offers are done).
 	last atomic.Int64
+	// queued is the bytes waiting for all subscribers (Options.TotalBytes);
+	// peak is its highest value, raised under mu.
+	queued atomic.Int64
+	peak   atomic.Int64
 }
 
 // NewHub returns a hub; it panics when opts.Backlog is nil.
@@ -121,6 +150,52 @@ type entry struct {
 
 	once sync.Once
 	body []byte
+	// n is the bytes the entry counts against budgets (0: not yet
+	// computed); set under the hub's mu.
+	n int64
+}
+
+// frameOverhead is what a frame's framing adds to its body, for budgets.
+const frameOverhead = 64
+
+// size returns the bytes e counts against the queue budgets: its body's
+// length, or, before the body is encoded, an upper bound of it computed
+// without encoding (the commit hook stays cheap).
+func (e *entry) size() int64 {
+	if e.n == 0 {
+		if e.body != nil {
+			e.n = int64(len(e.body)) + frameOverhead
+		} else {
+			e.n = jsonSize(e.ev) + frameOverhead
+		}
+	}
+	return e.n
+}
+
+// jsonSize bounds the length of protocol.AppendJSON(nil, e) from above.
+func jsonSize(e *protocol.Event) int64 {
+	n := int64(100) + strSize(e.ID) + strSize(e.AgentID) + strSize(e.Content) + strSize(e.Sig) + 40
+	for _, t := range e.Tags {
+		n += 3
+		for _, v := range t {
+			n += strSize(v) + 1
+		}
+	}
+	return n
+}
+
+// strSize bounds a JSON string's encoded length: quotes, and at most six
+// bytes for a control character.
+func strSize(s string) int64 {
+	n := int64(2 + len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 {
+			n += 5
+		} else if c == '"' || c == '\\' {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *entry) data() []byte {
@@ -156,9 +231,53 @@ type subscriber struct {
 	last  *atomic.Int64
 	regAt int64
 
+	// quota is the byte budget it shares with its connection's other
+	// subscribers (nil: none); h is its hub.
+	quota *Quota
+	h     *Hub
+
 	mu    sync.Mutex
 	queue []*entry
 	spare []*entry
+	// bytes is what queue counts against the budgets; written under mu,
+	// read atomically by the hub's shedding.
+	bytes atomic.Int64
+}
+
+// Quota is a byte budget shared by several subscribers, such as the
+// subscriptions of one WebSocket connection: when the bytes waiting for
+// all of them would pass Limit, the one being offered a frame is
+// disconnected as too slow. Its methods are safe for concurrent use.
+type Quota struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewQuota returns a quota of limit bytes (<= 0: unlimited).
+func NewQuota(limit int64) *Quota { return &Quota{limit: limit} }
+
+// Used returns the bytes now waiting under q.
+func (q *Quota) Used() int64 {
+	if q == nil {
+		return 0
+	}
+	return q.used.Load()
+}
+
+// over reports whether n more bytes would pass q's limit; a quota with
+// nothing waiting always takes one frame.
+func (q *Quota) over(n int64) bool {
+	if q == nil || q.limit <= 0 {
+		return false
+	}
+	u := q.used.Load()
+	return u > 0 && u+n > q.limit
+}
+
+func (q *Quota) add(n int64) {
+	if q != nil {
+		q.used.Add(n)
+	}
 }
 
 // Publish hands newly committed events to every matching subscriber. items
@@ -187,25 +306,71 @@ func (h *Hub) Publish(items []Item) {
 
 // offer queues the entries s matches; the caller holds h.mu.
 func (h *Hub) offer(s *subscriber, entries []entry) {
-	s.mu.Lock()
 	added := false
 	for i := range entries {
 		e := &entries[i]
 		if !s.filter.Match(e.ev) {
 			continue
 		}
-		if len(s.queue) >= h.opts.Buffer {
-			s.mu.Unlock()
-			h.drop(s, endSlow)
+		if !h.enqueue(s, e) {
 			return
 		}
-		s.queue = append(s.queue, e)
 		added = true
 	}
-	s.mu.Unlock()
 	if added {
 		s.signal()
 	}
+}
+
+// enqueue adds e to s's queue within the budgets (Buffer frames,
+// QueueBytes and s's quota; TotalBytes, which sheds the largest queues
+// first), or drops s as too slow and returns false. The caller holds
+// h.mu and signals s.
+func (h *Hub) enqueue(s *subscriber, e *entry) bool {
+	n := e.size()
+	if h.queued.Load()+n > h.opts.TotalBytes && !h.shed(n, s) {
+		return false
+	}
+	s.mu.Lock()
+	b := s.bytes.Load()
+	over := len(s.queue) >= h.opts.Buffer || len(s.queue) > 0 && b+n > h.opts.QueueBytes || s.quota.over(n)
+	if !over {
+		s.queue = append(s.queue, e)
+		s.bytes.Store(b + n)
+		s.quota.add(n)
+		if t := h.queued.Add(n); t > h.peak.Load() {
+			h.peak.Store(t) // raised under h.mu only
+		}
+	}
+	s.mu.Unlock()
+	if over {
+		h.drop(s, endSlow)
+		return false
+	}
+	return true
+}
+
+// shed drops, as too slow, the subscribers with the most bytes waiting
+// until n more bytes fit under TotalBytes; false when it dropped s
+// itself. The caller holds h.mu.
+func (h *Hub) shed(n int64, s *subscriber) bool {
+	for h.queued.Load()+n > h.opts.TotalBytes {
+		var big *subscriber
+		var most int64
+		for x := range h.subs {
+			if b := x.bytes.Load(); b > most {
+				big, most = x, b
+			}
+		}
+		if big == nil {
+			return true // nothing waits: the frame goes in alone
+		}
+		h.drop(big, endSlow)
+		if big == s {
+			return false
+		}
+	}
+	return true
 }
 
 // Notify sends data as an event: meta frame to every stream authenticated
@@ -220,18 +385,7 @@ func (h *Hub) Notify(agentID string, data []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
-		if s.reader != agentID {
-			continue
-		}
-		s.mu.Lock()
-		full := len(s.queue) >= h.opts.Buffer
-		if !full {
-			s.queue = append(s.queue, e)
-		}
-		s.mu.Unlock()
-		if full {
-			h.drop(s, endSlow)
-		} else {
+		if s.reader == agentID && h.enqueue(s, e) {
 			s.signal()
 		}
 	}
@@ -251,6 +405,7 @@ func (h *Hub) drop(s *subscriber, why endReason) {
 	}
 	delete(h.subs, s)
 	h.unfile(s)
+	s.release() // nobody takes them now: a resume replays them from the log
 	if why == endSlow {
 		h.dropped++
 	}
@@ -259,7 +414,7 @@ func (h *Hub) drop(s *subscriber, why endReason) {
 }
 
 // register adds a subscriber, or fails with ErrClosed or a *BusyError.
-func (h *Hub) register(f *Filter, reader string) (*subscriber, error) {
+func (h *Hub) register(f *Filter, reader string, q *Quota) (*subscriber, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -272,7 +427,7 @@ func (h *Hub) register(f *Filter, reader string) (*subscriber, error) {
 		}
 	}
 	s := &subscriber{filter: f, reader: reader, wake: make(chan struct{}, 1), gone: make(chan struct{}),
-		last: &h.last, regAt: h.last.Load()}
+		last: &h.last, regAt: h.last.Load(), quota: q, h: h}
 	h.subs[s] = struct{}{}
 	h.file(s)
 	return s, nil
@@ -285,6 +440,24 @@ func (h *Hub) unregister(s *subscriber) {
 		h.unfile(s)
 	}
 	h.mu.Unlock()
+	s.release()
+}
+
+// release empties s's queue and returns its bytes to the budgets.
+func (s *subscriber) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unbudget()
+	clear(s.queue)
+	s.queue = s.queue[:0]
+}
+
+// unbudget returns the bytes of s's queue to the budgets; the caller
+// holds s.mu and empties the queue.
+func (s *subscriber) unbudget() {
+	b := s.bytes.Swap(0)
+	s.quota.add(-b)
+	s.h.queued.Add(-b)
 }
 
 // take swaps out s's queue, returning the queued entries and the last
@@ -310,6 +483,7 @@ func (s *subscriber) take() ([]*entry, int64) {
 	defer s.mu.Unlock()
 	q := s.queue
 	s.queue, s.spare = s.spare[:0], nil
+	s.unbudget()
 	return q, seen
 }
 
@@ -346,12 +520,17 @@ func (h *Hub) Close() {
 type Stats struct {
 	Subscribers int    `json:"subscribers"`
 	Dropped     uint64 `json:"dropped_slow"`
+	// QueuedBytes is what waits for all subscribers now, PeakQueuedBytes
+	// the most that ever did (Options.TotalBytes bounds both, but for one
+	// frame larger than the rest of the budget).
+	QueuedBytes     int64 `json:"queued_bytes"`
+	PeakQueuedBytes int64 `json:"peak_queued_bytes"`
 }
 
-// Stats returns the current number of streams and how many were dropped
-// for being too slow since the hub started.
+// Stats returns the current number of streams, how many were dropped
+// for being too slow since the hub started, and the bytes queued.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Stats{Subscribers: len(h.subs), Dropped: h.dropped}
+	return Stats{Subscribers: len(h.subs), Dropped: h.dropped, QueuedBytes: h.queued.Load(), PeakQueuedBytes: h.peak.Load()}
 }

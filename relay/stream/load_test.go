@@ -87,7 +87,7 @@ func idleMemory(t *testing.T, r *rig, n int) {
 	f, _ := ParseFilter(mustQuery(t, "kinds=1&t=weather"))
 	held := make([]*subscriber, n)
 	for i := range held {
-		held[i], _ = hub.register(f, "")
+		held[i], _ = hub.register(f, "", nil)
 	}
 	after := memNow()
 	t.Logf("idle subscriber, hub only: %.0f B heap each", float64(after.heap-before.heap)/float64(n))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,6 +26,7 @@ import (
 // (MaxSubscribers, MaxStreamsPerIP). It keeps no fold: the log is its
 // backlog.
 type Module struct {
+	opts    ModuleOptions
 	core    *relay.Server
 	hub     *Hub
 	streams ipStreams
@@ -31,8 +34,23 @@ type Module struct {
 
 var _ relay.Runner = (*Module)(nil)
 
-// NewModule returns the stream module.
+// ModuleOptions are the stream module's budgets; zero values take
+// their defaults.
+type ModuleOptions struct {
+	// QueueBytes and TotalBytes are the hub's (Options).
+	QueueBytes int64
+	TotalBytes int64
+	// ReplayRows is the stored rows the resumed streams of one client
+	// address (IPv6 by /64) may have the relay read per minute of the
+	// relay clock (default 50,000).
+	ReplayRows int
+}
+
+// NewModule returns the stream module with the default budgets.
 func NewModule() *Module { return &Module{} }
+
+// NewModuleWith returns the stream module with budgets o.
+func NewModuleWith(o ModuleOptions) *Module { return &Module{opts: o} }
 
 // Name is "stream".
 func (m *Module) Name() string { return "stream" }
@@ -42,9 +60,16 @@ func (m *Module) Name() string { return "stream" }
 func (m *Module) Mount(core *relay.Server) error {
 	cfg := core.Config()
 	m.core = core
+	if m.opts.ReplayRows <= 0 {
+		m.opts.ReplayRows = 50_000
+	}
 	m.hub = NewHub(Options{
+		ReadBudget:     NewAddrBudget(m.opts.ReplayRows),
+		Now:            cfg.Now,
 		Backlog:        core.Log().Export,
 		MaxSubscribers: cfg.MaxSubscribers,
+		QueueBytes:     m.opts.QueueBytes,
+		TotalBytes:     m.opts.TotalBytes,
 		Logger:         cfg.Logger,
 		Visible:        core.Sees,
 		Notices: func(_ context.Context, reader string) ([][]byte, error) {
@@ -59,8 +84,19 @@ func (m *Module) Mount(core *relay.Server) error {
 	})
 	core.OnCommit(m.publish)
 	core.OnModeration(m.notifyAuthors)
+	core.AddMetrics(m.writeMetrics)
 	core.Route(http.MethodGet, "/stream", m.get)
 	return nil
+}
+
+func (m *Module) writeMetrics(w io.Writer) {
+	st := m.hub.Stats()
+	rows, refused := m.hub.opts.ReadBudget.Counters()
+	fmt.Fprintf(w, "# HELP anp2_stream_replay_rows_total Stored rows resumed streams were charged for reading.\n# TYPE anp2_stream_replay_rows_total counter\nanp2_stream_replay_rows_total %d\n", rows)
+	fmt.Fprintf(w, "# HELP anp2_stream_replay_refused_total Stream replays ended because their address's read budget ran out.\n# TYPE anp2_stream_replay_refused_total counter\nanp2_stream_replay_refused_total %d\n", refused)
+	fmt.Fprintf(w, "# HELP anp2_stream_dropped_slow_total Streams closed for falling behind.\n# TYPE anp2_stream_dropped_slow_total counter\nanp2_stream_dropped_slow_total %d\n", st.Dropped)
+	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes Bytes of frames waiting for stream readers.\n# TYPE anp2_stream_queued_bytes gauge\nanp2_stream_queued_bytes %d\n", st.QueuedBytes)
+	fmt.Fprintf(w, "# HELP anp2_stream_queued_bytes_peak The most bytes of frames that ever waited for stream readers.\n# TYPE anp2_stream_queued_bytes_peak gauge\nanp2_stream_queued_bytes_peak %d\n", st.PeakQueuedBytes)
 }
 
 // Run ends every stream when ctx ends, so that the server's shutdown need
@@ -122,7 +158,7 @@ func (m *Module) get(c echo.Context) error {
 		return &httpx.RetryError{Err: protocol.Errorf(CodeRateLimited, "too many open streams from %s", key), After: 5}
 	}
 	defer m.streams.release(key)
-	err = m.hub.Serve(c.Response(), c.Request(), f, reader)
+	err = m.hub.ServeAddr(c.Response(), c.Request(), f, reader, key)
 	var busy *BusyError
 	if errors.As(err, &busy) {
 		return &httpx.RetryError{Err: busy.Err, After: busy.RetryAfterSeconds(), Status: http.StatusServiceUnavailable}

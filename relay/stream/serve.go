@@ -31,6 +31,15 @@ var errStopped = errors.New("subscriber dropped")
 // (*BusyError) or a closed one (ErrClosed). Once streaming it returns nil;
 // failures are logged.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, f *Filter, reader string) error {
+	return h.ServeAddr(w, r, f, reader, "")
+}
+
+// ServeAddr is Serve for a client at addr (a per-address key, such as the core's
+// ClientKey), whose replay is charged to Options.ReadBudget ("" or no
+// budget: not charged). A replay the budget refuses ends the stream with
+// a retry: field and the comment "read budget spent, resume with
+// Last-Event-ID <seq>", so an EventSource comes back when it may.
+func (h *Hub) ServeAddr(w http.ResponseWriter, r *http.Request, f *Filter, reader, addr string) error {
 	if f == nil {
 		f = &Filter{}
 	}
@@ -38,7 +47,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, f *Filter, reader st
 	if err != nil {
 		return err
 	}
-	s, err := h.register(f, reader)
+	s, err := h.register(f, reader, nil)
 	if err != nil {
 		return err
 	}
@@ -54,9 +63,14 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, f *Filter, reader st
 	} else {
 		after = math.MaxInt64 // replay nothing; just learn where the log ends
 	}
-	if err := h.replay(ctx, c, s, after); err != nil {
+	if err := h.replay(ctx, c, s, after, addr); err != nil {
+		var sp *spentError
 		if errors.Is(err, errStopped) {
 			h.final(c, s)
+		} else if errors.As(err, &sp) {
+			c.retry(sp.wait)
+			c.comment(fmt.Sprintf("read budget spent, resume with Last-Event-ID %d", c.pos))
+			_ = c.flush()
 		} else if ctx.Err() == nil {
 			h.opts.Logger.Warn("stream replay failed", "reader", reader, "after", after, "err", err)
 			h.failed(c)
@@ -110,7 +124,7 @@ func (h *Hub) notices(ctx context.Context, c *sseWriter, reader string) {
 // is also queued live; replay leaves c.pos at the log's end as of its
 // start, and live skips queued events at or below it. An after beyond the
 // log's end is taken as the end.
-func (h *Hub) replay(ctx context.Context, c *sseWriter, s *subscriber, after int64) error {
+func (h *Hub) replay(ctx context.Context, c *sseWriter, s *subscriber, after int64, addr string) error {
 	through := int64(-1)
 	start := func(t int64) error { through = t; return nil }
 	fn := func(seq int64, body []byte) error {
@@ -118,6 +132,9 @@ func (h *Hub) replay(ctx context.Context, c *sseWriter, s *subscriber, after int
 		case <-s.gone:
 			return errStopped
 		default:
+		}
+		if err := h.charge(addr); err != nil {
+			return err // every row below seq was handled: c.pos is the resume point
 		}
 		var ev protocol.Event
 		if err := json.Unmarshal(body, &ev); err != nil {
@@ -136,6 +153,23 @@ func (h *Hub) replay(ctx context.Context, c *sseWriter, s *subscriber, after int
 		return errors.New("backlog did not report the end of the log")
 	}
 	c.pos = through
+	return nil
+}
+
+// spentError ends a replay whose read budget ran out; wait is how long
+// until it could go on.
+type spentError struct{ wait time.Duration }
+
+func (e *spentError) Error() string { return "read budget spent" }
+
+// charge charges one stored row to addr's read budget.
+func (h *Hub) charge(addr string) error {
+	if h.opts.ReadBudget == nil || addr == "" {
+		return nil
+	}
+	if ok, wait := h.opts.ReadBudget.Take(h.opts.Now(), addr, 1); !ok {
+		return &spentError{wait: wait}
+	}
 	return nil
 }
 

@@ -67,6 +67,14 @@ func (c *sseWriter) meta(data []byte) {
 	c.buf = append(c.buf, '\n')
 }
 
+// retry sets the client's reconnection delay (the SSE retry: field,
+// in whole milliseconds, at least a second); the next frame carries it.
+func (c *sseWriter) retry(d time.Duration) {
+	c.buf = append(c.buf, "retry: "...)
+	c.buf = strconv.AppendInt(c.buf, max(d, time.Second).Milliseconds(), 10)
+	c.buf = append(c.buf, '\n')
+}
+
 // comment frames a comment. When the resume position has moved past the
 // last id sent (events skipped by the filter), the frame also carries
 // "id: <pos>": per the SSE rules a frame without data dispatches nothing

@@ -308,7 +308,21 @@ func TestResumeBeyondTheLog(t *testing.T) {
 // names the last id it was given, and resuming from there delivers the
 // rest exactly.
 func TestSlowSubscriberIsDropped(t *testing.T) {
-	r := newRig(t, Options{Buffer: 4, WriteTimeout: 30 * time.Second})
+	testSlowSubscriberIsDropped(t, Options{Buffer: 4, WriteTimeout: 30 * time.Second})
+}
+
+// TestSlowSubscriberIsDroppedByBytes: a reader that leaves frames untaken
+// is let go once they pass Options.QueueBytes, well before the frame cap,
+// and resumes without loss; the hub never held much more than that.
+func TestSlowSubscriberIsDroppedByBytes(t *testing.T) {
+	r := testSlowSubscriberIsDropped(t, Options{QueueBytes: 256 << 10, WriteTimeout: 30 * time.Second})
+	if st := r.hub.Stats(); st.PeakQueuedBytes > 256<<10+70_000 || st.PeakQueuedBytes == 0 {
+		t.Fatalf("peak queued %d bytes, want at most the 256 KiB budget plus one frame", st.PeakQueuedBytes)
+	}
+}
+
+func testSlowSubscriberIsDropped(t *testing.T, opts Options) *rig {
+	r := newRig(t, opts)
 	conn, err := net.Dial("tcp", r.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -356,6 +370,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	if rest := c.events(t, len(seqs)-len(got)); !slices.Equal(rest, seqs[len(got):]) {
 		t.Fatalf("resumed with %v, want %v", rest, seqs[len(got):])
 	}
+	return r
 }
 
 func waitFor(t testing.TB, cond func() bool) {

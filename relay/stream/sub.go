@@ -32,10 +32,17 @@ type Frame struct {
 // reader ("" when anonymous), counted against MaxSubscribers. It fails
 // with ErrClosed or a *BusyError. Close it when done.
 func (h *Hub) Subscribe(f *Filter, reader string) (*Subscription, error) {
+	return h.SubscribeQuota(f, reader, nil)
+}
+
+// SubscribeQuota is Subscribe with a byte budget q shared with other
+// subscriptions (those of one connection), on top of Options.QueueBytes
+// and Options.TotalBytes; nil: none.
+func (h *Hub) SubscribeQuota(f *Filter, reader string, q *Quota) (*Subscription, error) {
 	if f == nil {
 		f = &Filter{}
 	}
-	s, err := h.register(f, reader)
+	s, err := h.register(f, reader, q)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +56,10 @@ func (x *Subscription) Wake() <-chan struct{} { return x.s.wake }
 // hub closed).
 func (x *Subscription) Gone() <-chan struct{} { return x.s.gone }
 
-// Slow reports whether the hub let the subscription go for falling more
-// than Options.Buffer frames behind (valid once Gone is closed).
+// Slow reports whether the hub let the subscription go for falling too
+// far behind: more than Options.Buffer frames, or more bytes waiting than
+// Options.QueueBytes, its quota or its share of Options.TotalBytes allow
+// (valid once Gone is closed).
 func (x *Subscription) Slow() bool { return x.s.reason == endSlow }
 
 // Take returns the queued frames in order and the last sequence Publish
@@ -92,9 +101,22 @@ func (h *Hub) Notices(ctx context.Context, reader string) ([][]byte, error) {
 // queued on x; frames at or below the returned sequence were replayed
 // already. It stops with an error when x is let go or fn fails.
 func (x *Subscription) Replay(ctx context.Context, after int64, fn func(seq int64, body []byte) error) (int64, error) {
+	return x.ReplayCounted(ctx, after, nil, fn)
+}
+
+// ReplayCounted is Replay with read called before every stored row is
+// handled, matching or not (nil: none), when every row below seq has
+// been: an error from it stops the replay there (a read budget that ran
+// out).
+func (x *Subscription) ReplayCounted(ctx context.Context, after int64, read func(seq int64) error, fn func(seq int64, body []byte) error) (int64, error) {
 	through := int64(-1)
 	start := func(t int64) error { through = t; return nil }
 	each := func(seq int64, body []byte) error {
+		if read != nil {
+			if err := read(seq); err != nil {
+				return err
+			}
+		}
 		select {
 		case <-x.s.gone:
 			return errStopped

@@ -24,6 +24,13 @@ type conn struct {
 	cc  *corkConn // the connection under ws
 	req *http.Request
 	ip  string
+	// addr keys the client address's read budget (IPv6 by /64); rows is
+	// the connection's own, under the module's budget lock.
+	addr string
+	rows stream.RowBucket
+	// quota bounds the bytes waiting for all the connection's
+	// subscriptions (Options.QueueBytes).
+	quota *stream.Quota
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -45,11 +52,12 @@ type sub struct {
 	cancel context.CancelFunc
 }
 
-func newConn(m *Module, wsc *websocket.Conn, cc *corkConn, r *http.Request, ip, reader string) *conn {
+func newConn(m *Module, wsc *websocket.Conn, cc *corkConn, r *http.Request, ip, key, reader string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	// A frame is at most a POST /events body plus its framing.
 	wsc.SetReadLimit(m.core.Config().MaxBody + 4096)
-	return &conn{m: m, ws: wsc, cc: cc, req: r, ip: ip, ctx: ctx, cancel: cancel, reader: reader, subs: map[string]*sub{}}
+	return &conn{m: m, ws: wsc, cc: cc, req: r, ip: ip, addr: key, quota: stream.NewQuota(m.opts.QueueBytes),
+		ctx: ctx, cancel: cancel, reader: reader, subs: map[string]*sub{}}
 }
 
 // serve runs the connection until the client leaves or it is shut.
@@ -240,6 +248,10 @@ func (c *conn) subscribe(f Frame) {
 		c.closed(f.SubID, err)
 		return
 	}
+	if ok, wait := c.m.take(c, reqCost); !ok {
+		c.closed(f.SubID, c.spent(wait, nil))
+		return
+	}
 	c.closeSub(f.SubID)
 	c.mu.Lock()
 	if len(c.subs) >= c.m.opts.MaxSubscriptions {
@@ -248,25 +260,37 @@ func (c *conn) subscribe(f Frame) {
 		return
 	}
 	reader := c.reader
-	s, err := c.m.hub.Subscribe(filter, reader)
+	s, err := c.m.hub.SubscribeQuota(filter, reader, c.quota)
 	if err != nil {
 		c.mu.Unlock()
 		c.closed(f.SubID, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	c.subs[f.SubID] = &sub{id: f.SubID, cancel: cancel}
+	me := &sub{id: f.SubID, cancel: cancel}
+	c.subs[f.SubID] = me
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		defer s.Close()
-		c.run(ctx, f.SubID, filter, limit, s)
+		c.run(ctx, me, filter, limit, s)
 	}()
 }
 
 func (c *conn) closed(id string, err error) {
 	c.send([]byte(`["CLOSED",` + quote(id) + `,` + quote(reason(err)) + `]`))
+}
+
+// dropSub forgets subscription me and ends it, unless a REQ has
+// replaced it under its id meanwhile (which it must not end).
+func (c *conn) dropSub(me *sub) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs[me.id] == me {
+		delete(c.subs, me.id)
+	}
+	me.cancel()
 }
 
 // closeSub ends subscription id, if open.
@@ -281,13 +305,14 @@ func (c *conn) closeSub(id string) {
 
 // run is one subscription: stored matches (a replay from the log after
 // f.After, or the newest limit matches), EOSE, then live events.
-func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, s *stream.Subscription) {
+func (c *conn) run(ctx context.Context, me *sub, f *stream.Filter, limit int, s *stream.Subscription) {
+	id := me.id
 	w := &subWriter{c: c, prefix: []byte(`["EVENT",` + quote(id) + `,`)}
-	var through int64
+	var through, pos int64
 	var err error
 	var sent map[string]struct{}
 	if f.After != nil {
-		through, err = s.Replay(ctx, *f.After, func(seq int64, body []byte) error {
+		through, pos, err = c.replay(ctx, *f.After, s, func(seq int64, body []byte) error {
 			if !w.event(seq, body) {
 				return context.Canceled
 			}
@@ -299,22 +324,32 @@ func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, 
 		}
 	}
 	if err != nil {
-		if ctx.Err() == nil && c.ctx.Err() == nil {
-			c.end(id, s, through)
+		var sp *spentError
+		switch {
+		case ctx.Err() != nil || c.ctx.Err() != nil:
+		case errors.As(err, &sp):
+			// Forgotten first: the client may REQ the same id as soon as
+			// it reads the CLOSED.
+			c.dropSub(me)
+			c.closed(id, sp.reason)
+		default:
+			// A replay that failed resumes where it got to; a REQ
+			// without after, at the log's end it learned.
+			c.end(me, s, max(pos, through))
 		}
 		return
 	}
 	if !c.send([]byte(`["EOSE",` + quote(id) + `,` + strconv.FormatInt(through, 10) + `]`)) {
 		return
 	}
-	pos := through
+	pos = through
 	var wrote time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.Gone():
-			c.end(id, s, pos)
+			c.end(me, s, pos)
 			return
 		case <-s.Wake():
 		}
@@ -324,7 +359,7 @@ func (c *conn) run(ctx context.Context, id string, f *stream.Filter, limit int, 
 			case <-ctx.Done():
 				return
 			case <-s.Gone():
-				c.end(id, s, pos)
+				c.end(me, s, pos)
 				return
 			case <-c.m.nextTick():
 			}
@@ -362,45 +397,121 @@ func (c *conn) flush(s *stream.Subscription, w *subWriter, sent map[string]struc
 	return true
 }
 
-// stored sends the newest limit stored matches of f (GET /events' order),
-// returning their ids so live copies are not sent again.
-func (c *conn) stored(ctx context.Context, w *subWriter, f *stream.Filter, limit int, s *stream.Subscription) (map[string]struct{}, error) {
+// spentError ends a REQ whose read budget ran out; reason is its
+// CLOSED message (rate_limited).
+type spentError struct{ reason error }
+
+func (e *spentError) Error() string { return e.reason.Error() }
+
+// Unwrap returns the *protocol.Error.
+func (e *spentError) Unwrap() error { return e.reason }
+
+// spent is the CLOSED reason of a REQ the read budget cannot cover,
+// naming when to retry and, for a replay, where to resume (after).
+func (c *conn) spent(wait time.Duration, after *int64) error {
+	o := c.m.opts
+	if after != nil {
+		return &spentError{protocol.Errorf(stream.CodeRateLimited, "REQ read budget spent (%d stored rows a minute per connection, %d per address); REQ again with after=%d in %d s",
+			o.ReqRows, o.ReqRowsPerAddr, *after, seconds(wait))}
+	}
+	return &spentError{protocol.Errorf(stream.CodeRateLimited, "REQ read budget spent (%d stored rows a minute per connection, %d per address); retry in %d s",
+		o.ReqRows, o.ReqRowsPerAddr, seconds(wait))}
+}
+
+// replay calls fn for the stored matches after seq after in log order,
+// charging every row read to the read budget; when it runs out it fails
+// with a *spentError naming where to resume. pos is the sequence up to
+// which every row was handled, where a failed replay resumes.
+func (c *conn) replay(ctx context.Context, after int64, s *stream.Subscription, fn func(seq int64, body []byte) error) (through, pos int64, err error) {
+	pos = after
+	through, err = s.ReplayCounted(ctx, after, func(seq int64) error {
+		pos = seq - 1 // rows are read in log order: all below seq were handled
+		if ok, wait := c.m.take(c, 1); !ok {
+			return c.spent(wait, &pos)
+		}
+		return nil
+	}, fn)
+	return through, pos, err
+}
+
+// storeFilter is the whole of f that the log can apply (everything but
+// the branch and extra-parameter tests, and visibility), newest first,
+// limit rows: a repeated tag name goes in MoreTags.
+func (c *conn) storeFilter(f *stream.Filter, limit int) eventlog.Filter {
 	q := eventlog.Filter{IDs: f.IDs, Kinds: f.Kinds, Authors: f.Authors, Since: f.Since, Until: f.Until,
 		Limit: limit, Revoked: c.m.core.State().Revoked}
 	for _, t := range f.Tags {
-		if q.Tags == nil {
-			q.Tags = map[string][]string{}
-		}
-		if _, ok := q.Tags[t.Name]; !ok { // a repeated name narrows; Match below applies it
+		if _, ok := q.Tags[t.Name]; !ok {
+			if q.Tags == nil {
+				q.Tags = map[string][]string{}
+			}
 			q.Tags[t.Name] = t.Values
-		}
-	}
-	bodies, err := c.m.core.Log().Query(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	sent := make(map[string]struct{}, len(bodies))
-	for _, b := range bodies {
-		var ev protocol.Event
-		if json.Unmarshal(b, &ev) != nil || !f.Match(&ev) || !c.m.hub.Visible(s.Reader(), &ev) {
 			continue
 		}
+		q.MoreTags = append(q.MoreTags, eventlog.TagCond{Name: t.Name, Values: t.Values})
+	}
+	return q
+}
+
+// stored sends the newest limit stored matches of f (GET /events' order),
+// returning their ids so live copies are not sent again. The log applies
+// the filter and the limit; what only the relay can judge (branch,
+// extra parameters, visibility) is applied to the rows it returns, and
+// when that leaves fewer than limit while the log has more, it asks for
+// twice as many. Every row returned is charged to the read budget,
+// reserved before each query; when it cannot pay, the REQ fails with a
+// *spentError and nothing is sent.
+func (c *conn) stored(ctx context.Context, w *subWriter, f *stream.Filter, limit int, s *stream.Subscription) (map[string]struct{}, error) {
+	q := c.storeFilter(f, limit)
+	var out [][]byte
+	var ids []string
+	done := map[string]struct{}{}
+	for want := limit; ; want *= 2 {
+		if ok, wait := c.m.take(c, want); !ok {
+			return nil, c.spent(wait, nil)
+		}
+		q.Limit = want
+		bodies, err := c.m.core.Log().Query(ctx, q)
+		c.m.refund(c, want-len(bodies))
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bodies {
+			var ev protocol.Event
+			if json.Unmarshal(b, &ev) != nil {
+				continue
+			}
+			if _, dup := done[ev.ID]; dup {
+				continue // read by an earlier, smaller query
+			}
+			done[ev.ID] = struct{}{}
+			if len(out) < limit && f.Match(&ev) && c.m.hub.Visible(s.Reader(), &ev) {
+				out, ids = append(out, b), append(ids, ev.ID)
+			}
+		}
+		if len(out) >= limit || len(bodies) < want {
+			break
+		}
+	}
+	sent := make(map[string]struct{}, len(out))
+	for i, b := range out {
 		if !w.event(0, b) {
 			return nil, context.Canceled
 		}
-		sent[ev.ID] = struct{}{}
+		sent[ids[i]] = struct{}{}
 	}
 	return sent, nil
 }
 
 // end tells the client why the hub let subscription id go, and where to
 // resume: a slow client is disconnected, a closing relay goes away.
-func (c *conn) end(id string, s *stream.Subscription, pos int64) {
+func (c *conn) end(me *sub, s *stream.Subscription, pos int64) {
+	id := me.id
 	select {
 	case <-s.Gone():
 	default: // a failed log read: the subscription ends, the connection stays
+		c.dropSub(me)
 		c.closed(id, protocol.Errorf(stream.CodeUnavailable, "log unavailable; REQ again with after=%d", pos))
-		c.closeSub(id)
 		return
 	}
 	if s.Slow() {

@@ -34,6 +34,21 @@ type Options struct {
 	// Buffer is how many frames may wait for one subscription (default
 	// 1024); one that falls further behind closes its connection.
 	Buffer int
+	// QueueBytes caps the bytes of frames waiting for one connection,
+	// all its subscriptions together (default 4 MiB); one that would
+	// hold more is closed as too slow.
+	QueueBytes int64
+	// TotalQueueBytes caps the bytes of frames waiting for every
+	// connection together (default 128 MiB): beyond, the connections
+	// with the most waiting are closed as too slow first.
+	TotalQueueBytes int64
+	// ReqRows is the read budget of one connection: the stored rows its
+	// REQs may have the relay read and decode per minute of the relay
+	// clock, as a bucket of that size (default 10,000).
+	ReqRows int
+	// ReqRowsPerAddr is the same budget for all the connections of one
+	// client address (IPv6 by /64) together (default 50,000).
+	ReqRowsPerAddr int
 	// WriteTimeout bounds one frame's write (default 10 s); a client that
 	// does not take it in time is disconnected.
 	WriteTimeout time.Duration
@@ -65,6 +80,18 @@ func (o *Options) defaults() {
 	if o.Coalesce <= 0 {
 		o.Coalesce = 10 * time.Millisecond
 	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = 4 << 20
+	}
+	if o.TotalQueueBytes <= 0 {
+		o.TotalQueueBytes = 128 << 20
+	}
+	if o.ReqRows <= 0 {
+		o.ReqRows = 10_000
+	}
+	if o.ReqRowsPerAddr <= 0 {
+		o.ReqRowsPerAddr = 50_000
+	}
 }
 
 // Module serves GET /ws.
@@ -76,6 +103,8 @@ type Module struct {
 	// tick is closed (and replaced) every Coalesce: a busy subscription
 	// waits for it before writing.
 	tick atomic.Pointer[chan struct{}]
+
+	budget budget
 
 	mu     sync.Mutex
 	perIP  map[string]int
@@ -89,6 +118,7 @@ var _ relay.Runner = (*Module)(nil)
 func NewModule(opts Options) *Module {
 	opts.defaults()
 	m := &Module{opts: opts, perIP: map[string]int{}, conns: map[*conn]struct{}{}}
+	m.budget.addrs = map[string]*stream.RowBucket{}
 	ch := make(chan struct{})
 	m.tick.Store(&ch)
 	return m
@@ -123,6 +153,8 @@ func (m *Module) Mount(core *relay.Server) error {
 		Backlog:        core.Log().Export,
 		MaxSubscribers: cfg.MaxSubscribers,
 		Buffer:         m.opts.Buffer,
+		QueueBytes:     m.opts.QueueBytes,
+		TotalBytes:     m.opts.TotalQueueBytes,
 		Logger:         cfg.Logger,
 		Visible:        core.Sees,
 	})
@@ -156,9 +188,14 @@ func (m *Module) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// Stats are the module's figures: open connections and the hub's.
+// Stats are the module's figures: open connections, the REQ read
+// budget's counters and the hub's.
 type Stats struct {
 	Connections int `json:"connections"`
+	// ReqRows are the stored rows REQs were charged for; ReqRefused the
+	// REQs refused or ended because a read budget ran out.
+	ReqRows    int64 `json:"req_rows"`
+	ReqRefused int64 `json:"req_refused"`
 	stream.Stats
 }
 
@@ -168,7 +205,8 @@ func (m *Module) Stats() Stats {
 	m.mu.Lock()
 	n := len(m.conns)
 	m.mu.Unlock()
-	return Stats{Connections: n, Stats: m.hub.Stats()}
+	rows, refused := m.budget.counters()
+	return Stats{Connections: n, ReqRows: rows, ReqRefused: refused, Stats: m.hub.Stats()}
 }
 
 func (m *Module) writeMetrics(w io.Writer) {
@@ -176,6 +214,10 @@ func (m *Module) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP anp2_ws_connections Open WebSocket connections.\n# TYPE anp2_ws_connections gauge\nanp2_ws_connections %d\n", st.Connections)
 	fmt.Fprintf(w, "# HELP anp2_ws_subscriptions Open WebSocket subscriptions.\n# TYPE anp2_ws_subscriptions gauge\nanp2_ws_subscriptions %d\n", st.Subscribers)
 	fmt.Fprintf(w, "# HELP anp2_ws_dropped_slow_total WebSocket subscriptions closed for falling behind.\n# TYPE anp2_ws_dropped_slow_total counter\nanp2_ws_dropped_slow_total %d\n", st.Dropped)
+	fmt.Fprintf(w, "# HELP anp2_ws_req_rows_total Stored rows WebSocket REQs were charged for reading.\n# TYPE anp2_ws_req_rows_total counter\nanp2_ws_req_rows_total %d\n", st.ReqRows)
+	fmt.Fprintf(w, "# HELP anp2_ws_req_refused_total WebSocket REQs refused or ended because a read budget ran out.\n# TYPE anp2_ws_req_refused_total counter\nanp2_ws_req_refused_total %d\n", st.ReqRefused)
+	fmt.Fprintf(w, "# HELP anp2_ws_queued_bytes Bytes of frames waiting for WebSocket readers.\n# TYPE anp2_ws_queued_bytes gauge\nanp2_ws_queued_bytes %d\n", st.QueuedBytes)
+	fmt.Fprintf(w, "# HELP anp2_ws_queued_bytes_peak The most bytes of frames that ever waited for WebSocket readers.\n# TYPE anp2_ws_queued_bytes_peak gauge\nanp2_ws_queued_bytes_peak %d\n", st.PeakQueuedBytes)
 }
 
 func (m *Module) publish(batch []eventlog.Committed) {
@@ -211,7 +253,7 @@ func (m *Module) get(c echo.Context) error {
 	if err != nil {
 		return nil // Accept has answered
 	}
-	cn := newConn(m, wsc, cw.cc, r, ip, reader)
+	cn := newConn(m, wsc, cw.cc, r, ip, key, reader)
 	if !m.add(cn) {
 		wsc.Close(websocket.StatusGoingAway, "relay shutting down")
 		return nil

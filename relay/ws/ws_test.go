@@ -467,3 +467,191 @@ func waitConns(t *testing.T, m *ws.Module, n int) {
 		}
 	}
 }
+
+// TestReqLimitCountsMatches: the limit of a REQ without after counts the
+// events that match the whole filter, not rows read before filtering:
+// two old events carrying both topics are found under twenty newer ones
+// carrying one.
+func TestReqLimitCountsMatches(t *testing.T) {
+	r, _ := start(t, ws.Options{})
+	a := taskstest.Pool(1)
+	both := []*protocol.Event{
+		a[0].Sign(protocol.KindPost, vt-200, "both 0", []string{"t", "a"}, []string{"t", "b"}),
+		a[0].Sign(protocol.KindPost, vt-199, "both 1", []string{"t", "b"}, []string{"t", "a"}),
+	}
+	evs := append([]*protocol.Event(nil), both...)
+	for i := range 20 {
+		evs = append(evs, a[0].Sign(protocol.KindPost, vt-100+int64(i), fmt.Sprintf("a only %d", i), []string{"t", "a"}))
+	}
+	r.PostAll(t, evs, 1)
+	c := dial(t, r)
+	c.send("REQ", "x", map[string]any{"filter": "t:a,t:b", "limit": 10})
+	for _, want := range []string{both[1].ID, both[0].ID} {
+		if f := c.expect("EVENT"); eventID(f) != want {
+			t.Fatalf("got %s want %s", join(f), want)
+		}
+	}
+	c.expect("EOSE")
+	c.send("REQ", "y", map[string]any{"#t": []string{"a"}, "filter": "t:b", "limit": 1})
+	if f := c.expect("EVENT"); eventID(f) != both[1].ID {
+		t.Fatalf("limit 1: %s", join(f))
+	}
+	c.expect("EOSE")
+}
+
+// TestReqReadBudget: REQs are charged the rows they make the relay read;
+// beyond the connection's budget, or its address's across connections,
+// a REQ is refused with rate_limited and reads nothing, and the budget
+// refills with the relay clock.
+func TestReqReadBudget(t *testing.T) {
+	r, m := start(t, ws.Options{ReqRows: 300, ReqRowsPerAddr: 500})
+	a := taskstest.Pool(1)
+	var evs []*protocol.Event
+	for i := range 250 {
+		evs = append(evs, a[0].Sign(protocol.KindPost, vt-1000+int64(i), fmt.Sprintf("p%d", i)))
+	}
+	r.PostAll(t, evs, 50)
+	req := func(c *client, limit int) string {
+		c.send("REQ", "s", map[string]any{"kinds": 1, "limit": limit})
+		for n := 0; ; n++ {
+			f := c.next()
+			switch str(f[0]) {
+			case "EOSE":
+				if n != limit {
+					t.Fatalf("%d stored matches, want %d", n, limit)
+				}
+				return "EOSE"
+			case "CLOSED":
+				if n != 0 || !strings.HasPrefix(str(f[2]), "rate_limited:") {
+					t.Fatalf("after %d events: %s", n, join(f))
+				}
+				return "rate_limited"
+			}
+		}
+	}
+	c1 := dial(t, r)
+	if got := req(c1, 200); got != "EOSE" {
+		t.Fatal("first REQ refused")
+	}
+	if got := req(c1, 200); got != "rate_limited" {
+		t.Fatal("a REQ over the connection's budget was served")
+	}
+	c2 := dial(t, r) // same address: 220 of its 500 rows are spent
+	if got := req(c2, 200); got != "EOSE" {
+		t.Fatal("a second connection's first REQ was refused")
+	}
+	c3 := dial(t, r)
+	if got := req(c3, 200); got != "rate_limited" {
+		t.Fatal("a REQ over the address's budget was served on a fresh connection")
+	}
+	if st := m.Stats(); st.ReqRows > 500 || st.ReqRefused != 2 {
+		t.Fatalf("stats %+v: want at most the address's 500 rows and 2 refusals", st)
+	}
+	r.Clock.Add(time.Minute)
+	if got := req(c3, 200); got != "EOSE" {
+		t.Fatal("the budget did not refill")
+	}
+	if got := r.Do(t, "GET", "/metrics", "", nil); !strings.Contains(string(got.Body), "anp2_ws_req_refused_total 2\n") {
+		t.Fatalf("metrics:\n%s", got.Body)
+	}
+}
+
+// TestReplayReadBudget: a replay (REQ with after) is charged every row
+// it reads; when the budget runs out the subscription ends with
+// rate_limited naming where to resume, and resuming there later misses
+// nothing and repeats nothing.
+func TestReplayReadBudget(t *testing.T) {
+	r, _ := start(t, ws.Options{ReqRows: 100, ReqRowsPerAddr: 100})
+	a := taskstest.Pool(1)
+	var evs []*protocol.Event
+	for i := range 250 {
+		evs = append(evs, a[0].Sign(protocol.KindPost, vt-1000+int64(i), fmt.Sprintf("p%d", i)))
+	}
+	r.PostAll(t, evs, 50)
+	var got []string
+	after := "0"
+	for round := 0; ; round++ {
+		if round > 5 {
+			t.Fatalf("replay not done after %d rounds (%d events)", round, len(got))
+		}
+		c := dial(t, r)
+		c.send("REQ", "s", map[string]any{"kinds": 1, "after": json.Number(after)})
+		done := false
+		for !done {
+			f := c.next()
+			switch str(f[0]) {
+			case "EVENT":
+				got = append(got, eventID(f))
+			case "EOSE":
+				done = true
+			case "CLOSED":
+				msg := str(f[2])
+				if !strings.HasPrefix(msg, "rate_limited:") || !strings.Contains(msg, "after=") {
+					t.Fatalf("closed %s", join(f))
+				}
+				after = msg[strings.Index(msg, "after=")+6:]
+				after = after[:strings.IndexByte(after, ' ')]
+				done = true
+			}
+		}
+		c.c.CloseNow()
+		if len(got) == len(evs) {
+			break
+		}
+		r.Clock.Add(time.Minute)
+	}
+	seen := map[string]bool{}
+	for _, id := range got {
+		if seen[id] {
+			t.Fatalf("event %s sent twice", id)
+		}
+		seen[id] = true
+	}
+	for _, e := range evs {
+		if !seen[e.ID] {
+			t.Fatalf("event %s never sent", e.ID)
+		}
+	}
+}
+
+// TestSlowReaderClosedByBytes: a connection that leaves large events
+// unread is closed as too slow once the bytes waiting for it pass
+// QueueBytes, long before its frame cap, and the relay never held much
+// more than that for it; it resumes from the named point.
+func TestSlowReaderClosedByBytes(t *testing.T) {
+	r, m := start(t, ws.Options{QueueBytes: 256 << 10})
+	a := taskstest.Pool(1)
+	c := dial(t, r)
+	c.send("REQ", "s", map[string]any{"kinds": "1"})
+	c.expect("EOSE")
+	big := strings.Repeat("y", 60_000)
+	n := 0
+	for ; m.Stats().Dropped == 0; n++ {
+		if n == 300 { // a 1024-frame cap alone would not drop it yet
+			t.Fatalf("a reader 18 MB behind was never dropped; stats %+v", m.Stats())
+		}
+		r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-1000+int64(n), fmt.Sprintf("%d %s", n, big))}, 1)
+	}
+	if st := m.Stats(); st.PeakQueuedBytes > 256<<10+70_000 {
+		t.Fatalf("peak queued %d bytes for one reader on a 256 KiB budget", st.PeakQueuedBytes)
+	}
+	t.Logf("dropped after %d events of 60 kB", n)
+	closed := false
+	for {
+		_, b, err := c.c.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation || !closed {
+				t.Fatalf("close: %v (CLOSED seen: %v)", err, closed)
+			}
+			return
+		}
+		var f []json.RawMessage
+		_ = json.Unmarshal(b, &f)
+		if str(f[0]) == "CLOSED" {
+			if !strings.HasPrefix(str(f[2]), ws.CodeTooSlow+": too slow; reconnect and REQ with after=") {
+				t.Fatalf("closed %s", join(f))
+			}
+			closed = true
+		}
+	}
+}

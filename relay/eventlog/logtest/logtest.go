@@ -108,7 +108,9 @@ func CheckFilters(t *testing.T, l eventlog.Log, add func(...*protocol.Event)) {
 	e2 := Ev(a, 200, 1, "y", []string{"t", "weather"}, []string{"p", p}, []string{"t", "weather"})
 	e3 := Ev(b, 150, 2, "z", []string{"e", e1.ID, "root"}, []string{"t", "news"})
 	e4 := Ev(b, 300, 4, "cap", []string{"cap", "transform.text.demo"})
-	add(e1, e2, e3, e4)
+	// e5 carries both topics, older than every other event.
+	e5 := Ev(b, 50, 5, "both", []string{"t", "news"}, []string{"t", "alerts"})
+	add(e1, e2, e3, e4, e5)
 	i64 := func(v int64) *int64 { return &v }
 	type F = eventlog.Filter
 	cases := []struct {
@@ -116,11 +118,17 @@ func CheckFilters(t *testing.T, l eventlog.Log, add func(...*protocol.Event)) {
 		f    F
 		want []string
 	}{
-		{"all newest first", F{}, []string{e4.ID, e2.ID, e3.ID, e1.ID}},
+		{"all newest first", F{}, []string{e4.ID, e2.ID, e3.ID, e1.ID, e5.ID}},
 		{"tag t", F{Tags: map[string][]string{"t": {"weather"}}}, []string{e2.ID, e1.ID}},
-		{"tag t two values", F{Tags: map[string][]string{"t": {"weather", "news"}}}, []string{e2.ID, e3.ID, e1.ID}},
+		{"tag t two values", F{Tags: map[string][]string{"t": {"weather", "news"}}}, []string{e2.ID, e3.ID, e1.ID, e5.ID}},
 		{"tag e", F{Tags: map[string][]string{"e": {e1.ID}}}, []string{e3.ID}},
 		{"tags t and p", F{Tags: map[string][]string{"t": {"weather"}, "p": {p}}}, []string{e2.ID}},
+		// A repeated tag name narrows, and the limit counts matches: the
+		// newest t=news event (e3) does not carry alerts.
+		{"repeated tag name", F{Tags: map[string][]string{"t": {"news"}}, MoreTags: []eventlog.TagCond{{Name: "t", Values: []string{"alerts"}}}}, []string{e5.ID}},
+		{"more tags alone", F{MoreTags: []eventlog.TagCond{{Name: "t", Values: []string{"alerts"}}, {Name: "t", Values: []string{"news"}}}}, []string{e5.ID}},
+		{"more tags with limit", F{MoreTags: []eventlog.TagCond{{Name: "t", Values: []string{"news"}}, {Name: "t", Values: []string{"alerts"}}}, Limit: 1}, []string{e5.ID}},
+		{"more tags and kind", F{Kinds: []int64{2}, MoreTags: []eventlog.TagCond{{Name: "t", Values: []string{"news"}}, {Name: "t", Values: []string{"alerts"}}}}, nil},
 		{"cap", F{Tags: map[string][]string{"cap": {"transform.text.demo"}}}, []string{e4.ID}},
 		{"author", F{Authors: []string{protocol.AgentIDOf(a)}}, []string{e2.ID, e1.ID}},
 		{"kinds", F{Kinds: []int64{2, 4}}, []string{e4.ID, e3.ID}},
@@ -345,7 +353,7 @@ func testBulkLoad(t *testing.T, open Opener) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if fmt.Sprint(hooked) != "[1 2 3 4 5]" {
+	if fmt.Sprint(hooked) != "[1 2 3 4 5 6]" {
 		t.Fatalf("hook saw %v, want every seq in order", hooked)
 	}
 }
