@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"math/bits"
 	"strconv"
 )
@@ -102,8 +104,14 @@ func Mine(ctx context.Context, e *Event, difficulty int) error {
 	nonceTag := []string{"nonce", "0"}
 	e.Tags = append(kept, []string{"pow", strconv.Itoa(difficulty)}, nonceTag)
 	buf := make([]byte, 0, 256+len(e.Content))
-	for n := uint64(0); ; n++ {
-		if n&0xfff == 0 && ctx.Err() != nil {
+	// The search starts at a random nonce, so two drafts alike in every
+	// other field (two registrations of one trigger spec in one second)
+	// come out as two events.
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	start := uint64(binary.BigEndian.Uint32(r[:]))
+	for n := start; ; n++ {
+		if (n-start)&0xfff == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		nonceTag[1] = strconv.FormatUint(n, 10)

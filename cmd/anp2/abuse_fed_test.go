@@ -228,11 +228,18 @@ func TestAbuseFedEndlessExportLine(t *testing.T) {
 // fronts a real relay) and then sends one endless line on GET /stream is
 // cut at the cap and marked `error`.
 func TestAbuseFedEndlessStreamLine(t *testing.T) {
-	up := startProc(t, filepath.Join(t.TempDir(), "up.db"))
 	done := make(chan int64, 4)
-	peer := fedStartPeer(t, up.base, map[string]http.HandlerFunc{
+	peer := fedStartPeer(t, "", map[string]http.HandlerFunc{
 		"GET /stream": fedEndless("data: ", 128<<20, done),
 	})
+	// The relay behind the peer is reached at the peer's URL, so that is
+	// its public base URL: the mirror's signed /sync headers name it.
+	up := startProc(t, filepath.Join(t.TempDir(), "up.db"), "--public-base-url", peer.URL)
+	u, err := url.Parse(up.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer.upstream = httputil.NewSingleHostReverseProxy(u)
 	p := startProc(t, filepath.Join(t.TempDir(), "fed.db"), "--peer", peer.URL)
 	var sent int64
 	select {

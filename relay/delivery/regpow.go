@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -103,7 +104,7 @@ func (m *Module) registrant(c echo.Context) (string, error) {
 func RegistrationAuth(ctx context.Context, priv ed25519.PrivateKey, url string, body []byte, now int64, bits int) (string, error) {
 	sum := sha256.Sum256(body)
 	e := &protocol.Event{AgentID: protocol.AgentIDOf(priv), CreatedAt: now, Kind: protocol.KindHTTPAuth,
-		Tags: [][]string{{"u", url}, {"method", http.MethodPost}, {"payload", hex.EncodeToString(sum[:])}}}
+		Tags: [][]string{{"u", url}, {"method", http.MethodPost}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", strconv.FormatInt(time.Now().UnixNano(), 10)}}}
 	if bits > 0 {
 		if err := protocol.Mine(ctx, e, bits); err != nil {
 			return "", err
