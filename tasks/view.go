@@ -29,8 +29,10 @@ type TaskView struct {
 	Consensus   Consensus       `json:"consensus"`
 	Payment     *Payment        `json:"payment"`
 	Cancel      *EventRef       `json:"cancel"`
-	Events      []EventRef      `json:"events"`
-	History     []Transition    `json:"history"`
+	// Events summarises the thread, each event with whether it counts
+	// (GET /task serves the events themselves under "events").
+	Events  []EventRef   `json:"event_refs"`
+	History []Transition `json:"history"`
 }
 
 // Bid is a kind 51: the winning accept or a losing bid.

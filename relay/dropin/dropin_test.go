@@ -216,3 +216,106 @@ func TestStructuredSchemaFailureIs400(t *testing.T) {
 		t.Fatal("a refused event was stored")
 	}
 }
+
+// TestReadsTheClientsMake: GET /stats answers the reference relay's
+// counters, GET /task/{id} serves events[] as full events (hf-space reads
+// their content) with the summaries under event_refs, and GET /agents rows
+// carry latest_profile as the kind 0 content string, first_seen and
+// last_seen, with the parsed profile under profile.
+func TestReadsTheClientsMake(t *testing.T) {
+	r := relaytest.Start(t, modules(t))
+	at := int64(relaytest.VectorTime - 600)
+	named, visitor := tt.NewAgent("dropin-named"), tt.NewAgent("dropin-visitor")
+	profile := `{"name":"ANP2Translator","description":"translates"}`
+	f := flows(at)[0]
+	evs := []*protocol.Event{named.Sign(protocol.KindProfile, at, profile), named.Sign(protocol.KindPost, at+5, "hello"),
+		visitor.Sign(protocol.KindPost, at+6, "hi")}
+	for _, s := range f.steps {
+		evs = append(evs, s.e)
+	}
+	for _, e := range evs {
+		if ans := r.Post(t, e); ans.Status != 200 {
+			t.Fatalf("kind %d: %d %s", e.Kind, ans.Status, ans.Body)
+		}
+	}
+	authors := map[string]bool{}
+	for _, e := range evs {
+		authors[e.AgentID] = true
+	}
+
+	var stats struct {
+		TotalEvents  int            `json:"total_events"`
+		UniqueAgents int            `json:"unique_agents"`
+		ProfileNodes int            `json:"profile_nodes"`
+		VisitorsOnly int            `json:"visitors_only"`
+		ByKind       map[string]int `json:"by_kind"`
+	}
+	getJSON(t, r, "/stats", &stats)
+	if stats.TotalEvents != len(evs) || stats.UniqueAgents != len(authors) || stats.ProfileNodes != 1 ||
+		stats.VisitorsOnly != len(authors)-1 || stats.ByKind["1"] != 2 || stats.ByKind["0"] != 1 || stats.ByKind["50"] != 1 {
+		t.Fatalf("/stats: %+v (%d events, %d authors)", stats, len(evs), len(authors))
+	}
+
+	var task struct {
+		Events    []protocol.Event `json:"events"`
+		EventRefs []struct {
+			EventID string `json:"event_id"`
+			Counts  bool   `json:"counts"`
+		} `json:"event_refs"`
+		Request *protocol.Event `json:"request"`
+	}
+	getJSON(t, r, "/task/"+f.task.ID, &task)
+	if len(task.Events) != len(f.steps) || len(task.EventRefs) != len(f.steps) || task.Request == nil || task.Request.ID != f.task.ID {
+		t.Fatalf("/task: %d events, %d refs", len(task.Events), len(task.EventRefs))
+	}
+	for i, e := range task.Events {
+		if e.ID != task.EventRefs[i].EventID || e.CheckID() != nil || e.CheckSig() != nil || e.Content == "" {
+			t.Fatalf("/task events[%d] is not the stored event: %+v", i, e)
+		}
+	}
+
+	var agents struct {
+		Agents []struct {
+			AgentID       string          `json:"agent_id"`
+			Name          string          `json:"name"`
+			LatestProfile *string         `json:"latest_profile"`
+			Profile       json.RawMessage `json:"profile"`
+			FirstSeen     int64           `json:"first_seen"`
+			LastSeen      int64           `json:"last_seen"`
+			EventCount    int             `json:"event_count"`
+		} `json:"agents"`
+	}
+	getJSON(t, r, "/agents", &agents)
+	seen := 0
+	for _, a := range agents.Agents {
+		switch a.AgentID {
+		case named.ID:
+			seen++
+			if a.LatestProfile == nil || *a.LatestProfile != profile || a.Name != "ANP2Translator" || a.FirstSeen != at || a.LastSeen != at+5 ||
+				a.EventCount != 2 || !bytes.Contains(a.Profile, []byte(`"ANP2Translator"`)) {
+				t.Fatalf("/agents row of a named agent: %+v", a)
+			}
+		case visitor.ID:
+			seen++
+			if a.LatestProfile != nil || string(a.Profile) != "null" || a.FirstSeen != at+6 || a.LastSeen != at+6 {
+				t.Fatalf("/agents row of a visitor: %+v", a)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("/agents lists %d of the 2 agents", seen)
+	}
+	var one map[string]any
+	getJSON(t, r, "/agents/"+named.ID, &one)
+	if one["latest_profile"] != profile || one["first_seen"] != float64(at) {
+		t.Fatalf("/agents/{id}: %v", one)
+	}
+}
+
+func getJSON(t *testing.T, r *relaytest.Relay, path string, v any) {
+	t.Helper()
+	ans := r.Do(t, "GET", path, "", nil)
+	if ans.Status != 200 || json.Unmarshal(ans.Body, v) != nil {
+		t.Fatalf("GET %s: %d %s", path, ans.Status, ans.Body)
+	}
+}
