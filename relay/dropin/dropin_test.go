@@ -20,65 +20,11 @@ import (
 
 const treasury = "53f0e3e0485ccdf48ba1854908a8460e13fe0e078d9066ac65aa2b597c9d7916"
 
-// step is one request a client sends and the warnings its answer lists.
-type step struct {
-	e     *protocol.Event
-	warns []string
-}
-
-// flow is one client's task lifecycle and what it reads back.
-type flow struct {
-	name                string
-	task                *protocol.Event
-	steps               []step
-	req, prov           tt.Agent
-	status              string
-	requester, provider string // balances
-}
+type flow = tt.ClientFlow
 
 func w(codes ...string) []string { return codes }
 
-// flows builds every client lifecycle at time at, each with its own
-// agents (so the balances are each flow's own).
-func flows(at int64) []flow {
-	ver := tt.NewAgent("dropin-verifier")
-	var out []flow
-	add := func(name string, task func(tt.Agent) *protocol.Event, rest func(f *flow) []step, status, rb, pb string) {
-		f := flow{name: name, req: tt.NewAgent(name + "/requester"), prov: tt.NewAgent(name + "/provider"), status: status, requester: rb, provider: pb}
-		f.task = task(f.req)
-		f.steps = rest(&f)
-		out = append(out, f)
-	}
-	dl := at + 3600
-	add("sdk", func(a tt.Agent) *protocol.Event { return tt.SDKRequest(a, at, dl) }, func(f *flow) []step {
-		return []step{{f.task, nil},
-			{tt.SDKAccept(f.prov, at+10, f.task), nil},
-			{tt.SDKResult(f.prov, at+20, f.task), w(protocol.WarnMissingP)},
-			{tt.SDKVerify(ver, at+30, f.task, protocol.VerdictPassed), w(protocol.WarnVerifyNoResult, protocol.WarnMissingP)},
-			{tt.MCPRelease(f.req, at+40, f.task), w(protocol.WarnMissingP)}}
-	}, "paid", "-10", "9")
-	add("mcp-accept", func(a tt.Agent) *protocol.Event { return tt.SDKRequest(a, at, dl) }, func(f *flow) []step {
-		return []step{{f.task, nil},
-			{tt.MCPAccept(f.prov, at+10, f.task), nil},
-			{tt.Quote(tt.NewAgent("dropin-eur"), at+11, f.task, "EUR", "5"), w(protocol.WarnQuoteUnbounded)},
-			{tt.SDKResult(f.prov, at+20, f.task), w(protocol.WarnMissingP)},
-			{tt.SDKVerify(ver, at+30, f.task, protocol.VerdictPassed), w(protocol.WarnVerifyNoResult, protocol.WarnMissingP)}}
-	}, "verified", "-10", "9")
-	add("extension", func(a tt.Agent) *protocol.Event { return tt.ExtensionRequest(a, at, dl) }, func(f *flow) []step {
-		return []step{{f.task, w(protocol.WarnTaskTags, protocol.WarnTaskTags)},
-			{tt.ExtensionAccept(f.prov, at+10, f.task), w(protocol.WarnRootInferred, protocol.WarnMissingP, protocol.WarnNoQuote)},
-			{tt.ExtensionResult(f.prov, at+20, f.task), w(protocol.WarnRootInferred, protocol.WarnMissingP)},
-			{tt.SDKVerify(ver, at+30, f.task, protocol.VerdictPassed), w(protocol.WarnVerifyNoResult, protocol.WarnMissingP)}}
-	}, "verified", "-10", "9")
-	add("mcp-request", func(a tt.Agent) *protocol.Event { return tt.MCPRequest(a, at, dl) }, func(f *flow) []step {
-		return []step{{f.task, w(protocol.WarnNoPriceCap, protocol.WarnNoPaymentMethod)},
-			{tt.MCPAccept(f.prov, at+10, f.task), nil}}
-	}, "accepted", "0", "0")
-	add("langchain", func(a tt.Agent) *protocol.Event { return tt.LangChainRequest(a, at) }, func(f *flow) []step {
-		return []step{{f.task, w(protocol.WarnNoPriceCap, protocol.WarnDeadline, protocol.WarnNoPaymentMethod)}}
-	}, "pending", "0", "0")
-	return out
-}
+func flows(at int64) []flow { return tt.ClientFlows(at, nil) }
 
 func modules(t *testing.T) []relay.Module {
 	g, err := governance.NewModule(governance.Options{})
@@ -103,18 +49,18 @@ func readBack(t *testing.T, r *relaytest.Relay, fs []flow) {
 	fees := 0
 	for _, f := range fs {
 		var task struct{ Status string }
-		if ans := r.Do(t, "GET", "/task/"+f.task.ID, "", nil); ans.Status != 200 || json.Unmarshal(ans.Body, &task) != nil {
-			t.Fatalf("%s: GET /task: %d %s", f.name, ans.Status, ans.Body)
+		if ans := r.Do(t, "GET", "/task/"+f.Task.ID, "", nil); ans.Status != 200 || json.Unmarshal(ans.Body, &task) != nil {
+			t.Fatalf("%s: GET /task: %d %s", f.Name, ans.Status, ans.Body)
 		}
-		if task.Status != f.status {
-			t.Errorf("%s: task status %q, want %q", f.name, task.Status, f.status)
+		if task.Status != f.Status {
+			t.Errorf("%s: task status %q, want %q", f.Name, task.Status, f.Status)
 		}
-		for who, want := range map[string]string{f.req.ID: f.requester, f.prov.ID: f.provider} {
+		for who, want := range map[string]string{f.Requester.ID: f.RequesterCredit, f.Provider.ID: f.ProviderCredit} {
 			if got := balance(t, r, who); got != want {
-				t.Errorf("%s: balance of %.8s %s, want %s", f.name, who, got, want)
+				t.Errorf("%s: balance of %.8s %s, want %s", f.Name, who, got, want)
 			}
 		}
-		if f.provider == "9" {
+		if f.ProviderCredit == "9" {
 			fees++
 		}
 	}
@@ -147,8 +93,8 @@ func TestClientRequestsThroughPublishBatchAndImport(t *testing.T) {
 
 	pub := relaytest.Start(t, modules(t))
 	for _, f := range fs {
-		for _, s := range f.steps {
-			all, want = append(all, s.e), append(want, s.warns)
+		for _, s := range f.Steps {
+			all, want = append(all, s.Event), append(want, s.Warnings)
 		}
 	}
 	all, want = append(all, herald), append(want, w(protocol.WarnSchema))
@@ -230,8 +176,8 @@ func TestReadsTheClientsMake(t *testing.T) {
 	f := flows(at)[0]
 	evs := []*protocol.Event{named.Sign(protocol.KindProfile, at, profile), named.Sign(protocol.KindPost, at+5, "hello"),
 		visitor.Sign(protocol.KindPost, at+6, "hi")}
-	for _, s := range f.steps {
-		evs = append(evs, s.e)
+	for _, s := range f.Steps {
+		evs = append(evs, s.Event)
 	}
 	for _, e := range evs {
 		if ans := r.Post(t, e); ans.Status != 200 {
@@ -264,8 +210,8 @@ func TestReadsTheClientsMake(t *testing.T) {
 		} `json:"event_refs"`
 		Request *protocol.Event `json:"request"`
 	}
-	getJSON(t, r, "/task/"+f.task.ID, &task)
-	if len(task.Events) != len(f.steps) || len(task.EventRefs) != len(f.steps) || task.Request == nil || task.Request.ID != f.task.ID {
+	getJSON(t, r, "/task/"+f.Task.ID, &task)
+	if len(task.Events) != len(f.Steps) || len(task.EventRefs) != len(f.Steps) || task.Request == nil || task.Request.ID != f.Task.ID {
 		t.Fatalf("/task: %d events, %d refs", len(task.Events), len(task.EventRefs))
 	}
 	for i, e := range task.Events {
