@@ -74,10 +74,10 @@ func dropinReadBack(t *testing.T, base string, flows []taskstest.ClientFlow, nam
 		t.Errorf("treasury balance %s, want %d", acc.Balance, fees)
 	}
 	var stats struct {
-		TotalEvents  int `json:"total_events"`
-		UniqueAgents int `json:"unique_agents"`
-		ProfileNodes int `json:"profile_nodes"`
-		VisitorsOnly int `json:"visitors_only"`
+		TotalEvents  int            `json:"total_events"`
+		UniqueAgents int            `json:"unique_agents"`
+		ProfileNodes int            `json:"profile_nodes"`
+		VisitorsOnly int            `json:"visitors_only"`
 		ByKind       map[string]int `json:"by_kind"`
 	}
 	dropinGet(t, base, "/stats", &stats)
