@@ -141,6 +141,12 @@ func TestDropInClientsAgainstAProcess(t *testing.T) {
 		}
 	}
 	dropinReadBack(t, pub.base, flows, named, profile, len(all))
+	// The landing resources the network's agents discover a relay by.
+	for _, path := range []string{"/openapi.json", "/.well-known/openapi.json", "/llms.txt", "/heartbeat.md", "/api/openapi.json"} {
+		if status, _, b := httpDo(t, "GET", pub.base+path, nil); status != 200 || len(b) == 0 {
+			t.Errorf("GET %s: %d", path, status)
+		}
+	}
 
 	bat := startProc(t, filepath.Join(dir, "batch.db"))
 	body, _ := json.Marshal(all)
