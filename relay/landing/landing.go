@@ -149,7 +149,9 @@ func (m *Module) getHeartbeat(c echo.Context) error {
 		for k := range stats.ByKind {
 			kinds = append(kinds, k)
 		}
-		sort.Slice(kinds, func(i, j int) bool { return len(kinds[i]) < len(kinds[j]) || len(kinds[i]) == len(kinds[j]) && kinds[i] < kinds[j] })
+		sort.Slice(kinds, func(i, j int) bool {
+			return len(kinds[i]) < len(kinds[j]) || len(kinds[i]) == len(kinds[j]) && kinds[i] < kinds[j]
+		})
 		if len(kinds) > 0 {
 			b.WriteString("\n## Events by kind\n\n| kind | events |\n|---|---|\n")
 			for _, k := range kinds {

@@ -168,7 +168,9 @@ func summaryOf(r [2]string) string {
 // operationID is a stable id from the method and path: get_task_task_id.
 func operationID(method, path string) string {
 	id := strings.ToLower(method)
-	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_') }) {
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_')
+	}) {
 		id += "_" + part
 	}
 	return id
