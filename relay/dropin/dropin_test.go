@@ -6,16 +6,21 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/directory"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/governance"
 	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/ws"
 	tt "github.com/anp2net/relay/tasks/taskstest"
+	"github.com/coder/websocket"
 )
 
 const treasury = "53f0e3e0485ccdf48ba1854908a8460e13fe0e078d9066ac65aa2b597c9d7916"
@@ -264,4 +269,82 @@ func getJSON(t *testing.T, r *relaytest.Relay, path string, v any) {
 	if ans.Status != 200 || json.Unmarshal(ans.Body, v) != nil {
 		t.Fatalf("GET %s: %d %s", path, ans.Status, ans.Body)
 	}
+}
+
+// fedRelay is a relay with the federation module mounted (not run: the
+// test drives mirroring), trusting peers' gossip.
+func fedRelay(t *testing.T, opts federation.Options) (*relaytest.Relay, *federation.Module) {
+	t.Helper()
+	fed, err := federation.NewModule(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := append(modules(t), struct{ relay.Module }{fed})
+	return relaytest.Start(t, mods), fed
+}
+
+// TestClientRequestsThroughGossipAndMirror: the same requests reach a relay
+// by POST /gossip from a chosen peer and another by mirroring the first;
+// both store them all and read back what the clients intend (mirrored
+// events are judged as published ones).
+func TestClientRequestsThroughGossipAndMirror(t *testing.T) {
+	at := int64(relaytest.VectorTime - 600)
+	fs := flows(at)
+	var all []*protocol.Event
+	for _, f := range fs {
+		for _, s := range f.Steps {
+			all = append(all, s.Event)
+		}
+	}
+	peer := tt.NewAgent("dropin-peer-relay")
+	g, _ := fedRelay(t, federation.Options{PeerKeys: []string{peer.ID}})
+	body, _ := json.Marshal(all)
+	auth := protocol.HTTPAuth(peer.Key, "POST", g.URL+"/gossip", body, g.Clock.Now().Unix())
+	var ga struct {
+		Accepted int
+		Rejected []any
+	}
+	if ans := g.Do(t, "POST", "/gossip", "application/json", body, "Authorization", auth); ans.Status != 200 ||
+		json.Unmarshal(ans.Body, &ga) != nil || ga.Accepted != len(all) || len(ga.Rejected) != 0 {
+		t.Fatalf("gossip: %d %s", ans.Status, ans.Body)
+	}
+	readBack(t, g, fs)
+
+	m, mf := fedRelay(t, federation.Options{})
+	if res, err := mf.MirrorOnce(context.Background(), g.URL, nil); err != nil || res.Rejected != 0 {
+		t.Fatalf("mirror: %+v %v", res, err)
+	}
+	if m.Count(t) != int64(len(all)) {
+		t.Fatalf("the mirror holds %d of %d events", m.Count(t), len(all))
+	}
+	readBack(t, m, fs)
+}
+
+// TestClientRequestsThroughWebSocket: the same requests published as /ws
+// EVENT frames are each answered OK accepted, and read back alike.
+func TestClientRequestsThroughWebSocket(t *testing.T) {
+	at := int64(relaytest.VectorTime - 600)
+	fs := flows(at)
+	r := relaytest.Start(t, append(modules(t), ws.NewModule(ws.Options{})))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for _, f := range fs {
+		for _, s := range f.Steps {
+			frame, _ := json.Marshal([]any{"EVENT", s.Event})
+			if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+				t.Fatal(err)
+			}
+			_, b, err := c.Read(ctx)
+			var ok []any
+			if err != nil || json.Unmarshal(b, &ok) != nil || len(ok) != 4 || ok[0] != "OK" || ok[1] != s.Event.ID || ok[2] != true {
+				t.Fatalf("%s kind %d over /ws: %s %v", f.Name, s.Event.Kind, b, err)
+			}
+		}
+	}
+	readBack(t, r, fs)
 }
