@@ -344,6 +344,13 @@ func TestClientRequestsThroughWebSocket(t *testing.T) {
 			if err != nil || json.Unmarshal(b, &ok) != nil || len(ok) != 4 || ok[0] != "OK" || ok[1] != s.Event.ID || ok[2] != true {
 				t.Fatalf("%s kind %d over /ws: %s %v", f.Name, s.Event.Kind, b, err)
 			}
+			want := ""
+			if len(s.Warnings) > 0 {
+				want = "warning: " + strings.Join(s.Warnings, ", ")
+			}
+			if ok[3] != want {
+				t.Errorf("%s kind %d over /ws: message %q, want %q", f.Name, s.Event.Kind, ok[3], want)
+			}
 		}
 	}
 	readBack(t, r, fs)

@@ -186,6 +186,8 @@ func (c *conn) event(raw json.RawMessage) {
 	msg := ""
 	if ans.Duplicate {
 		msg = "duplicate: already stored"
+	} else if len(ans.Warnings) > 0 {
+		msg = warningMessage(ans.Warnings)
 	}
 	c.ok(ans.ID, true, msg)
 }

@@ -3,7 +3,9 @@ package ws
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/labstack/echo/v4"
 )
 
@@ -145,4 +147,14 @@ func FrameToSeed(b []byte) []byte {
 		return []byte(`{"action":"notice","message":"error: internal error"}`)
 	}
 	return append(out, '}')
+}
+
+// warningMessage is the OK message of an accepted event with warnings
+// (SPEC §1.3): "warning: " and the codes, comma-separated.
+func warningMessage(ws []protocol.Warning) string {
+	codes := make([]string, len(ws))
+	for i, w := range ws {
+		codes[i] = w.Code
+	}
+	return "warning: " + strings.Join(codes, ", ")
 }
