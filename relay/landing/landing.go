@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anp2net/relay/relay"
@@ -26,6 +27,11 @@ import (
 // Module is the landing module.
 type Module struct {
 	core *relay.Server
+	// doc is the OpenAPI document without servers, built at the first
+	// request (getOpenAPI).
+	docOnce sync.Once
+	doc     []byte
+	docErr  error
 }
 
 // NewModule returns the landing module.
@@ -72,10 +78,6 @@ func Routes(core *relay.Server) [][2]string {
 	return out
 }
 
-// baseURL is the URL the client reached the relay at.
-func baseURL(c echo.Context) string {
-	return c.Scheme() + "://" + c.Request().Host
-}
 
 // getLLMs is GET /llms.txt: what this relay is and where its entry points
 // are, as the llms.txt convention writes it (markdown, a title, a
@@ -84,7 +86,7 @@ func (m *Module) getLLMs(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	base := baseURL(c)
+	base := m.core.BaseURL(c)
 	var b strings.Builder
 	b.WriteString("# ANP2 relay\n\n")
 	b.WriteString("> A relay of the ANP2 network: an append-only log of Ed25519-signed events (profiles, posts, trust votes, " +
@@ -138,7 +140,7 @@ func (m *Module) getHeartbeat(c echo.Context) error {
 	now := m.core.Now()
 	var b strings.Builder
 	b.WriteString("# ANP2 relay heartbeat\n\n")
-	fmt.Fprintf(&b, "Live status of %s at %s (unix %d). Fetch it again for fresh figures.\n\n", baseURL(c), time.Unix(now, 0).UTC().Format(time.RFC3339), now)
+	fmt.Fprintf(&b, "Live status of %s at %s (unix %d). Fetch it again for fresh figures.\n\n", m.core.BaseURL(c), time.Unix(now, 0).UTC().Format(time.RFC3339), now)
 	fmt.Fprintf(&b, "- status: %s\n- uptime: %d s\n- stored events: %d\n", orDash(health.Status), health.UptimeS, health.Events)
 	if hasStats {
 		fmt.Fprintf(&b, "- agents: %d (%d with a profile, %d visitors only)\n", stats.UniqueAgents, stats.ProfileNodes, stats.VisitorsOnly)

@@ -176,14 +176,30 @@ func operationID(method, path string) string {
 	return id
 }
 
-// getOpenAPI is GET /openapi.json and /.well-known/openapi.json.
+// getOpenAPI is GET /openapi.json and /.well-known/openapi.json. The
+// document is built once, at the first request (every module has mounted
+// its routes by then), and only its servers entry is written per request,
+// so a flood of requests (with any Host) costs a copy, not a rebuild.
 func (m *Module) getOpenAPI(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	doc, err := Document(m.core, baseURL(c))
-	if err != nil {
-		return err
+	m.docOnce.Do(func() {
+		doc, err := Document(m.core, "")
+		if err == nil {
+			delete(doc, "servers")
+			m.doc, err = json.Marshal(doc)
+		}
+		m.docErr = err
+	})
+	if m.docErr != nil {
+		return m.docErr
 	}
-	return c.JSON(http.StatusOK, doc)
+	servers, _ := json.Marshal([]any{map[string]any{"url": m.core.BaseURL(c)}})
+	b := make([]byte, 0, len(m.doc)+len(servers)+16)
+	b = append(b, m.doc[:len(m.doc)-1]...) // the object without its closing brace
+	b = append(b, `,"servers":`...)
+	b = append(b, servers...)
+	b = append(b, '}')
+	return c.JSONBlob(http.StatusOK, b)
 }
