@@ -78,7 +78,6 @@ func Routes(core *relay.Server) [][2]string {
 	return out
 }
 
-
 // getLLMs is GET /llms.txt: what this relay is and where its entry points
 // are, as the llms.txt convention writes it (markdown, a title, a
 // summary, sections of links), then every GET route without parameters.
