@@ -355,3 +355,28 @@ func TestClientRequestsThroughWebSocket(t *testing.T) {
 	}
 	readBack(t, r, fs)
 }
+
+// TestDryRunListsWarnings: a dry run of a client's shape is valid and lists
+// the warnings its publish would answer; a canonical event lists none.
+func TestDryRunListsWarnings(t *testing.T) {
+	r := relaytest.Start(t, modules(t))
+	a := tt.NewAgent("dropin-dry")
+	for _, c := range []struct {
+		e    *protocol.Event
+		want []string
+	}{
+		{tt.ExtensionRequest(a, relaytest.VectorTime-10, relaytest.VectorTime+3600), w(protocol.WarnTaskTags, protocol.WarnTaskTags)},
+		{tt.SDKRequest(a, relaytest.VectorTime-10, relaytest.VectorTime+3600), nil},
+		{tt.HeraldHeartbeat(a, relaytest.VectorTime-10), w(protocol.WarnSchema)},
+	} {
+		ans := r.Do(t, "POST", "/events/dry-run", "application/json", protocol.AppendJSON(nil, c.e))
+		var d struct {
+			Valid    bool
+			Warnings []protocol.Warning
+		}
+		if ans.Status != 200 || json.Unmarshal(ans.Body, &d) != nil || !d.Valid || d.Warnings == nil ||
+			!slices.Equal(warningCodes(d.Warnings), c.want) {
+			t.Errorf("dry run of kind %d: %d %s, want warnings %v", c.e.Kind, ans.Status, ans.Body, c.want)
+		}
+	}
+}
