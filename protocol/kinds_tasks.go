@@ -221,13 +221,17 @@ func roleValue(e *Event, role string) (string, bool) {
 // violation: invalid_task_content, invalid_reward, missing_tag.
 //
 // Required: capability (non-empty string; the live network's "cap" is read
-// when "capability" is absent), input (any JSON value),
-// constraints.max_cost_usd (non-negative decimal string or JSON number),
-// constraints.deadline_unix (JSON integer 0..2^53-1), reward.currency
-// (non-empty string), reward.amount, reward.payment_method (enum), and the
-// tags ["t", <capability>] and ["cap_wanted", <capability>] (not with the
-// "cap" alias, whose publishers tag ["t", "task.request"]; other t tags are
-// always allowed). Optional but
+// when "capability" is absent), input (any JSON value), reward.currency
+// (non-empty string) and reward.amount. Read with a warning when absent
+// (the network's clients' shapes, TaskRequest.Warnings): constraints
+// (as {}), constraints.max_cost_usd (no USD cap), constraints.deadline_unix
+// (created_at + deadline_sec, else NoDeadline), reward.payment_method (no
+// credit moves), and the tags ["t", <capability>] and ["cap_wanted",
+// <capability>] (not wanted with the "cap" alias, whose publishers tag
+// ["t", "task.request"]; other t tags are always allowed). Typed when
+// present: max_cost_usd (non-negative decimal string or JSON number),
+// deadline_unix and deadline_sec (JSON integers 0..2^53-1),
+// payment_method (enum). Optional but
 // typed when present: accept_languages (array of strings), min_provider_trust
 // (number), high_stakes (boolean), reward.escrow_method (enum; the §18.11
 // credit reward has none). With payment_method anp2_credit the amount must be
@@ -384,9 +388,11 @@ func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList, warns *warn
 	}
 }
 
-// ParseTaskAccept parses and checks a kind 51 (§18.4): tags root and accept,
-// a p tag, and content with price_quote {currency, amount}; eta_unix and
-// terms_hash are typed when present.
+// ParseTaskAccept parses and checks a kind 51 (§18.4): the accept tag (and
+// root, or the accept tag names the task), content with price_quote
+// {currency, amount}; eta_unix and terms_hash are typed when present. A
+// missing p tag, and a missing price_quote or empty content (an accept of
+// the offered reward), are warnings.
 func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 	var errs errList
 	ok := true
@@ -658,9 +664,12 @@ func decimalAbove(x, y string) bool {
 }
 
 // checkLifecycleTags checks the §18.7 tag schema of kinds 51–55 and returns
-// the root (task_id), "" when it is missing or bad. The mandatory e-tag roles
-// must be present with 64-hex values; kinds 51–54 need a ["p", <agent_id>]
-// tag. The t tag is optional (the live network omits it on kinds 53 and 54).
+// the task_id (TaskRoot), "" when it is missing or bad. The kind's own e-tag
+// role must be present, every role tag with a 64-hex value; without a root
+// tag the own-role tag names the task (a warning). A kind 51–54 without a
+// ["p", <agent_id>] tag, or a kind 53 without a result tag, is a warning; a
+// p tag present must be 64-hex. The t tag is optional (the live network
+// omits it on kinds 53 and 54).
 func checkLifecycleTags(e *Event, errs *errList, warns *warnList) string {
 	roles := map[string]bool{}
 	for _, t := range e.Tags {
