@@ -438,7 +438,7 @@ func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 }
 
 // ParseTaskResult parses and checks a kind 52 (§18.5): tags root and result
-// (accept when present: the live network omits it), a p tag, and an object
+// (accept when present: the live network omits it), a p tag (a warning when absent), and an object
 // content; output is free-form (verifiers
 // judge it), output_format and runtime_ms are typed when present.
 func ParseTaskResult(e *Event) (*TaskResult, []error) {
@@ -476,7 +476,7 @@ func ParseTaskResult(e *Event) (*TaskResult, []error) {
 }
 
 // ParseTaskVerify parses and checks a kind 53 (§18.6): tags root, verify and
-// result, a p tag, verdict in {passed, failed, disputed}, score a number in
+// result (both warnings when absent), a p tag, verdict in {passed, failed, disputed}, score a number in
 // [0, 1] when present, reasons and evidence_event_ids arrays of strings when
 // present.
 func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
@@ -514,7 +514,7 @@ func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
 }
 
 // ParseTaskPayment parses and checks a kind 54 (§18.8): tags root and
-// payment, a p tag, disposition in {release, refund}, payment_method one of
+// payment, a p tag (a warning when absent), disposition in {release, refund}, payment_method one of
 // the reward methods (anp2_credit announcements included, §18.11); amount,
 // currency, tx_hash and payment_proof_url are typed when present.
 func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
