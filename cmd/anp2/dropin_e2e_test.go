@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/tasks/taskstest"
+	"github.com/coder/websocket"
 )
 
 // dropinMine gives a kind 0 or 50 the proof of work a relay process
@@ -145,6 +147,42 @@ func TestDropInClientsAgainstAProcess(t *testing.T) {
 	for _, path := range []string{"/openapi.json", "/.well-known/openapi.json", "/llms.txt", "/heartbeat.md", "/api/openapi.json"} {
 		if status, _, b := httpDo(t, "GET", pub.base+path, nil); status != 200 || len(b) == 0 {
 			t.Errorf("GET %s: %d", path, status)
+		}
+	}
+
+	// A client written from the seed's §5.3 reads the tasks back over
+	// /subscribe.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(pub.base, "http")+"/subscribe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"action":"sub","id":"tasks","filter":{"kinds":[50]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for {
+		_, b, err := ws.Read(ctx)
+		var m struct {
+			Action string
+			Event  *protocol.Event
+		}
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			t.Fatalf("/subscribe: %s %v", b, err)
+		}
+		if m.Action == "eose" {
+			break
+		}
+		if m.Action != "event" || m.Event == nil {
+			t.Fatalf("/subscribe frame %s", b)
+		}
+		seen[m.Event.ID] = true
+	}
+	for _, f := range flows {
+		if !seen[f.Task.ID] {
+			t.Errorf("/subscribe did not deliver the %s task", f.Name)
 		}
 	}
 
