@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"math/big"
@@ -29,7 +30,6 @@ const (
 	CodeInvalidReward      = "invalid_reward"
 	CodeInvalidTag         = "invalid_tag"
 	CodePriceAboveMax      = "price_exceeds_max_cost"
-	CodePriceCurrency      = "price_currency_mismatch"
 )
 
 // Roles of the e tags of kinds 51–55 (§18.7).
@@ -67,15 +67,18 @@ var (
 	verdicts       = map[string]bool{VerdictPassed: true, VerdictFailed: true, VerdictDisputed: true}
 	dispositions   = map[string]bool{DispositionRelease: true, DispositionRefund: true}
 
-	// mandatoryRoles lists the e-tag roles each kind must carry (§18.7).
-	mandatoryRoles = map[int64][]string{
-		KindTaskAccept: {RoleRoot, RoleAccept},
-		// The live network's translator omits the accept tag on kind 52; the
-		// fold attributes such a result to the winning accept (§5.3).
-		KindTaskResult: {RoleRoot, RoleResult},
-		KindTaskVerify: {RoleRoot, RoleVerify, RoleResult},
-		KindPayment:    {RoleRoot, RolePayment},
-		KindTaskCancel: {RoleRoot, RoleCancel},
+	// ownRole is the e-tag role each kind must carry (§18.7). Without a
+	// root tag, the value of the own-role tag names the task (the network's
+	// browser extension tags its kinds 51 and 52 so). The live network's
+	// translator omits the accept tag on kind 52 (the fold attributes such
+	// a result to the winning accept, §5.3), and its SDK the result tag on
+	// kind 53 (a warning: the counting result is the one judged).
+	ownRole = map[int64]string{
+		KindTaskAccept: RoleAccept,
+		KindTaskResult: RoleResult,
+		KindTaskVerify: RoleVerify,
+		KindPayment:    RolePayment,
+		KindTaskCancel: RoleCancel,
 	}
 	taskRoles = map[string]bool{RoleRoot: true, RoleAccept: true, RoleResult: true, RoleVerify: true, RolePayment: true, RoleCancel: true}
 
@@ -120,7 +123,12 @@ type TaskRequest struct {
 	Reward      TaskReward
 	Constraints json.RawMessage // compact JSON
 	RewardJSON  json.RawMessage // compact JSON
+	// Warnings are the departures from the seed's shape the rule accepted.
+	Warnings []Warning
 }
+
+// NoDeadline is the deadline of a task that names none: it never times out.
+const NoDeadline = MaxSafeInteger
 
 // PriceQuote is a kind 51 price_quote.
 type PriceQuote struct {
@@ -130,9 +138,13 @@ type PriceQuote struct {
 
 // TaskAccept is the parsed content of a kind 51 task.accept.
 type TaskAccept struct {
-	TaskID     string
+	TaskID string
+	// PriceQuote is the quote; HasQuote is false when the accept carries
+	// none (it then accepts the offered reward, §5.3).
 	PriceQuote PriceQuote
+	HasQuote   bool
 	EtaUnix    int64 // 0 when absent
+	Warnings   []Warning
 }
 
 // TaskResult is the parsed content of a kind 52 task.result.
@@ -142,6 +154,7 @@ type TaskResult struct {
 	// AcceptID is the value of the ["e", _, "accept"] tag; "" when the
 	// result has none (the fold then attributes it to the winning accept).
 	AcceptID string
+	Warnings []Warning
 }
 
 // TaskVerify is the parsed content of a kind 53 task.verify.
@@ -150,6 +163,7 @@ type TaskVerify struct {
 	Verdict  string
 	Score    float64
 	HasScore bool
+	Warnings []Warning
 }
 
 // TaskPayment is the parsed content of a kind 54 payment.release/refund.
@@ -161,41 +175,63 @@ type TaskPayment struct {
 	Currency        string
 	TxHash          string
 	PaymentProofURL string
+	Warnings        []Warning
 }
 
 // TaskCancel is the parsed content of a kind 55 task.cancel.
 type TaskCancel struct {
-	TaskID string
-	Reason string
+	TaskID   string
+	Reason   string
+	Warnings []Warning
 }
 
 // TaskRoot returns the task_id of a kind 51–55 event: the value of its
-// ["e", <task_id>, "root"] tag. It returns "" when there is none, when the
-// value is not a 64-hex id, or when root tags disagree.
+// ["e", <task_id>, "root"] tag, or, when it has no root tag, the value of
+// its own-role tag (accept for 51, result for 52, verify for 53, payment
+// for 54, cancel for 55). It returns "" when there is neither, when the
+// value is not a 64-hex id, or when the tags disagree.
 func TaskRoot(e *Event) string {
-	root := ""
+	if root, found := roleValue(e, RoleRoot); found {
+		return root
+	}
+	if role := ownRole[e.Kind]; role != "" {
+		root, _ := roleValue(e, role)
+		return root
+	}
+	return ""
+}
+
+// roleValue returns the one 64-hex value of e's ["e", _, role] tags, ""
+// when a value is not 64-hex or two disagree; found says whether e has
+// such a tag at all.
+func roleValue(e *Event, role string) (string, bool) {
+	v, found := "", false
 	for _, t := range e.Tags {
-		if len(t) >= 3 && t[0] == "e" && t[2] == RoleRoot {
-			if !IsHex64(t[1]) || root != "" && root != t[1] {
-				return ""
+		if len(t) >= 3 && t[0] == "e" && t[2] == role {
+			if !IsHex64(t[1]) || found && v != t[1] {
+				return "", true
 			}
-			root = t[1]
+			v, found = t[1], true
 		}
 	}
-	return root
+	return v, found
 }
 
 // ParseTaskRequest parses and checks a kind 50 (§18.3). It returns every
 // violation: invalid_task_content, invalid_reward, missing_tag.
 //
 // Required: capability (non-empty string; the live network's "cap" is read
-// when "capability" is absent), input (any JSON value),
-// constraints.max_cost_usd (non-negative decimal string or JSON number),
-// constraints.deadline_unix (JSON integer 0..2^53-1), reward.currency
-// (non-empty string), reward.amount, reward.payment_method (enum), and the
-// tags ["t", <capability>] and ["cap_wanted", <capability>] (not with the
-// "cap" alias, whose publishers tag ["t", "task.request"]; other t tags are
-// always allowed). Optional but
+// when "capability" is absent), input (any JSON value), reward.currency
+// (non-empty string) and reward.amount. Read with a warning when absent
+// (the network's clients' shapes, TaskRequest.Warnings): constraints
+// (as {}), constraints.max_cost_usd (no USD cap), constraints.deadline_unix
+// (created_at + deadline_sec, else NoDeadline), reward.payment_method (no
+// credit moves), and the tags ["t", <capability>] and ["cap_wanted",
+// <capability>] (not wanted with the "cap" alias, whose publishers tag
+// ["t", "task.request"]; other t tags are always allowed). Typed when
+// present: max_cost_usd (non-negative decimal string or JSON number),
+// deadline_unix and deadline_sec (JSON integers 0..2^53-1),
+// payment_method (enum). Optional but
 // typed when present: accept_languages (array of strings), min_provider_trust
 // (number), high_stakes (boolean), reward.escrow_method (enum; the §18.11
 // credit reward has none). With payment_method anp2_credit the amount must be
@@ -221,38 +257,41 @@ func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 	if len(obj["input"]) == 0 {
 		errs.add(CodeInvalidTaskContent, "input is required")
 	}
-	parseConstraints(obj["constraints"], r, &errs)
-	parseReward(obj["reward"], r, &errs)
+	var warns warnList
+	parseConstraints(e, obj["constraints"], r, &errs, &warns)
+	parseReward(obj["reward"], r, &errs, &warns)
 	if r.Capability != "" && !r.CapAlias {
 		for _, name := range []string{"t", "cap_wanted"} {
 			if !hasTagValue(e, name, r.Capability) {
-				errs.add(CodeMissingTag, "kind 50 needs a [%q, %q] tag", name, r.Capability)
+				warns.add(WarnTaskTags, fmt.Sprintf("no [%q, %q] tag: the capability is read from the content", name, r.Capability))
 			}
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	r.Warnings = warns
 	return r, nil
 }
 
-func parseConstraints(raw json.RawMessage, r *TaskRequest, errs *errList) {
+func parseConstraints(e *Event, raw json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}") // the reference relay reads absent constraints as none
+	}
 	c, ok := jsonObject(raw)
 	if !ok {
 		errs.add(CodeInvalidTaskContent, "constraints must be an object")
 		return
 	}
 	r.Constraints = compact(raw)
-	if s, ok := jsonDecimal(c["max_cost_usd"]); ok {
+	if v, present := c["max_cost_usd"]; !present {
+		warns.add(WarnNoPriceCap, "no constraints.max_cost_usd: USD quotes are bounded only by a USD reward")
+	} else if s, ok := jsonDecimal(v); ok {
 		r.MaxCostUSD = s
 	} else {
 		errs.add(CodeInvalidTaskContent, "constraints.max_cost_usd must be a non-negative decimal string")
 	}
-	if n, ok := jsonInt(c["deadline_unix"]); ok {
-		r.Deadline = n
-	} else {
-		errs.add(CodeInvalidTaskContent, "constraints.deadline_unix must be an integer 0..2^53-1")
-	}
+	parseDeadline(e, c, r, errs, warns)
 	if v, present := c["accept_languages"]; present && !isStringArray(v) {
 		errs.add(CodeInvalidTaskContent, "constraints.accept_languages must be an array of strings")
 	}
@@ -272,7 +311,33 @@ func parseConstraints(raw json.RawMessage, r *TaskRequest, errs *errList) {
 	}
 }
 
-func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList) {
+// parseDeadline reads constraints.deadline_unix; without it, the
+// LangChain tools' deadline_sec (seconds after created_at), else none
+// (NoDeadline).
+func parseDeadline(e *Event, c map[string]json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
+	if v, present := c["deadline_unix"]; present {
+		if n, ok := jsonInt(v); ok {
+			r.Deadline = n
+		} else {
+			errs.add(CodeInvalidTaskContent, "constraints.deadline_unix must be an integer 0..2^53-1")
+		}
+		return
+	}
+	if v, present := c["deadline_sec"]; present {
+		n, ok := jsonInt(v)
+		if !ok {
+			errs.add(CodeInvalidTaskContent, "constraints.deadline_sec must be an integer 0..2^53-1")
+			return
+		}
+		r.Deadline = min(e.CreatedAt+n, NoDeadline)
+		warns.add(WarnDeadline, fmt.Sprintf("no constraints.deadline_unix: read as created_at + deadline_sec = %d", r.Deadline))
+		return
+	}
+	r.Deadline = NoDeadline
+	warns.add(WarnDeadline, "no constraints.deadline_unix: the task has no deadline")
+}
+
+func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
 	o, ok := jsonObject(raw)
 	if !ok {
 		errs.add(CodeInvalidReward, "reward must be an object")
@@ -286,7 +351,9 @@ func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList) {
 	} else {
 		errs.add(CodeInvalidReward, "reward.currency must be a non-empty string")
 	}
-	if s, ok := jsonString(o["payment_method"]); ok && paymentMethods[s] {
+	if v, present := o["payment_method"]; !present {
+		warns.add(WarnNoPaymentMethod, "no reward.payment_method: the reward moves no credit")
+	} else if s, ok := jsonString(v); ok && paymentMethods[s] {
 		rw.PaymentMethod = s
 	} else {
 		errs.add(CodeInvalidReward, "reward.payment_method must be one of lightning_bolt11, eth_tx, btc_tx, mocked, anp2_credit")
@@ -321,25 +388,33 @@ func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList) {
 	}
 }
 
-// ParseTaskAccept parses and checks a kind 51 (§18.4): tags root and accept,
-// a p tag, and content with price_quote {currency, amount}; eta_unix and
-// terms_hash are typed when present.
+// ParseTaskAccept parses and checks a kind 51 (§18.4): the accept tag (and
+// root, or the accept tag names the task), content with price_quote
+// {currency, amount}; eta_unix and terms_hash are typed when present. A
+// missing p tag, and a missing price_quote or empty content (an accept of
+// the offered reward), are warnings.
 func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 	var errs errList
-	root := checkLifecycleTags(e, &errs)
-	obj, ok := contentObject(e, &errs)
-	if !ok {
+	ok := true
+	var warns warnList
+	root := checkLifecycleTags(e, &errs, &warns)
+	var obj map[string]json.RawMessage
+	if strings.TrimSpace(e.Content) == "" {
+		obj = map[string]json.RawMessage{} // the browser extension's accept
+	} else if obj, ok = contentObject(e, &errs); !ok {
 		return nil, errs
 	}
 	a := &TaskAccept{TaskID: root}
 	checkContentTaskID(obj, root, &errs)
-	if q, ok := jsonObject(obj["price_quote"]); ok {
+	if raw, present := obj["price_quote"]; !present {
+		warns.add(WarnNoQuote, "no price_quote: the accept takes the offered reward")
+	} else if q, ok := jsonObject(raw); ok {
 		cur, ok1 := jsonString(q["currency"])
 		amt, ok2 := jsonDecimal(q["amount"])
 		if !ok1 || cur == "" || !ok2 {
 			errs.add(CodeInvalidTaskContent, "price_quote needs a currency string and a non-negative decimal amount")
 		}
-		a.PriceQuote = PriceQuote{Currency: cur, Amount: amt}
+		a.PriceQuote, a.HasQuote = PriceQuote{Currency: cur, Amount: amt}, true
 	} else {
 		errs.add(CodeInvalidTaskContent, "price_quote must be an object")
 	}
@@ -358,16 +433,18 @@ func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	a.Warnings = warns
 	return a, nil
 }
 
 // ParseTaskResult parses and checks a kind 52 (§18.5): tags root and result
-// (accept when present: the live network omits it), a p tag, and an object
+// (accept when present: the live network omits it), a p tag (a warning when absent), and an object
 // content; output is free-form (verifiers
 // judge it), output_format and runtime_ms are typed when present.
 func ParseTaskResult(e *Event) (*TaskResult, []error) {
 	var errs errList
-	root := checkLifecycleTags(e, &errs)
+	var warns warnList
+	root := checkLifecycleTags(e, &errs, &warns)
 	obj, ok := contentObject(e, &errs)
 	if !ok {
 		return nil, errs
@@ -394,16 +471,18 @@ func ParseTaskResult(e *Event) (*TaskResult, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	r.Warnings = warns
 	return r, nil
 }
 
 // ParseTaskVerify parses and checks a kind 53 (§18.6): tags root, verify and
-// result, a p tag, verdict in {passed, failed, disputed}, score a number in
+// result (both warnings when absent), a p tag, verdict in {passed, failed, disputed}, score a number in
 // [0, 1] when present, reasons and evidence_event_ids arrays of strings when
 // present.
 func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
 	var errs errList
-	root := checkLifecycleTags(e, &errs)
+	var warns warnList
+	root := checkLifecycleTags(e, &errs, &warns)
 	obj, ok := contentObject(e, &errs)
 	if !ok {
 		return nil, errs
@@ -430,16 +509,18 @@ func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	v.Warnings = warns
 	return v, nil
 }
 
 // ParseTaskPayment parses and checks a kind 54 (§18.8): tags root and
-// payment, a p tag, disposition in {release, refund}, payment_method one of
+// payment, a p tag (a warning when absent), disposition in {release, refund}, payment_method one of
 // the reward methods (anp2_credit announcements included, §18.11); amount,
 // currency, tx_hash and payment_proof_url are typed when present.
 func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
 	var errs errList
-	root := checkLifecycleTags(e, &errs)
+	var warns warnList
+	root := checkLifecycleTags(e, &errs, &warns)
 	obj, ok := contentObject(e, &errs)
 	if !ok {
 		return nil, errs
@@ -479,6 +560,7 @@ func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	p.Warnings = warns
 	return p, nil
 }
 
@@ -486,7 +568,8 @@ func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
 // and an object content; reason is typed when present.
 func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
 	var errs errList
-	root := checkLifecycleTags(e, &errs)
+	var warns warnList
+	root := checkLifecycleTags(e, &errs, &warns)
 	obj, ok := contentObject(e, &errs)
 	if !ok {
 		return nil, errs
@@ -503,52 +586,91 @@ func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	c.Warnings = warns
 	return c, nil
 }
 
+// CodePriceAboveReward: a kind 51 quoting in the reward's currency more
+// than the reward.
+const CodePriceAboveReward = "price_exceeds_reward"
+
 // CheckAcceptPrice checks §18.4 for an accept whose request is known (see
-// AcceptPriceViolation). It returns the first kind-rule violation of either
+// AcceptPrice). It returns the first kind-rule violation of either
 // event, an invalid_task_content *Error when accept's root is not
-// request.ID, and AcceptPriceViolation's answer otherwise.
-func CheckAcceptPrice(accept, request *Event) error {
+// request.ID, and AcceptPrice's answer otherwise.
+func CheckAcceptPrice(accept, request *Event) (*Warning, error) {
 	a, errs := ParseTaskAccept(accept)
 	if len(errs) > 0 {
-		return errs[0]
+		return nil, errs[0]
 	}
 	r, errs := ParseTaskRequest(request)
 	if len(errs) > 0 {
-		return errs[0]
+		return nil, errs[0]
 	}
 	if a.TaskID != request.ID {
-		return Errorf(CodeInvalidTaskContent, "accept does not reference this request (root %s)", a.TaskID)
+		return nil, Errorf(CodeInvalidTaskContent, "accept does not reference this request (root %s)", a.TaskID)
 	}
-	return AcceptPriceViolation(a, r)
+	return AcceptPrice(a, r)
 }
 
-// AcceptPriceViolation is the §18.4 price rule, used at publish and by the
-// task fold: the quote must be in the currency of the request's bound
-// (constraints.max_cost_usd, so USD, case-insensitive) — with no reference
-// exchange rate (§18.12 q4) a quote in another currency is undefined and
-// rejected, price_currency_mismatch — and price_quote.amount ≤ max_cost_usd,
-// compared exactly as decimals, else price_exceeds_max_cost. It returns nil
-// when the quote satisfies both.
+// AcceptPriceViolation is AcceptPrice's violation alone (the fold's
+// question: may this accept win?).
 func AcceptPriceViolation(a *TaskAccept, r *TaskRequest) error {
-	if !strings.EqualFold(a.PriceQuote.Currency, "USD") {
-		return Errorf(CodePriceCurrency, "price_quote.currency %q is not the currency of the request's max_cost_usd (USD)", a.PriceQuote.Currency)
+	_, err := AcceptPrice(a, r)
+	return err
+}
+
+// AcceptPrice is the §18.4 price rule, used at publish and by the task
+// fold, so a mirrored accept is judged as a published one. A quote is
+// bounded by every bound of its request in its currency (case-insensitive):
+// reward.amount when it is the reward's currency (price_exceeds_reward),
+// and constraints.max_cost_usd when it is USD and the request has one
+// (price_exceeds_max_cost), compared exactly as decimals. A quote that no
+// bound applies to (another currency; with no reference exchange rate,
+// §18.12 q4, it cannot be compared) is a warning, quote_not_compared, and
+// does not count: the accept takes the offered reward, as does an accept
+// without a quote (accept_without_quote). It returns the violation, or nil
+// and the warning (nil when none).
+func AcceptPrice(a *TaskAccept, r *TaskRequest) (*Warning, error) {
+	if !a.HasQuote {
+		return &Warning{WarnNoQuote, "no price_quote: the accept takes the offered reward"}, nil
 	}
-	quote, ok1 := new(big.Rat).SetString(a.PriceQuote.Amount)
-	limit, ok2 := new(big.Rat).SetString(r.MaxCostUSD)
-	if ok1 && ok2 && quote.Cmp(limit) > 0 {
-		return Errorf(CodePriceAboveMax, "price_quote.amount %s exceeds the request's max_cost_usd %s", a.PriceQuote.Amount, r.MaxCostUSD)
+	q := a.PriceQuote
+	bounded := false
+	if strings.EqualFold(q.Currency, r.Reward.Currency) {
+		bounded = true
+		if decimalAbove(q.Amount, r.Reward.Amount) {
+			return nil, Errorf(CodePriceAboveReward, "price_quote.amount %s exceeds the reward %s %s", q.Amount, r.Reward.Amount, r.Reward.Currency)
+		}
 	}
-	return nil
+	if strings.EqualFold(q.Currency, "USD") && r.MaxCostUSD != "" {
+		bounded = true
+		if decimalAbove(q.Amount, r.MaxCostUSD) {
+			return nil, Errorf(CodePriceAboveMax, "price_quote.amount %s exceeds the request's max_cost_usd %s", q.Amount, r.MaxCostUSD)
+		}
+	}
+	if !bounded {
+		return &Warning{WarnQuoteUnbounded, fmt.Sprintf("price_quote.currency %q is neither the reward's currency (%q) nor USD under a max_cost_usd: the quote is not compared, the accept takes the offered reward", q.Currency, r.Reward.Currency)}, nil
+	}
+	return nil, nil
+}
+
+// decimalAbove reports whether the decimal x is above the decimal y (false
+// when either does not parse).
+func decimalAbove(x, y string) bool {
+	a, ok1 := new(big.Rat).SetString(x)
+	b, ok2 := new(big.Rat).SetString(y)
+	return ok1 && ok2 && a.Cmp(b) > 0
 }
 
 // checkLifecycleTags checks the §18.7 tag schema of kinds 51–55 and returns
-// the root (task_id), "" when it is missing or bad. The mandatory e-tag roles
-// must be present with 64-hex values; kinds 51–54 need a ["p", <agent_id>]
-// tag. The t tag is optional (the live network omits it on kinds 53 and 54).
-func checkLifecycleTags(e *Event, errs *errList) string {
+// the task_id (TaskRoot), "" when it is missing or bad. The kind's own e-tag
+// role must be present, every role tag with a 64-hex value; without a root
+// tag the own-role tag names the task (a warning). A kind 51–54 without a
+// ["p", <agent_id>] tag, or a kind 53 without a result tag, is a warning; a
+// p tag present must be 64-hex. The t tag is optional (the live network
+// omits it on kinds 53 and 54).
+func checkLifecycleTags(e *Event, errs *errList, warns *warnList) string {
 	roles := map[string]bool{}
 	for _, t := range e.Tags {
 		if len(t) >= 3 && t[0] == "e" && taskRoles[t[2]] {
@@ -558,19 +680,26 @@ func checkLifecycleTags(e *Event, errs *errList) string {
 			}
 		}
 	}
-	for _, role := range mandatoryRoles[e.Kind] {
-		if !roles[role] {
-			errs.add(CodeMissingTag, "kind %d needs an [\"e\", <id>, %q] tag", e.Kind, role)
-		}
+	own := ownRole[e.Kind]
+	if !roles[own] {
+		errs.add(CodeMissingTag, "kind %d needs an [\"e\", <id>, %q] tag", e.Kind, own)
 	}
 	root := TaskRoot(e)
-	if roles[RoleRoot] && root == "" {
+	switch {
+	case roles[RoleRoot] && root == "":
 		errs.add(CodeInvalidTag, "root e tags must name one 64-hex task_id")
+	case !roles[RoleRoot] && root != "":
+		warns.add(WarnRootInferred, fmt.Sprintf("no [\"e\", task_id, \"root\"] tag: the %q tag names the task %s", own, root))
+	case !roles[RoleRoot]:
+		errs.add(CodeMissingTag, "kind %d needs an [\"e\", <task_id>, \"root\"] tag", e.Kind)
+	}
+	if e.Kind == KindTaskVerify && !roles[RoleResult] {
+		warns.add(WarnVerifyNoResult, "no [\"e\", result, \"result\"] tag: the verdict judges the task's counting result")
 	}
 	if e.Kind != KindTaskCancel {
 		ps := e.TagValues("p")
 		if len(ps) == 0 {
-			errs.add(CodeMissingTag, "kind %d needs a [\"p\", <agent_id>] tag", e.Kind)
+			warns.add(WarnMissingP, fmt.Sprintf("kind %d has no [\"p\", <agent_id>] tag", e.Kind))
 		}
 		for _, p := range ps {
 			if !IsHex64(p) {

@@ -60,6 +60,7 @@ type kindCase struct {
 	content string
 	tags    [][]string
 	want    []string // codes, in order; nil means valid
+	warns   []string // warning codes of a valid event, in order
 }
 
 func runKindCases(t *testing.T, kind int64, cases []kindCase) {
@@ -71,6 +72,13 @@ func runKindCases(t *testing.T, kind int64, cases []kindCase) {
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("codes %v, want %v; errors %v", got, tc.want, CheckKind(e))
 			}
+			var warns []string
+			for _, w := range KindWarnings(e) {
+				warns = append(warns, w.Code)
+			}
+			if strings.Join(warns, ",") != strings.Join(tc.warns, ",") {
+				t.Fatalf("warnings %v, want %v: %v", warns, tc.warns, KindWarnings(e))
+			}
 		})
 	}
 }
@@ -81,51 +89,59 @@ func TestTaskRequestRule(t *testing.T) {
 	c := CodeInvalidTaskContent
 	r := CodeInvalidReward
 	runKindCases(t, KindTaskRequest, []kindCase{
-		{"credit request (the conformance vector)", request50, requestTags, nil},
-		{"mocked USD request", mocked, requestTags, nil},
-		{"USD amount as JSON number", patchRaw(mocked, "reward.amount", "0.05"), requestTags, nil},
-		{"credit reward without escrow (§18.11)", patch(request50, "reward.escrow_method", nil), requestTags, nil},
-		{"optional constraints typed", patch(patch(patch(request50, "constraints.accept_languages", []string{"fr"}), "constraints.min_provider_trust", 0.5), "constraints.high_stakes", true), requestTags, nil},
-		{"max cost as number", patchRaw(request50, "constraints.max_cost_usd", "0.1"), requestTags, nil},
-		{"not json", "hello", requestTags, []string{c}},
-		{"array content", "[]", requestTags, []string{c}},
-		{"trailing data", request50 + "{}", requestTags, []string{c}},
-		{"no capability", patch(request50, "capability", nil), requestTags, []string{c}},
-		{"blank capability", patch(request50, "capability", " "), requestTags, []string{c}},
-		{"no input", patch(request50, "input", nil), requestTags, []string{c}},
-		{"no constraints", patch(request50, "constraints", nil), requestTags, []string{c}},
-		{"no deadline", patch(request50, "constraints.deadline_unix", nil), requestTags, []string{c}},
-		{"deadline string", patch(request50, "constraints.deadline_unix", "1763886400"), requestTags, []string{c}},
-		{"deadline float", patchRaw(request50, "constraints.deadline_unix", "1763886400.5"), requestTags, []string{c}},
-		{"negative max cost", patch(request50, "constraints.max_cost_usd", "-1"), requestTags, []string{c}},
-		{"max cost words", patch(request50, "constraints.max_cost_usd", "ten"), requestTags, []string{c}},
-		{"high_stakes string", patch(request50, "constraints.high_stakes", "yes"), requestTags, []string{c}},
-		{"languages not strings", patch(request50, "constraints.accept_languages", []int{1}), requestTags, []string{c}},
-		{"no reward", patch(request50, "reward", nil), requestTags, []string{r}},
-		{"unknown payment method", patch(request50, "reward.payment_method", "paypal"), requestTags, []string{r}},
-		{"unknown escrow", patch(request50, "reward.escrow_method", "bank"), requestTags, []string{r}},
-		{"no currency", patch(request50, "reward.currency", nil), requestTags, []string{r}},
-		{"credit amount string", patch(request50, "reward.amount", "10"), requestTags, []string{r}},
-		{"credit amount negative", patchRaw(request50, "reward.amount", "-1"), requestTags, []string{r}},
-		{"credit amount fraction", patchRaw(request50, "reward.amount", "10.5"), requestTags, []string{r}},
-		{"credit amount 10.0", patchRaw(request50, "reward.amount", "10.0"), requestTags, []string{r}},
-		{"credit amount exponent", patchRaw(request50, "reward.amount", "1e1"), requestTags, []string{r}},
-		{"credit amount 2^53", patchRaw(request50, "reward.amount", "9007199254740992"), requestTags, []string{r}},
-		{"credit amount 2^53-1", patchRaw(request50, "reward.amount", "9007199254740991"), requestTags, nil},
-		{"credit amount zero", patchRaw(request50, "reward.amount", "0"), requestTags, nil},
-		{"mocked amount negative", patch(mocked, "reward.amount", "-0.05"), requestTags, []string{r}},
-		{"mocked amount missing", patch(mocked, "reward.amount", nil), requestTags, []string{r}},
-		{"cap alias, live network tags", liveRequest, [][]string{{"t", "task.request"}}, nil},
-		{"cap alias without tags", liveRequest, nil, nil},
-		{"cap alias, numeric max cost", patchRaw(liveRequest, "constraints.max_cost_usd", "0.5"), [][]string{{"t", "task.request"}}, nil},
-		{"cap alias blank", patch(liveRequest, "cap", ""), nil, []string{c}},
-		{"cap alias not a string", patch(liveRequest, "cap", 7), nil, []string{c}},
-		{"capability wins over cap, and needs its tags", patch(request50, "cap", "other"), [][]string{{"t", "task.request"}}, []string{CodeMissingTag, CodeMissingTag}},
-		{"extra t tag beside the canonical ones", request50, append([][]string{{"t", "task.request"}}, requestTags...), nil},
-		{"no t tag", request50, [][]string{{"cap_wanted", "transform.text.demo"}}, []string{CodeMissingTag}},
-		{"cap_wanted for another capability", request50, [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "x"}}, []string{CodeMissingTag}},
+		{"credit request (the conformance vector)", request50, requestTags, nil, nil},
+		{"mocked USD request", mocked, requestTags, nil, nil},
+		{"USD amount as JSON number", patchRaw(mocked, "reward.amount", "0.05"), requestTags, nil, nil},
+		{"credit reward without escrow (§18.11)", patch(request50, "reward.escrow_method", nil), requestTags, nil, nil},
+		{"optional constraints typed", patch(patch(patch(request50, "constraints.accept_languages", []string{"fr"}), "constraints.min_provider_trust", 0.5), "constraints.high_stakes", true), requestTags, nil, nil},
+		{"max cost as number", patchRaw(request50, "constraints.max_cost_usd", "0.1"), requestTags, nil, nil},
+		{"not json", "hello", requestTags, []string{c}, nil},
+		{"array content", "[]", requestTags, []string{c}, nil},
+		{"trailing data", request50 + "{}", requestTags, []string{c}, nil},
+		{"no capability", patch(request50, "capability", nil), requestTags, []string{c}, nil},
+		{"blank capability", patch(request50, "capability", " "), requestTags, []string{c}, nil},
+		{"no input", patch(request50, "input", nil), requestTags, []string{c}, nil},
+		{"no constraints", patch(request50, "constraints", nil), requestTags, nil, []string{WarnNoPriceCap, WarnDeadline}},
+		{"constraints not an object", patch(request50, "constraints", "soon"), requestTags, []string{c}, nil},
+		{"no deadline", patch(request50, "constraints.deadline_unix", nil), requestTags, nil, []string{WarnDeadline}},
+		{"deadline_sec (LangChain)", patch(patch(request50, "constraints.deadline_unix", nil), "constraints.deadline_sec", 600), requestTags, nil, []string{WarnDeadline}},
+		{"deadline_sec string", patch(patch(request50, "constraints.deadline_unix", nil), "constraints.deadline_sec", "600"), requestTags, []string{c}, nil},
+		{"no max cost (MCP)", patch(request50, "constraints.max_cost_usd", nil), requestTags, nil, []string{WarnNoPriceCap}},
+		{"no payment method (MCP)", patch(request50, "reward.payment_method", nil), requestTags, nil, []string{WarnNoPaymentMethod}},
+		{"LangChain defaults", `{"capability":"transform.text.demo","input":{},"constraints":{"deadline_sec":600},"reward":{"currency":"USD","amount":0}}`, requestTags, nil,
+			[]string{WarnNoPriceCap, WarnDeadline, WarnNoPaymentMethod}},
+		{"browser extension tags", request50, [][]string{{"t", "task"}, {"cap", "transform.text.demo"}}, nil, []string{WarnTaskTags, WarnTaskTags}},
+		{"deadline string", patch(request50, "constraints.deadline_unix", "1763886400"), requestTags, []string{c}, nil},
+		{"deadline float", patchRaw(request50, "constraints.deadline_unix", "1763886400.5"), requestTags, []string{c}, nil},
+		{"negative max cost", patch(request50, "constraints.max_cost_usd", "-1"), requestTags, []string{c}, nil},
+		{"max cost words", patch(request50, "constraints.max_cost_usd", "ten"), requestTags, []string{c}, nil},
+		{"high_stakes string", patch(request50, "constraints.high_stakes", "yes"), requestTags, []string{c}, nil},
+		{"languages not strings", patch(request50, "constraints.accept_languages", []int{1}), requestTags, []string{c}, nil},
+		{"no reward", patch(request50, "reward", nil), requestTags, []string{r}, nil},
+		{"unknown payment method", patch(request50, "reward.payment_method", "paypal"), requestTags, []string{r}, nil},
+		{"unknown escrow", patch(request50, "reward.escrow_method", "bank"), requestTags, []string{r}, nil},
+		{"no currency", patch(request50, "reward.currency", nil), requestTags, []string{r}, nil},
+		{"credit amount string", patch(request50, "reward.amount", "10"), requestTags, []string{r}, nil},
+		{"credit amount negative", patchRaw(request50, "reward.amount", "-1"), requestTags, []string{r}, nil},
+		{"credit amount fraction", patchRaw(request50, "reward.amount", "10.5"), requestTags, []string{r}, nil},
+		{"credit amount 10.0", patchRaw(request50, "reward.amount", "10.0"), requestTags, []string{r}, nil},
+		{"credit amount exponent", patchRaw(request50, "reward.amount", "1e1"), requestTags, []string{r}, nil},
+		{"credit amount 2^53", patchRaw(request50, "reward.amount", "9007199254740992"), requestTags, []string{r}, nil},
+		{"credit amount 2^53-1", patchRaw(request50, "reward.amount", "9007199254740991"), requestTags, nil, nil},
+		{"credit amount zero", patchRaw(request50, "reward.amount", "0"), requestTags, nil, nil},
+		{"mocked amount negative", patch(mocked, "reward.amount", "-0.05"), requestTags, []string{r}, nil},
+		{"mocked amount missing", patch(mocked, "reward.amount", nil), requestTags, []string{r}, nil},
+		{"cap alias, live network tags", liveRequest, [][]string{{"t", "task.request"}}, nil, nil},
+		{"cap alias without tags", liveRequest, nil, nil, nil},
+		{"cap alias, numeric max cost", patchRaw(liveRequest, "constraints.max_cost_usd", "0.5"), [][]string{{"t", "task.request"}}, nil, nil},
+		{"cap alias blank", patch(liveRequest, "cap", ""), nil, []string{c}, nil},
+		{"cap alias not a string", patch(liveRequest, "cap", 7), nil, []string{c}, nil},
+		{"capability wins over cap, and wants its tags", patch(request50, "cap", "other"), [][]string{{"t", "task.request"}}, nil, []string{WarnTaskTags, WarnTaskTags}},
+		{"extra t tag beside the canonical ones", request50, append([][]string{{"t", "task.request"}}, requestTags...), nil, nil},
+		{"no t tag", request50, [][]string{{"cap_wanted", "transform.text.demo"}}, nil, []string{WarnTaskTags}},
+		{"cap_wanted for another capability", request50, [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "x"}}, nil, []string{WarnTaskTags}},
 		{"every violation at once", patch(patch(request50, "input", nil), "reward.payment_method", "x"), nil,
-			[]string{c, r, CodeMissingTag, CodeMissingTag}},
+			[]string{c, r}, nil},
 	})
 }
 
@@ -141,19 +157,23 @@ func TestTaskAcceptRule(t *testing.T) {
 	good := `{"eta_unix":1747600000,"price_quote":{"currency":"USD","amount":"0.04"},"terms_hash":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`
 	tags := lifecycleTags("root", "accept")
 	runKindCases(t, KindTaskAccept, []kindCase{
-		{"valid", good, tags, nil},
-		{"with t tag and task_id", patch(good, "task_id", taskID), append(tags, []string{"t", "x"}), nil},
-		{"empty terms hash", patch(good, "terms_hash", ""), tags, nil},
-		{"no root", good, lifecycleTags("accept"), []string{CodeMissingTag}},
-		{"no accept role", good, lifecycleTags("root"), []string{CodeMissingTag}},
-		{"root not hex", good, [][]string{{"e", "xyz", "root"}, {"e", taskID, "accept"}, {"p", someAgnt}}, []string{CodeInvalidTag, CodeInvalidTag}},
-		{"two roots", good, append(lifecycleTags("root", "accept"), []string{"e", otherID, "root"}), []string{CodeInvalidTag}},
-		{"no p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}}, []string{CodeMissingTag}},
-		{"bad p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}, {"p", "me"}}, []string{CodeInvalidTag}},
-		{"no price quote", patch(good, "price_quote", nil), tags, []string{CodeInvalidTaskContent}},
-		{"price quote without amount", patch(good, "price_quote.amount", nil), tags, []string{CodeInvalidTaskContent}},
-		{"eta string", patch(good, "eta_unix", "soon"), tags, []string{CodeInvalidTaskContent}},
-		{"task_id disagrees with root", patch(good, "task_id", otherID), tags, []string{CodeInvalidTaskContent}},
+		{"valid", good, tags, nil, nil},
+		{"with t tag and task_id", patch(good, "task_id", taskID), append(tags, []string{"t", "x"}), nil, nil},
+		{"empty terms hash", patch(good, "terms_hash", ""), tags, nil, nil},
+		{"no root: the accept tag names the task", good, lifecycleTags("accept"), nil, []string{WarnRootInferred}},
+		{"browser extension accept", "", [][]string{{"e", taskID, "accept"}}, nil, []string{WarnRootInferred, WarnMissingP, WarnNoQuote}},
+		{"no root, bad accept tag", good, [][]string{{"e", "xyz", "accept"}, {"p", someAgnt}}, []string{CodeInvalidTag, CodeMissingTag}, nil},
+		{"no accept role", good, lifecycleTags("root"), []string{CodeMissingTag}, nil},
+		{"root not hex", good, [][]string{{"e", "xyz", "root"}, {"e", taskID, "accept"}, {"p", someAgnt}}, []string{CodeInvalidTag, CodeInvalidTag}, nil},
+		{"two roots", good, append(lifecycleTags("root", "accept"), []string{"e", otherID, "root"}), []string{CodeInvalidTag}, nil},
+		{"no p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}}, nil, []string{WarnMissingP}},
+		{"bad p", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "accept"}, {"p", "me"}}, []string{CodeInvalidTag}, nil},
+		{"no price quote", patch(good, "price_quote", nil), tags, nil, []string{WarnNoQuote}},
+		{"price quote not an object", patch(good, "price_quote", "10 credits"), tags, []string{CodeInvalidTaskContent}, nil},
+		{"content not JSON", "yes", tags, []string{CodeInvalidTaskContent}, nil},
+		{"price quote without amount", patch(good, "price_quote.amount", nil), tags, []string{CodeInvalidTaskContent}, nil},
+		{"eta string", patch(good, "eta_unix", "soon"), tags, []string{CodeInvalidTaskContent}, nil},
+		{"task_id disagrees with root", patch(good, "task_id", otherID), tags, []string{CodeInvalidTaskContent}, nil},
 	})
 }
 
@@ -161,12 +181,13 @@ func TestTaskResultRule(t *testing.T) {
 	good := `{"task_id":"` + taskID + `","output":{"text":"hello"},"runtime_ms":318,"output_format":"json"}`
 	tags := lifecycleTags("root", "result", "accept")
 	runKindCases(t, KindTaskResult, []kindCase{
-		{"valid", good, tags, nil},
-		{"empty output allowed", patch(good, "output", ""), tags, nil},
-		{"no accept role (the live network's translator, D15)", good, lifecycleTags("root", "result"), nil},
-		{"no result role", good, lifecycleTags("root", "accept"), []string{CodeMissingTag}},
-		{"runtime negative", patchRaw(good, "runtime_ms", "-1"), tags, []string{CodeInvalidTaskContent}},
-		{"format not string", patchRaw(good, "output_format", "1"), tags, []string{CodeInvalidTaskContent}},
+		{"valid", good, tags, nil, nil},
+		{"empty output allowed", patch(good, "output", ""), tags, nil, nil},
+		{"no accept role (the live network's translator, D15)", good, lifecycleTags("root", "result"), nil, nil},
+		{"no result role", good, lifecycleTags("root", "accept"), []string{CodeMissingTag}, nil},
+		{"browser extension result", `{"output":"bonjour"}`, [][]string{{"e", taskID, "result"}}, nil, []string{WarnRootInferred, WarnMissingP}},
+		{"runtime negative", patchRaw(good, "runtime_ms", "-1"), tags, []string{CodeInvalidTaskContent}, nil},
+		{"format not string", patchRaw(good, "output_format", "1"), tags, []string{CodeInvalidTaskContent}, nil},
 	})
 }
 
@@ -175,18 +196,19 @@ func TestTaskVerifyRule(t *testing.T) {
 	tags := lifecycleTags("root", "verify", "result")
 	c := CodeInvalidTaskContent
 	runKindCases(t, KindTaskVerify, []kindCase{
-		{"valid", good, tags, nil},
-		{"failed without score", patch(patch(good, "verdict", "failed"), "score", nil), tags, nil},
-		{"disputed score 0", patchRaw(patch(good, "verdict", "disputed"), "score", "0"), tags, nil},
-		{"score 1.0", patchRaw(good, "score", "1.0"), tags, nil},
-		{"unknown verdict", patch(good, "verdict", "maybe"), tags, []string{c}},
-		{"no verdict", patch(good, "verdict", nil), tags, []string{c}},
-		{"score above 1", patchRaw(good, "score", "1.5"), tags, []string{c}},
-		{"score negative", patchRaw(good, "score", "-0.1"), tags, []string{c}},
-		{"score string", patch(good, "score", "0.5"), tags, []string{c}},
-		{"reasons not list", patch(good, "reasons", "fine"), tags, []string{c}},
-		{"reasons with null", patchRaw(good, "reasons", "[\"ok\",null]"), tags, []string{c}},
-		{"no verify role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}},
+		{"valid", good, tags, nil, nil},
+		{"failed without score", patch(patch(good, "verdict", "failed"), "score", nil), tags, nil, nil},
+		{"disputed score 0", patchRaw(patch(good, "verdict", "disputed"), "score", "0"), tags, nil, nil},
+		{"score 1.0", patchRaw(good, "score", "1.0"), tags, nil, nil},
+		{"unknown verdict", patch(good, "verdict", "maybe"), tags, []string{c}, nil},
+		{"no verdict", patch(good, "verdict", nil), tags, []string{c}, nil},
+		{"score above 1", patchRaw(good, "score", "1.5"), tags, []string{c}, nil},
+		{"score negative", patchRaw(good, "score", "-0.1"), tags, []string{c}, nil},
+		{"score string", patch(good, "score", "0.5"), tags, []string{c}, nil},
+		{"reasons not list", patch(good, "reasons", "fine"), tags, []string{c}, nil},
+		{"reasons with null", patchRaw(good, "reasons", "[\"ok\",null]"), tags, []string{c}, nil},
+		{"no verify role", good, lifecycleTags("root", "result"), []string{CodeMissingTag}, nil},
+		{"no result tag (SDK)", good, lifecycleTags("root", "verify"), nil, []string{WarnVerifyNoResult}},
 	})
 }
 
@@ -195,14 +217,15 @@ func TestTaskPaymentRule(t *testing.T) {
 	tags := lifecycleTags("root", "payment")
 	c := CodeInvalidTaskContent
 	runKindCases(t, KindPayment, []kindCase{
-		{"valid", good, tags, nil},
-		{"credit announcement", patch(patch(good, "payment_method", "anp2_credit"), "tx_hash", nil), tags, nil},
-		{"refund", patch(good, "disposition", "refund"), tags, nil},
-		{"partial", patch(good, "disposition", "partial"), tags, []string{c}},
-		{"cash", patch(good, "payment_method", "cash"), tags, []string{c}},
-		{"negative amount", patch(good, "amount", "-1"), tags, []string{c}},
-		{"tx hash number", patchRaw(good, "tx_hash", "1"), tags, []string{c}},
-		{"no payment role", good, lifecycleTags("root"), []string{CodeMissingTag}},
+		{"valid", good, tags, nil, nil},
+		{"credit announcement", patch(patch(good, "payment_method", "anp2_credit"), "tx_hash", nil), tags, nil, nil},
+		{"refund", patch(good, "disposition", "refund"), tags, nil, nil},
+		{"partial", patch(good, "disposition", "partial"), tags, []string{c}, nil},
+		{"cash", patch(good, "payment_method", "cash"), tags, []string{c}, nil},
+		{"negative amount", patch(good, "amount", "-1"), tags, []string{c}, nil},
+		{"tx hash number", patchRaw(good, "tx_hash", "1"), tags, []string{c}, nil},
+		{"no payment role", good, lifecycleTags("root"), []string{CodeMissingTag}, nil},
+		{"no p (MCP anp2_release_payment)", good, [][]string{{"e", taskID, "root"}, {"e", taskID, "payment"}}, nil, []string{WarnMissingP}},
 	})
 }
 
@@ -210,11 +233,11 @@ func TestTaskCancelRule(t *testing.T) {
 	good := `{"task_id":"` + taskID + `","reason":"requirements changed"}`
 	tags := [][]string{{"e", taskID, "root"}, {"e", taskID, "cancel"}, {"t", "transform.text.demo"}}
 	runKindCases(t, KindTaskCancel, []kindCase{
-		{"valid without p", good, tags, nil},
-		{"empty object", "{}", tags, nil},
-		{"reason number", patchRaw(good, "reason", "3"), tags, []string{CodeInvalidTaskContent}},
-		{"empty content", "", tags, []string{CodeInvalidTaskContent}},
-		{"no cancel role", good, [][]string{{"e", taskID, "root"}}, []string{CodeMissingTag}},
+		{"valid without p", good, tags, nil, nil},
+		{"empty object", "{}", tags, nil, nil},
+		{"reason number", patchRaw(good, "reason", "3"), tags, []string{CodeInvalidTaskContent}, nil},
+		{"empty content", "", tags, []string{CodeInvalidTaskContent}, nil},
+		{"no cancel role", good, [][]string{{"e", taskID, "root"}}, []string{CodeMissingTag}, nil},
 	})
 }
 
@@ -223,11 +246,14 @@ func TestTaskRoot(t *testing.T) {
 		tags [][]string
 		want string
 	}{
-		"one root":         {[][]string{{"e", taskID, "root"}}, taskID},
-		"repeated root":    {[][]string{{"e", taskID, "root"}, {"e", taskID, "root"}}, taskID},
-		"conflicting root": {[][]string{{"e", taskID, "root"}, {"e", otherID, "root"}}, ""},
-		"no role":          {[][]string{{"e", taskID}}, ""},
-		"bad hex":          {[][]string{{"e", strings.ToUpper(taskID), "root"}}, ""},
+		"one root":              {[][]string{{"e", taskID, "root"}}, taskID},
+		"repeated root":         {[][]string{{"e", taskID, "root"}, {"e", taskID, "root"}}, taskID},
+		"conflicting root":      {[][]string{{"e", taskID, "root"}, {"e", otherID, "root"}}, ""},
+		"no role":               {[][]string{{"e", taskID}}, ""},
+		"accept role only":      {[][]string{{"e", taskID, "accept"}}, taskID},
+		"root wins":             {[][]string{{"e", otherID, "accept"}, {"e", taskID, "root"}}, taskID},
+		"bad root, no fallback": {[][]string{{"e", "xyz", "root"}, {"e", taskID, "accept"}}, ""},
+		"bad hex":               {[][]string{{"e", strings.ToUpper(taskID), "root"}}, ""},
 	}
 	for name, tc := range cases {
 		if got := TaskRoot(signed(51, "{}", tc.tags...)); got != tc.want {
@@ -237,29 +263,49 @@ func TestTaskRoot(t *testing.T) {
 }
 
 func TestCheckAcceptPrice(t *testing.T) {
-	req := signed(KindTaskRequest, request50, requestTags...)
-	accept := func(currency, amount string, root string) *Event {
-		content := `{"price_quote":{"currency":"` + currency + `","amount":"` + amount + `"}}`
-		return signed(KindTaskAccept, content, []string{"e", root, "root"}, []string{"e", root, "accept"}, []string{"p", req.AgentID})
+	req := signed(KindTaskRequest, request50, requestTags...) // credit 10, max_cost_usd 0.10
+	accept := func(quote string, root string) *Event {
+		return signed(KindTaskAccept, `{"price_quote":`+quote+`}`, []string{"e", root, "root"}, []string{"e", root, "accept"}, []string{"p", req.AgentID})
+	}
+	q := func(currency, amount string) string {
+		return `{"currency":"` + currency + `","amount":"` + amount + `"}`
 	}
 	cases := []struct {
-		name string
-		acc  *Event
-		want string
+		name       string
+		acc        *Event
+		want, warn string
 	}{
-		{"below", accept("USD", "0.04", req.ID), ""},
-		{"equal", accept("USD", "0.1", req.ID), ""},
-		{"above", accept("USD", "0.11", req.ID), CodePriceAboveMax},
-		{"above, lower-case currency", accept("usd", "1", req.ID), CodePriceAboveMax},
-		{"other currency: undefined, rejected (§18.4)", accept("credit", "1000", req.ID), CodePriceCurrency},
-		{"other currency even when cheap", accept("EUR", "0.01", req.ID), CodePriceCurrency},
-		{"another task", accept("USD", "0.01", otherID), CodeInvalidTaskContent},
-		{"malformed accept", signed(KindTaskAccept, "{}", []string{"e", req.ID, "root"}), CodeMissingTag},
+		{"USD below max_cost_usd", accept(q("USD", "0.04"), req.ID), "", ""},
+		{"USD equal", accept(q("USD", "0.1"), req.ID), "", ""},
+		{"USD above", accept(q("USD", "0.11"), req.ID), CodePriceAboveMax, ""},
+		{"USD above, lower-case currency", accept(q("usd", "1"), req.ID), CodePriceAboveMax, ""},
+		{"SDK: credit quote as a string, equal to the reward", accept(q("credit", "10"), req.ID), "", ""},
+		{"MCP: credit quote as a number", accept(`{"amount":10,"currency":"credit"}`, req.ID), "", ""},
+		{"credit below the reward", accept(q("Credit", "3"), req.ID), "", ""},
+		{"credit above the reward", accept(q("credit", "1000"), req.ID), CodePriceAboveReward, ""},
+		{"another currency is not compared", accept(q("EUR", "1000"), req.ID), "", WarnQuoteUnbounded},
+		{"another task", accept(q("USD", "0.01"), otherID), CodeInvalidTaskContent, ""},
+		{"malformed accept", signed(KindTaskAccept, "{}", []string{"e", req.ID, "root"}), CodeMissingTag, ""},
+		{"no quote", signed(KindTaskAccept, "", []string{"e", req.ID, "accept"}), "", WarnNoQuote},
 	}
 	for _, tc := range cases {
-		if got := codeOf(CheckAcceptPrice(tc.acc, req)); got != tc.want {
-			t.Errorf("%s: code %q, want %q", tc.name, got, tc.want)
+		w, err := CheckAcceptPrice(tc.acc, req)
+		warn := ""
+		if w != nil {
+			warn = w.Code
 		}
+		if got := codeOf(err); got != tc.want || warn != tc.warn {
+			t.Errorf("%s: code %q warning %q, want %q %q", tc.name, got, warn, tc.want, tc.warn)
+		}
+	}
+	// A request with no USD cap: a USD quote is bounded by a USD reward
+	// only.
+	noCap := signed(KindTaskRequest, patch(patch(patch(request50, "constraints.max_cost_usd", nil), "reward.currency", "USD"), "reward.payment_method", "mocked"), requestTags...)
+	if _, err := CheckAcceptPrice(accept(q("USD", "11"), noCap.ID), noCap); codeOf(err) != CodePriceAboveReward {
+		t.Errorf("USD quote above a USD reward with no cap: %v", err)
+	}
+	if w, err := CheckAcceptPrice(accept(q("USD", "9"), noCap.ID), noCap); err != nil || w != nil {
+		t.Errorf("USD quote within a USD reward with no cap: %v %v", w, err)
 	}
 }
 

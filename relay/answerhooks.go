@@ -47,6 +47,11 @@ func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAn
 		return writeAnswer(c, ans)
 	}
 	out["id"], out["accepted"], out["duplicate"], out["stored"] = ans.ID, ans.Accepted, ans.Duplicate, ans.Stored
+	if len(ans.Warnings) > 0 {
+		out["warnings"] = ans.Warnings
+	} else {
+		delete(out, "warnings")
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err

@@ -68,6 +68,8 @@ type BatchResult struct {
 	Stored    bool   `json:"stored"`
 	Code      string `json:"code,omitempty"`
 	Detail    any    `json:"detail,omitempty"`
+	// Warnings are the accepted event's warnings, as POST /events lists them.
+	Warnings []protocol.Warning `json:"warnings,omitempty"`
 }
 
 // batchAnswer is the body of POST /events/batch.
@@ -109,8 +111,11 @@ func (s *Server) postBatch(c echo.Context) error {
 			r.Status, r.Code, r.Detail = errorStatus(err)
 		case rec != nil:
 			recs, at = append(recs, *rec), append(at, i)
+			if pa != nil {
+				r.Warnings = pa.Warnings
+			}
 		default:
-			r.Status, r.Accepted, r.Duplicate, r.Stored = http.StatusOK, pa.Accepted, pa.Duplicate, pa.Stored
+			r.Status, r.Accepted, r.Duplicate, r.Stored, r.Warnings = http.StatusOK, pa.Accepted, pa.Duplicate, pa.Stored, pa.Warnings
 		}
 	}
 	if len(recs) > 0 {
@@ -127,6 +132,9 @@ func (s *Server) postBatch(c echo.Context) error {
 			}
 			pa := s.stored(evs[at[k]], res)
 			r.Status, r.Accepted, r.Duplicate, r.Stored = http.StatusOK, pa.Accepted, pa.Duplicate, pa.Stored
+			if pa.Duplicate {
+				r.Warnings = nil
+			}
 		}
 	}
 	for _, r := range ans.Results {
@@ -257,6 +265,14 @@ func appendBatchResult(b []byte, r *BatchResult) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, `,"detail":`...)
+		b = append(b, j...)
+	}
+	if len(r.Warnings) > 0 {
+		j, err := json.Marshal(r.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"warnings":`...)
 		b = append(b, j...)
 	}
 	return append(b, '}'), nil

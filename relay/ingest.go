@@ -23,6 +23,9 @@ type PublishAnswer struct {
 	Accepted  bool   `json:"accepted"`
 	Duplicate bool   `json:"duplicate"`
 	Stored    bool   `json:"stored"`
+	// Warnings name every departure from the seed's shape the relay
+	// accepted and normalised (D17, SPEC §1.3); absent when none.
+	Warnings []protocol.Warning `json:"warnings,omitempty"`
 }
 
 // readEvent decodes the request body as JSON or, with
@@ -152,7 +155,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // newline after), without reflection; ?pretty and other parameters go
 // through c.JSON.
 func writeAnswer(c echo.Context, ans *PublishAnswer) error {
-	if c.Request().URL.RawQuery != "" {
+	if c.Request().URL.RawQuery != "" || len(ans.Warnings) > 0 {
 		return c.JSON(http.StatusOK, ans)
 	}
 	b := make([]byte, 0, 128)
@@ -218,7 +221,11 @@ func (s *Server) ingest(ctx context.Context, e *protocol.Event, raw []byte, rawT
 	if err != nil {
 		return nil, err
 	}
-	return s.stored(e, res), nil
+	out := s.stored(e, res)
+	if ans != nil && !out.Duplicate {
+		out.Warnings = ans.Warnings
+	}
+	return out, nil
 }
 
 // expecter is a log whose writer can wait for appends on their way
@@ -251,7 +258,8 @@ func (s *Server) announce() func() {
 // prepare applies every publish rule to e, in the documented order,
 // charging the address and then the agent. It returns the record to
 // append, or an answer that needs no append (a stored duplicate, a kind 11
-// beat handed to its modules), or the first violation. owned says raw
+// beat handed to its modules), or the first violation. With a record it
+// may also return an answer that carries only the event's warnings. owned says raw
 // is this publish's alone, never changed or reused after (a POST /events
 // body): the record may then keep raw itself as its body
 // (eventlog.NewRecordOwning) instead of a copy.
@@ -281,7 +289,8 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.checkAgainstLog(ctx, e); err != nil {
+	logWarns, err := s.checkAgainstLog(ctx, e)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := s.chargeAgent(e, now); err != nil {
@@ -298,7 +307,7 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 		for _, h := range s.ephemeral[e.Kind] {
 			h(e, now.Unix())
 		}
-		return nil, &PublishAnswer{ID: e.ID, Accepted: true}, nil
+		return nil, &PublishAnswer{ID: e.ID, Accepted: true, Warnings: s.warnings(e, now.Unix(), logWarns)}, nil
 	}
 	var rec eventlog.Record
 	if owned {
@@ -307,6 +316,9 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 		rec = eventlog.NewRecord(e, raw, rawType, now.Unix())
 	}
 	rec.Admit = admit
+	if w := s.warnings(e, now.Unix(), logWarns); len(w) > 0 {
+		return &rec, &PublishAnswer{ID: e.ID, Accepted: true, Stored: true, Warnings: w}, nil
+	}
 	return &rec, nil, nil
 }
 
@@ -317,24 +329,26 @@ func (s *Server) stored(e *protocol.Event, res eventlog.Result) *PublishAnswer {
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)
-// and returns the first violation.
-func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) error {
-	errs, err := s.logViolations(ctx, e)
+// and returns the first violation, or the warnings.
+func (s *Server) checkAgainstLog(ctx context.Context, e *protocol.Event) ([]protocol.Warning, error) {
+	errs, warns, err := s.logViolations(ctx, e)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(errs) > 0 {
-		return errs[0]
+		return nil, errs[0]
 	}
-	return nil
+	return warns, nil
 }
 
-// logViolations returns every violation of the rules that need the log: a
-// revoke may only name the revoker's own events, and a kind 51 quote must
-// quote the currency of its stored request's max_cost_usd and stay within it
-// (§18.4, protocol.AcceptPriceViolation).
-func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, error) {
+// logViolations returns every violation of the rules that need the log,
+// and the warnings: a revoke may only name the revoker's own events, and a
+// kind 51 quote must stay within the bounds of its stored request in the
+// quote's currency (§18.4, protocol.AcceptPrice; a quote no bound applies
+// to is a warning).
+func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error, []protocol.Warning, error) {
 	var out []error
+	var warns []protocol.Warning
 	if e.Kind == protocol.KindTaskAccept {
 		if root := protocol.TaskRoot(e); root != "" {
 			req, err := s.store.GetEvent(ctx, root)
@@ -342,10 +356,13 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 			case errors.Is(err, eventlog.ErrNotFound):
 				// The request may arrive later (mirrors); the fold judges then.
 			case err != nil:
-				return nil, err
+				return nil, nil, err
 			case req.Kind == protocol.KindTaskRequest:
-				if perr := protocol.CheckAcceptPrice(e, req); perr != nil {
+				w, perr := protocol.CheckAcceptPrice(e, req)
+				if perr != nil {
 					out = append(out, perr)
+				} else if w != nil && w.Code != protocol.WarnNoQuote { // the kind rule names that one
+					warns = append(warns, *w)
 				}
 			}
 		}
@@ -357,14 +374,14 @@ func (s *Server) logViolations(ctx context.Context, e *protocol.Event) ([]error,
 				continue // may arrive later; the revoke binds only the same author
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if author != e.AgentID {
 				out = append(out, protocol.Errorf(CodeRevokeNotOwner, "cannot revoke %s: only its author may revoke an event", target))
 			}
 		}
 	}
-	return out, nil
+	return out, warns, nil
 }
 
 // chargeIP takes one unit of the address's allowance (IPv6 by its
@@ -388,10 +405,11 @@ func (s *Server) chargeAgent(e *protocol.Event, now time.Time) error {
 
 // dryRunAnswer lists every violation an event has, without storing it.
 type dryRunAnswer struct {
-	ID         string      `json:"id"`
-	Valid      bool        `json:"valid"`
-	Duplicate  bool        `json:"duplicate"`
-	Violations []violation `json:"violations"`
+	ID         string             `json:"id"`
+	Valid      bool               `json:"valid"`
+	Duplicate  bool               `json:"duplicate"`
+	Violations []violation        `json:"violations"`
+	Warnings   []protocol.Warning `json:"warnings"`
 }
 
 type violation struct {
@@ -411,7 +429,7 @@ func (s *Server) dryRun(c echo.Context) error {
 		return s.reject(err)
 	}
 	errs := s.bypassDryRun(e, now, s.cfg.Checker.CheckAll(e, now.Unix()))
-	logErrs, err := s.logViolations(ctx, e)
+	logErrs, logWarns, err := s.logViolations(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -424,7 +442,10 @@ func (s *Server) dryRun(c echo.Context) error {
 	if ok, _ := s.byAgent.allow(e.AgentID, now, false); !ok {
 		errs = append(errs, protocol.Errorf(CodeRateLimited, "this agent is currently rate limited"))
 	}
-	ans := dryRunAnswer{ID: e.ID, Violations: []violation{}}
+	ans := dryRunAnswer{ID: e.ID, Violations: []violation{}, Warnings: []protocol.Warning{}}
+	if len(errs) == 0 {
+		ans.Warnings = append(ans.Warnings, s.warnings(e, now.Unix(), logWarns)...)
+	}
 	for _, err := range errs {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {

@@ -13,8 +13,8 @@ import (
 // TestLiveNetworkTaskShapesOnPublish publishes a task as the live network's
 // seed agents write it (kind 50 with "cap", a ["t","task.request"] tag and a
 // numeric max_cost_usd; kind 52 without the accept e tag): every event is
-// accepted and the task settles. A quote in another currency than
-// max_cost_usd's is refused (§18.4).
+// accepted and the task settles. A quote above the reward in the reward's
+// currency is refused (§18.4).
 func TestLiveNetworkTaskShapesOnPublish(t *testing.T) {
 	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
 	req, prov, ver := taskstest.NewAgent("requester"), taskstest.NewAgent("provider"), taskstest.NewAgent("verifier")
@@ -23,8 +23,8 @@ func TestLiveNetworkTaskShapesOnPublish(t *testing.T) {
 	if ans := r.post(t, task); ans.status != 200 {
 		t.Fatalf("live kind 50: %d %s", ans.status, ans.body)
 	}
-	if ans := r.post(t, taskstest.Quote(prov, at+5, task, "EUR", "0.01")); ans.status != 400 || ans.code(t) != protocol.CodePriceCurrency {
-		t.Fatalf("EUR quote: %d %s", ans.status, ans.body)
+	if ans := r.post(t, taskstest.Quote(prov, at+5, task, "credit", "11")); ans.status != 400 || ans.code(t) != protocol.CodePriceAboveReward {
+		t.Fatalf("quote above the reward: %d %s", ans.status, ans.body)
 	}
 	for _, e := range []*protocol.Event{taskstest.Accept(prov, at+10, task), taskstest.LiveResult(prov, at+20, task),
 		taskstest.Verify(ver, at+30, task, protocol.VerdictPassed, 1)} {

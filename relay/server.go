@@ -144,6 +144,8 @@ type Server struct {
 	dryChecks []func(e *protocol.Event, now int64) error
 	// powBypass is the standing-based PoW bypass (SetPoWBypass); nil: off.
 	powBypass PoWBypass
+	// warners add modules' warnings to publish answers (OnPublishWarn).
+	warners []func(e *protocol.Event, now int64) []protocol.Warning
 }
 
 // New builds a relay over store: it folds the stored log into the derived

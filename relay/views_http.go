@@ -283,13 +283,15 @@ func nonNil[T any](s []T) []T {
 }
 
 // taskAnswer is GET /task/{id}: the derived view, plus the task's events
-// in full by kind under the names the network's existing clients read.
+// in full, in thread order and by kind, under the names the reference
+// relay serves and the network's clients read.
 type taskAnswer struct {
 	tasks.TaskView
 	taskEventsByKind
 }
 
 type taskEventsByKind struct {
+	Events   []*protocol.Event `json:"events"`
 	Request  *protocol.Event   `json:"request"`
 	Accepts  []*protocol.Event `json:"accepts"`
 	Results  []*protocol.Event `json:"results"`
@@ -301,7 +303,7 @@ type taskEventsByKind struct {
 // taskEvents fetches every event of t from the log in one query and
 // returns them by kind, in the thread's order.
 func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
-	out := taskEventsByKind{Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
+	out := taskEventsByKind{Events: []*protocol.Event{}, Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
 		Payments: []*protocol.Event{}, Cancels: []*protocol.Event{}}
 	lists := map[int64]*[]*protocol.Event{protocol.KindTaskAccept: &out.Accepts, protocol.KindTaskResult: &out.Results,
 		protocol.KindTaskVerify: &out.Verifies, protocol.KindPayment: &out.Payments, protocol.KindTaskCancel: &out.Cancels}
@@ -315,8 +317,13 @@ func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsBy
 	}
 	out.Request = byID[t.TaskID]
 	for _, ref := range t.Events {
-		if l := lists[ref.Kind]; l != nil && byID[ref.EventID] != nil {
-			*l = append(*l, byID[ref.EventID])
+		e := byID[ref.EventID]
+		if e == nil {
+			continue
+		}
+		out.Events = append(out.Events, e)
+		if l := lists[ref.Kind]; l != nil {
+			*l = append(*l, e)
 		}
 	}
 	return out, nil

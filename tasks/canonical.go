@@ -60,7 +60,7 @@ func (c *canon) taskView(v *TaskView) {
 	c.int(v.CreatedAt)
 	c.key("deadline_unix", &first)
 	c.int(v.Deadline)
-	c.key("events", &first)
+	c.key("event_refs", &first)
 	c.array(len(v.Events), func(i int) { c.eventRef(&v.Events[i]) })
 	c.key("high_stakes", &first)
 	c.bool(v.HighStakes)

@@ -9,8 +9,8 @@
 // # Rules
 //
 // Events and roles. The task_id is the id of the kind 50. Kinds 51–55 belong
-// to the task named by their ["e", task_id, "root"] tag (protocol.TaskRoot);
-// events without a root are ignored. An event whose content fails its
+// to the task named by their ["e", task_id, "root"] tag, or without one by
+// their own-role e tag (protocol.TaskRoot); events with neither are ignored. An event whose content fails its
 // protocol parser (stored from a peer or an import, D15) is recorded with
 // reason "content_invalid: <code>" and never counts.
 // A kind 50 whose content fails protocol.ParseTaskRequest is not a task.

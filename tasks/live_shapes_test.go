@@ -88,12 +88,13 @@ func TestResultWithoutAcceptTagFollowsTheWinningAccept(t *testing.T) {
 	}
 }
 
-// TestAcceptPriceRuleInTheFold: an accept quoting another currency than
-// max_cost_usd's, or above it, never wins, whether it arrives before its
-// request or after, and says why; the next acceptable accept wins.
+// TestAcceptPriceRuleInTheFold: an accept quoting above the reward in the
+// reward's currency, or above max_cost_usd in USD, never wins, whether it
+// arrives before its request or after, and says why; the next acceptable
+// accept wins.
 func TestAcceptPriceRuleInTheFold(t *testing.T) {
-	req := tt.Request(lreqr, lt0, ldeadline, tt.Reward{}, false)
-	eur := tt.Quote(lbidr, lt0+5, req, "EUR", "0.01")
+	req := tt.Request(lreqr, lt0, ldeadline, tt.Reward{}, false) // 10 credits, max_cost_usd 0.10
+	eur := tt.Quote(lbidr, lt0+5, req, "credit", "11")
 	dear := tt.Quote(lbidr, lt0+6, req, "USD", "0.11")
 	good := tt.Quote(lprov, lt0+7, req, "usd", "0.10")
 	for name, order := range map[string][]*protocol.Event{
@@ -105,7 +106,7 @@ func TestAcceptPriceRuleInTheFold(t *testing.T) {
 			if v.Accept == nil || v.Accept.EventID != good.ID || v.Provider != lprov.ID {
 				t.Fatalf("winning accept %+v", v.Accept)
 			}
-			want := map[string]string{eur.ID: protocol.CodePriceCurrency, dear.ID: protocol.CodePriceAboveMax}
+			want := map[string]string{eur.ID: protocol.CodePriceAboveReward, dear.ID: protocol.CodePriceAboveMax}
 			for _, b := range v.LosingBids {
 				if want[b.EventID] != b.Reason {
 					t.Errorf("bid %.8s: reason %q, want %q", b.EventID, b.Reason, want[b.EventID])

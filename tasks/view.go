@@ -29,8 +29,10 @@ type TaskView struct {
 	Consensus   Consensus       `json:"consensus"`
 	Payment     *Payment        `json:"payment"`
 	Cancel      *EventRef       `json:"cancel"`
-	Events      []EventRef      `json:"events"`
-	History     []Transition    `json:"history"`
+	// Events summarises the thread, each event with whether it counts
+	// (GET /task serves the events themselves under "events").
+	Events  []EventRef   `json:"event_refs"`
+	History []Transition `json:"history"`
 }
 
 // Bid is a kind 51: the winning accept or a losing bid.
@@ -118,7 +120,7 @@ type Transition struct {
 // rule (stored from a peer or an import, D15) has the reason ReasonInvalid
 // + ": " + the rule's code, e.g. "content_invalid: missing_tag"; an accept
 // that breaks the §18.4 price rule has the rule's code
-// (price_exceeds_max_cost, price_currency_mismatch).
+// (price_exceeds_max_cost, price_exceeds_reward).
 const (
 	ReasonInvalid       = "content_invalid"
 	ReasonLosingBid     = "losing_bid"
@@ -265,7 +267,10 @@ func (f *Fold) threadViews(v *TaskView, t *task, d *derivation, ru *run) {
 			switch kind {
 			case protocol.KindTaskAccept:
 				a := r.accept()
-				b := Bid{EventID: hexID(r.id), Provider: f.names[r.agent], CreatedAt: r.at, PriceQuote: &a.PriceQuote, EtaUnix: a.EtaUnix}
+				b := Bid{EventID: hexID(r.id), Provider: f.names[r.agent], CreatedAt: r.at, EtaUnix: a.EtaUnix}
+				if a.HasQuote {
+					b.PriceQuote = &a.PriceQuote
+				}
 				if r == d.accept {
 					v.Accept = &b
 				} else {

@@ -17,6 +17,7 @@ import (
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/governance"
+	"github.com/anp2net/relay/relay/landing"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/mcp"
 	"github.com/anp2net/relay/relay/state"
@@ -97,6 +98,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		f,
 		dms.NewModule(),
 		explorer.NewModule(), // the web explorer at / for browsers (SPEC §19)
+		landing.NewModule(),  // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
 		g,
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
 			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),

@@ -97,13 +97,18 @@ func TestClientCompatibleRoutes(t *testing.T) {
 	var agents struct {
 		Agents []struct {
 			AgentID       string         `json:"agent_id"`
-			LatestProfile map[string]any `json:"latest_profile"`
+			LatestProfile *string        `json:"latest_profile"`
+			Profile       map[string]any `json:"profile"`
 			EventCount    int            `json:"event_count"`
+			FirstSeen     int64          `json:"first_seen"`
+			LastSeen      int64          `json:"last_seen"`
 		}
 	}
 	getJSON(t, r, "/agents", &agents)
 	for _, a := range agents.Agents {
-		if a.AgentID == alice.ID && (a.LatestProfile["name"] != "Alice" || a.EventCount != 2) {
+		var p map[string]any
+		if a.AgentID == alice.ID && (a.LatestProfile == nil || json.Unmarshal([]byte(*a.LatestProfile), &p) != nil || p["name"] != "Alice" ||
+			a.Profile["name"] != "Alice" || a.EventCount != 2 || a.FirstSeen == 0 || a.LastSeen < a.FirstSeen) {
 			t.Fatalf("/agents row for alice: %+v", a)
 		}
 	}

@@ -87,9 +87,13 @@ func (m *Module) getAgents(c echo.Context) error {
 	all := m.dir.Agents(v.Get("name"))
 	rows := make([]map[string]any, 0, min(len(all), int(limit)))
 	for _, a := range all[:min(len(all), int(limit))] {
+		// latest_profile (the kind 0 content string), first_seen,
+		// last_seen and event_count are the reference relay's members,
+		// which the network's clients read; profile is the parsed content.
 		row := map[string]any{"agent_id": a.AgentID, "name": a.Name, "registered": a.Registered,
 			"last_event_at": a.LastSeen, "capabilities": httpx.NonNil(capNames(a.Capabilities)),
-			"latest_profile": profileOf(a), "event_count": a.Events}
+			"latest_profile": profileContent(a), "profile": profileOf(a), "event_count": a.Events,
+			"first_seen": a.FirstSeen, "last_seen": a.LastSeen}
 		m.core.AgentInfo(row, a.AgentID)
 		rows = append(rows, row)
 	}
@@ -130,10 +134,19 @@ func (m *Module) getAgent(c echo.Context) error {
 		"agent_id": id, "name": a.Name, "registered": a.Registered, "profile": profile,
 		"capabilities": httpx.NonNil(capNames(a.Capabilities)), "first_event_at": a.FirstSeen, "last_event_at": a.LastSeen,
 		"events": a.Events, "credit_balance": acct.Balance, "trust": sum,
-		"latest_profile": profile, "event_count": a.Events,
+		"latest_profile": profileContent(a), "event_count": a.Events, "first_seen": a.FirstSeen, "last_seen": a.LastSeen,
 	}
 	m.core.AgentInfo(row, id)
 	return httpx.Cached(c, profileTTL(a.Profile), row)
+}
+
+// profileContent returns the content string of a's latest profile, as the
+// reference relay serves latest_profile (nil when it has none).
+func profileContent(a Agent) any {
+	if a.Profile == nil {
+		return nil
+	}
+	return a.Profile.Content
 }
 
 // profileOf returns the content of a's latest profile as JSON (nil when it
@@ -161,10 +174,14 @@ func (m *Module) getStats(c echo.Context) error {
 	for k, n := range st.ByKind {
 		byKind[strconv.FormatInt(k, 10)] = n
 	}
+	// total_events, unique_agents, profile_nodes and visitors_only are the
+	// reference relay's counters, which the network's clients read.
 	return c.JSON(http.StatusOK, map[string]any{
 		"events": st.Events, "agents": st.Agents, "registered_agents": st.Registered, "topics": st.Topics,
 		"by_kind": byKind, "last_event_at": st.LastEventAt, "stored_events": logStats.Events,
 		"revoked": logStats.Events - int64(st.Events), "ts": m.core.Now(),
+		"total_events": logStats.Events, "unique_agents": st.Agents, "profile_nodes": st.Registered,
+		"visitors_only": st.Agents - st.Registered,
 	})
 }
 

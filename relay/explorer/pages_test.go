@@ -50,6 +50,7 @@ func TestPagesRender(t *testing.T) {
 		{"moderation", "moderation", []string{"Dave Doubtful", "spam", "advertising", "the relay does not show this event to you"}},
 		{"network", "network", []string{"State digest", "trust", "moderation", "Relays and peers", "Branches", "Governance"}},
 		{"publish", "publish", []string{"Generate a key", "Sign and dry-run"}},
+		{"api", "api", []string{"operations, OpenAPI 3.1.0", "/task/{task_id}", "A task's derived state and its events", "/subscribe"}},
 		{"search?q=Alice", "search", []string{"Alice Explorer"}},
 		{"search?q=%23explorer-test", "search", []string{"Hello ANP2", "A reply to Alice"}},
 		{"search?q=" + w.task.ID, "task", []string{"paid"}},

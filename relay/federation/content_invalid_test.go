@@ -30,7 +30,7 @@ func contentInvalid() (evs []*protocol.Event, task *protocol.Event) {
 		c.Sign(protocol.KindFlag, at+3, map[string]any{"category": "nonsense"}, []string{"e", post.ID}, []string{"p", b.ID}),
 		c.Sign(protocol.KindRevoke, at+4, "no target"),
 		taskstest.GarbageRequest(a, at+5),
-		taskstest.Quote(c, at+6, task, "EUR", "0.01"), // earliest accept, but undefined price: never wins
+		taskstest.Quote(c, at+6, task, "credit", "11"), // earliest accept, but above the reward: never wins
 		taskstest.Accept(b, at+7, task),
 		taskstest.LiveResult(b, at+8, task),
 		c.Sign(protocol.KindTaskVerify, at+9, map[string]any{"task_id": task.ID, "verdict": "passed", "score": 5},
@@ -121,7 +121,7 @@ func TestContentInvalidEventsAreStoredEverywhere(t *testing.T) {
 	for _, e := range v.Events {
 		reasons[e.EventID] = e.Reason
 	}
-	if reasons[evs[6].ID] != protocol.CodePriceCurrency || reasons[evs[9].ID] != "content_invalid: "+protocol.CodeInvalidTaskContent {
+	if reasons[evs[6].ID] != protocol.CodePriceAboveReward || reasons[evs[9].ID] != "content_invalid: "+protocol.CodeInvalidTaskContent {
 		t.Fatalf("reasons: %v", reasons)
 	}
 	if ans := m.do(t, "GET", "/task/"+evs[5].ID, "", nil); ans.status != 404 {

@@ -72,6 +72,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	relay.RegisterStatus(CodeRevoked, http.StatusForbidden)
 	core.OnPublish(func(_ context.Context, e *protocol.Event, now time.Time) error { return m.gate(e, now.Unix()) })
 	core.OnDryRun(m.gate)
+	core.OnPublishWarn(m.schemaWarnings)
 	core.Route(http.MethodGet, "/sovereign_log", m.getLog)
 	core.Route(http.MethodGet, "/sovereign/state", m.getSovereign)
 	core.Route(http.MethodGet, "/phase", m.getPhase)
@@ -83,12 +84,16 @@ func (m *Module) Mount(core *relay.Server) error {
 // gate refuses publishes while the network is shut down or frozen, and
 // those of banned agents; a kind 21, 30 or 31 signed under the rule in
 // force always passes, so the keys can unfreeze, renew or act. Then it checks
-// the content against the schemas the event's s tags name.
+// the content of a structured-intent kind (1000–1999) against the schemas
+// its s tags name (other kinds get a warning instead, schemaWarnings).
 func (m *Module) gate(e *protocol.Event, now int64) error {
 	s := m.fold.Sovereign(now)
 	revoked := e.Kind == protocol.KindRelayAnnounce && s.RelayRevoked(e)
 	if !s.Shutdown && !s.Frozen && !s.Banned(e.AgentID) && !revoked {
-		return m.checkSchemas(e, now)
+		if Structured(e.Kind) {
+			return m.checkSchemas(e, now)
+		}
+		return nil
 	}
 	// Only now verify an act's cosignatures: unrestricted publishes never
 	// pay for it.

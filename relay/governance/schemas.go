@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -15,9 +17,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// CodeSchemaViolation is the code of an event whose content breaks the
-// schema its ["s", name] tag names (422, with the failing paths).
+// CodeSchemaViolation is the code of a structured-intent event (kinds
+// 1000–1999, seed §9.3) whose content breaks the schema its ["s", name]
+// tag names: a 400 naming the failing paths (seed §5.1). On other kinds
+// the same failure is a warning (protocol.WarnSchema, D17).
 const CodeSchemaViolation = "schema_violation"
+
+// Structured reports whether kind is a structured-intent kind (1000–1999),
+// whose content must meet the schemas its s tags name.
+func Structured(kind int64) bool { return kind >= 1000 && kind <= 1999 }
 
 // maxSchemaErrors caps the failing paths one refusal lists.
 const maxSchemaErrors = 20
@@ -151,16 +159,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// schemaError is a 422 (the failing paths, as the envelope's errors are
-// reported) that is also a schema_violation for dry runs and metrics.
-type schemaError struct {
-	env *protocol.EnvelopeError
-	pe  *protocol.Error
-}
-
-func (e *schemaError) Error() string   { return e.pe.Detail }
-func (e *schemaError) Unwrap() []error { return []error{e.env, e.pe} }
-
 // checkSchemas validates e's content against every known schema its s
 // tags name; unknown names pass (the registry observes them).
 func (m *Module) checkSchemas(e *protocol.Event, now int64) error {
@@ -185,10 +183,27 @@ func (m *Module) checkSchemas(e *protocol.Event, now int64) error {
 	}
 	parts := make([]string, 0, len(fields))
 	for _, f := range fields {
-		parts = append(parts, fmt.Sprintf("%v: %s", f.Loc[2:], f.Msg))
+		loc := make([]string, 0, len(f.Loc)-2)
+		for _, l := range f.Loc[2:] {
+			loc = append(loc, fmt.Sprint(l))
+		}
+		parts = append(parts, strings.Join(loc, ".")+": "+f.Msg)
 	}
-	return &schemaError{env: &protocol.EnvelopeError{Fields: fields},
-		pe: protocol.Errorf(CodeSchemaViolation, "content breaks its schema: %s", strings.Join(parts, "; "))}
+	return protocol.Errorf(CodeSchemaViolation, "content breaks its schema: %s", strings.Join(parts, "; "))
+}
+
+// schemaWarnings is the warning of an event outside kinds 1000–1999 whose
+// content breaks a schema its s tags name (the herald's plain-text kind 1
+// heartbeats, D17): stored, and named in the answer.
+func (m *Module) schemaWarnings(e *protocol.Event, now int64) []protocol.Warning {
+	if Structured(e.Kind) {
+		return nil
+	}
+	var pe *protocol.Error
+	if err := m.checkSchemas(e, now); errors.As(err, &pe) {
+		return []protocol.Warning{{Code: protocol.WarnSchema, Detail: pe.Detail + " (not enforced on kind " + strconv.FormatInt(e.Kind, 10) + ")"}}
+	}
+	return nil
 }
 
 // validate returns the failures of content under def, each located at

@@ -18,9 +18,9 @@ func (m *Module) mountSchemas(core *relay.Server) {
 }
 
 // negotiation adds a profile's comm_tiers and preferred_schemas (§9.6) to
-// a directory row, from the latest profile the directory put there.
+// a directory row, from the parsed latest profile the directory put there.
 func negotiation(row map[string]any, _ string, _ int64) {
-	p, _ := row["latest_profile"].(map[string]any)
+	p, _ := row["profile"].(map[string]any)
 	tiers, _ := p["comm_tiers"].([]any)
 	schemas, _ := p["preferred_schemas"].([]any)
 	row["comm_tiers"], row["preferred_schemas"] = httpx.NonNil(tiers), httpx.NonNil(schemas)

@@ -3,6 +3,7 @@ package governance_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,28 +15,24 @@ import (
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
-type fieldErr struct {
-	Loc  []any  `json:"loc"`
-	Msg  string `json:"msg"`
-	Type string `json:"type"`
-}
-
+// locs returns the failing paths a schema_violation's detail names
+// ("<schema>.<path>: <what failed>", separated by "; ").
 func locs(t *testing.T, ans relaytest.Answer) []string {
 	t.Helper()
-	var body struct{ Detail []fieldErr }
-	if err := json.Unmarshal(ans.Body, &body); err != nil {
+	var body struct{ Detail, Code string }
+	if err := json.Unmarshal(ans.Body, &body); err != nil || body.Code != governance.CodeSchemaViolation {
 		t.Fatalf("%s: %v", ans.Body, err)
 	}
 	var out []string
-	for _, f := range body.Detail {
-		b, _ := json.Marshal(f.Loc)
-		out = append(out, string(b))
+	for _, part := range strings.Split(strings.TrimPrefix(body.Detail, "content breaks its schema: "), "; ") {
+		loc, _, _ := strings.Cut(part, ": ")
+		out = append(out, loc)
 	}
 	return out
 }
 
-// TestSchemaRegistry: a heartbeat (§9.3) that breaks anp.heartbeat.v1 is
-// refused 422 with its failing paths (and so reported by a dry run), then
+// TestSchemaRegistry: a structured heartbeat (§9.3, kind 1001) that breaks
+// anp.heartbeat.v1 is refused 400 with its failing paths (and so reported by a dry run), then
 // accepted when fixed; an unknown schema name is accepted and counted; a
 // schema defined by a PIP is enforced once the PIP is accepted; profiles'
 // comm_tiers and preferred_schemas appear on /agents/{id}.
@@ -45,10 +42,10 @@ func TestSchemaRegistry(t *testing.T) {
 	a := taskstest.NewAgent("beater")
 	s := []string{"s", "anp.heartbeat.v1"}
 	bad := a.Sign(1001, now(), `{"v":1,"st":"sleepy","q":-3}`, s)
-	ans := post(t, r, bad, 422, "")
+	ans := post(t, r, bad, 400, "")
 	got := locs(t, ans)
 	slices.Sort(got)
-	want := []string{`["body","content","anp.heartbeat.v1","q"]`, `["body","content","anp.heartbeat.v1","st"]`}
+	want := []string{"anp.heartbeat.v1.q", "anp.heartbeat.v1.st"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("paths %v, want %v (%s)", got, want, ans.Body)
 	}
@@ -56,8 +53,18 @@ func TestSchemaRegistry(t *testing.T) {
 	if dry.Status != 200 || !contains(dry.JSON(t)["violations"], governance.CodeSchemaViolation) {
 		t.Fatalf("dry run: %s", dry.Body)
 	}
-	post(t, r, a.Sign(1001, now(), `not json`, s), 422, "")
+	post(t, r, a.Sign(1001, now(), `not json`, s), 400, "")
 	post(t, r, a.Sign(1001, now(), `{"v":1,"st":"ok","q":42}`, s), 200, "")
+	// The herald seed agent's kind 1: plain text under the same s tag. Not
+	// a structured kind: stored, with a warning naming the departure.
+	herald := taskstest.HeraldHeartbeat(a, now())
+	hans := post(t, r, herald, 200, "")
+	var hb struct {
+		Warnings []protocol.Warning `json:"warnings"`
+	}
+	if json.Unmarshal(hans.Body, &hb) != nil || len(hb.Warnings) != 1 || hb.Warnings[0].Code != protocol.WarnSchema {
+		t.Fatalf("herald heartbeat answer: %s", hans.Body)
+	}
 	post(t, r, a.Sign(1001, now(), `{"anything":true}`, []string{"s", "x.unknown.v1"}), 200, "")
 
 	var list struct {
@@ -70,7 +77,7 @@ func TestSchemaRegistry(t *testing.T) {
 	}
 	getJSON(t, r, "/schemas", &list)
 	if len(list.Schemas) != 2 || list.Schemas[0].Name != "anp.heartbeat.v1" || !list.Schemas[0].Defined ||
-		list.Schemas[0].Count != 1 || list.Schemas[1].Defined || list.Schemas[1].Count != 1 {
+		list.Schemas[0].Count != 2 || list.Schemas[1].Defined || list.Schemas[1].Count != 1 {
 		t.Fatalf("schemas: %+v", list)
 	}
 	var one map[string]any
@@ -111,8 +118,8 @@ func TestSchemaRegistry(t *testing.T) {
 	capping := []string{"s", "anp.capping.v1"}
 	post(t, r, a.Sign(1002, now(), `{"cap":7}`, capping), 200, "") // not yet accepted: unknown name
 	r.Clock.Add(15 * 24 * time.Hour)
-	ans = post(t, r, a.Sign(1002, now(), `{"cap":7}`, capping), 422, "")
-	if got := locs(t, ans); len(got) != 1 || got[0] != `["body","content","anp.capping.v1","cap"]` {
+	ans = post(t, r, a.Sign(1002, now(), `{"cap":7}`, capping), 400, "")
+	if got := locs(t, ans); len(got) != 1 || got[0] != "anp.capping.v1.cap" {
 		t.Fatalf("capping paths: %v", got)
 	}
 	post(t, r, a.Sign(1002, now(), `{"cap":"translate"}`, capping), 200, "")

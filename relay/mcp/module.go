@@ -59,6 +59,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	m.server = sdk.NewServer(&sdk.Implementation{Name: "anp2-relay", Title: "ANP2 relay", Version: m.opts.Version},
 		&sdk.ServerOptions{Instructions: instructions})
 	m.addTools()
+	m.addRefTools()
 	if err := m.addResources(); err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ type conn struct {
 	reqWindow int64
 	reqs      int
 
+	// seed says the connection speaks the seed's dialect (GET /subscribe,
+	// seed.go): frames are translated at parse and write.
+	seed bool
+
 	mu     sync.Mutex
 	reader string
 	subs   map[string]*sub
@@ -76,7 +80,7 @@ func (c *conn) serve() {
 			c.notice(bad("frames are JSON text messages"))
 			continue
 		}
-		f, err := ParseFrame(msg)
+		f, err := c.parse(msg)
 		if err != nil {
 			c.notice(err)
 			continue
@@ -146,7 +150,7 @@ func (c *conn) pinger() {
 func (c *conn) send(frame []byte) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.WriteTimeout)
 	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := c.ws.Write(ctx, websocket.MessageText, c.frame(frame)); err != nil {
 		c.shut(websocket.StatusPolicyViolation, "write failed or timed out")
 		return false
 	}
@@ -190,6 +194,8 @@ func (c *conn) event(raw json.RawMessage) {
 	msg := ""
 	if ans.Duplicate {
 		msg = "duplicate: already stored"
+	} else if len(ans.Warnings) > 0 {
+		msg = warningMessage(ans.Warnings)
 	}
 	c.ok(ans.ID, true, msg)
 }
@@ -547,7 +553,7 @@ func (w *subWriter) event(seq int64, body []byte) bool {
 	// Corked, the write only fills memory: no deadline to arm (the
 	// uncork's write has one). It still fails at once on a closed
 	// connection.
-	if err := w.c.ws.Write(context.Background(), websocket.MessageText, w.buf); err != nil {
+	if err := w.c.ws.Write(context.Background(), websocket.MessageText, w.c.frame(w.buf)); err != nil {
 		w.c.shut(websocket.StatusPolicyViolation, "write failed")
 		return false
 	}

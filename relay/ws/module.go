@@ -162,6 +162,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.AddMetrics(m.writeMetrics)
 	relay.RegisterStatus(CodeUpgradeRequired, http.StatusUpgradeRequired)
 	core.Route(http.MethodGet, "/ws", m.get)
+	core.Route(http.MethodGet, "/subscribe", m.getSeed)
 	return nil
 }
 
@@ -230,10 +231,13 @@ func (m *Module) publish(batch []eventlog.Committed) {
 
 // get is GET /ws: it authenticates an optional D4 header, takes a
 // connection slot for the client's address, and upgrades.
-func (m *Module) get(c echo.Context) error {
+func (m *Module) get(c echo.Context) error { return m.upgrade(c, false) }
+
+// upgrade serves GET /ws, or with seed GET /subscribe (seed.go).
+func (m *Module) upgrade(c echo.Context, seed bool) error {
 	r := c.Request()
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		return protocol.Errorf(CodeUpgradeRequired, "GET /ws needs a WebSocket upgrade (Upgrade: websocket)")
+		return protocol.Errorf(CodeUpgradeRequired, "GET %s needs a WebSocket upgrade (Upgrade: websocket)", r.URL.Path)
 	}
 	reader, err := m.core.Reader(c)
 	if err != nil {
@@ -254,6 +258,7 @@ func (m *Module) get(c echo.Context) error {
 		return nil // Accept has answered
 	}
 	cn := newConn(m, wsc, cw.cc, r, ip, key, reader)
+	cn.seed = seed
 	if !m.add(cn) {
 		wsc.Close(websocket.StatusGoingAway, "relay shutting down")
 		return nil

@@ -15,6 +15,7 @@ const pages = {
   network: () => import('./pages/network.js'),
   publish: () => import('./pages/publish.js'),
   search: () => import('./pages/search.js'),
+  api: () => import('./pages/api.js'),
 };
 
 let stop = null;

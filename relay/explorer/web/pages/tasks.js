@@ -52,7 +52,7 @@ export async function renderTask(main, id) {
       ]),
       t.verdicts && t.verdicts.length ? table(['verifier', 'verdict', 'weight', 'counts'], t.verdicts.map((v) =>
         [agentLink(v.verifier), v.verdict, fmt(v.weight), v.counts ? 'yes' : `no${v.reason ? ` (${v.reason})` : ''}`])) : null)),
-    section('Timeline', h('ol', { class: 'timeline', id: 'task-timeline' }, t.events.map((ref) => {
+    section('Timeline', h('ol', { class: 'timeline', id: 'task-timeline' }, t.event_refs.map((ref) => {
       const v = checks.get(ref.event_id);
       const tr = statusAt.get(ref.event_id);
       return h('li', { class: ref.counts ? '' : 'nocount' },
