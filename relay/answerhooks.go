@@ -47,6 +47,9 @@ func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAn
 		return writeAnswer(c, ans)
 	}
 	out["id"], out["accepted"], out["duplicate"], out["stored"] = ans.ID, ans.Accepted, ans.Duplicate, ans.Stored
+	if ans.LeafIndex != nil {
+		out["leaf_index"] = *ans.LeafIndex
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err

@@ -134,6 +134,13 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
+	var treeStart time.Time
+	mods.tlog.SetProgress(func(done, total int64) {
+		if treeStart.IsZero() {
+			treeStart = time.Now()
+		}
+		prog.update("building the transparency log's tree: %d/%d entries (%.0f/s)", done, total, float64(done)/time.Since(treeStart).Seconds())
+	})
 	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts, Funding: c.operatorFunding}
 	if err := report.Validate(); err != nil {
 		ln.Close()

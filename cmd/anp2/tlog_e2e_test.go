@@ -1,0 +1,340 @@
+package main
+
+// An independent verifier of a real `anp2 serve` process's transparency log
+// (SPEC §21): it speaks only HTTP and the C2SP formats, with
+// golang.org/x/mod/sumdb/tlog and note, and shares no code with the relay's
+// packages.
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	binenc "encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+)
+
+// tlogGet fetches base+path and returns the body of a 200 (else fails).
+func tlogGet(t *testing.T, base, path string) ([]byte, http.Header) {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return b, resp.Header
+}
+
+// tlogCheckpoint fetches and verifies the relay's checkpoint with its
+// published key and returns (origin, size, root).
+func tlogCheckpoint(t *testing.T, base string) (string, int64, tlog.Hash, string) {
+	t.Helper()
+	vkey, _ := tlogGet(t, base, "/tlog/key")
+	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	if err != nil {
+		t.Fatalf("verifier key %q: %v", vkey, err)
+	}
+	raw, _ := tlogGet(t, base, "/tlog/checkpoint")
+	origin, size, root := tlogOpen(t, raw, v)
+	if want := strings.TrimPrefix(base, "http://") + "/tlog"; origin != want || v.Name() != want {
+		t.Fatalf("origin %q, key name %q, want %q", origin, v.Name(), want)
+	}
+	return origin, size, root, string(raw)
+}
+
+// tlogOpen verifies a checkpoint note with v and parses its body.
+func tlogOpen(t *testing.T, raw []byte, v note.Verifier) (string, int64, tlog.Hash) {
+	t.Helper()
+	n, err := note.Open(raw, note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("checkpoint %q: %v", raw, err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	if len(lines) != 4 || lines[3] != "" {
+		t.Fatalf("checkpoint text %q", n.Text)
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil || len(h) != 32 {
+		t.Fatalf("root %q", lines[2])
+	}
+	return lines[0], size, tlog.Hash(h)
+}
+
+// memTree is the verifier's own tree, computed from the entries alone.
+type memTree struct{ hashes []tlog.Hash }
+
+func (m *memTree) ReadHashes(idx []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(idx))
+	for i, x := range idx {
+		out[i] = m.hashes[x]
+	}
+	return out, nil
+}
+
+func (m *memTree) add(t *testing.T, n int64, entry []byte) {
+	hs, err := tlog.StoredHashes(n, entry, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.hashes = append(m.hashes, hs...)
+}
+
+// tlogEntries reads every entry of a tree of size leaves from the entry
+// bundles (C2SP tlog-tiles: big-endian uint16 length, then the entry).
+func tlogEntries(t *testing.T, base string, size int64) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for n := int64(0); n*256 < size; n++ {
+		w := min(256, size-n*256)
+		tl := tlog.Tile{H: 8, L: -1, N: n, W: int(w)}
+		b, _ := tlogGet(t, base, "/tlog/"+c2spPath(tl))
+		for len(b) > 0 {
+			if len(b) < 2 {
+				t.Fatal("truncated entry bundle")
+			}
+			l := int(binenc.BigEndian.Uint16(b))
+			if len(b) < 2+l {
+				t.Fatal("truncated entry")
+			}
+			out = append(out, b[2:2+l])
+			b = b[2+l:]
+		}
+	}
+	if int64(len(out)) != size {
+		t.Fatalf("%d entries in the bundles, want %d", len(out), size)
+	}
+	return out
+}
+
+// c2spPath is the C2SP tlog-tiles path of a Go tile: no height, and
+// "entries" for the data tiles.
+func c2spPath(tl tlog.Tile) string {
+	p := strings.TrimPrefix(tl.Path(), "tile/8/")
+	p = strings.Replace(p, "data/", "entries/", 1)
+	return "tile/" + p
+}
+
+func tlogPublish(t *testing.T, cl *client.Client, keys []ed25519.PrivateKey, rng *rand.Rand, n int) []string {
+	t.Helper()
+	var ids []string
+	for len(ids) < n {
+		var evs []*protocol.Event
+		for range min(100, n-len(ids)) {
+			e := &protocol.Event{CreatedAt: time.Now().Unix() - rng.Int64N(3600), Kind: 1,
+				Content: fmt.Sprint("tlog ", rng.Uint64()), Tags: [][]string{{"t", "tlog"}}}
+			e.Sign(keys[rng.IntN(len(keys))])
+			evs = append(evs, e)
+		}
+		res, err := cl.PublishBatch(context.Background(), evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res.Results {
+			if !r.Accepted || r.Duplicate {
+				t.Fatalf("event %d not accepted: %+v", i, r)
+			}
+			ids = append(ids, evs[i].ID)
+		}
+	}
+	return ids
+}
+
+func tlogKeys(n int) []ed25519.PrivateKey {
+	var out []ed25519.PrivateKey
+	for i := range n {
+		seed := make([]byte, 32)
+		seed[0], seed[1] = 0x71, byte(i)
+		out = append(out, ed25519.NewKeyFromSeed(seed))
+	}
+	return out
+}
+
+// TestTlogIndependentVerifier checks a real relay's transparency log
+// from the outside: the signed checkpoint; every entry bundle against
+// /export; every hash tile byte for byte against the tree the verifier
+// computes from the entries; an inclusion proof for every event; and a
+// consistency proof between every pair of sizes of a 100-event prefix.
+func TestTlogIndependentVerifier(t *testing.T) {
+	p := startProc(t, filepath.Join(t.TempDir(), "tlog.db"), "--rate-agent", "0", "--rate-ip", "0")
+	cl := client.New(p.base)
+	rng := rand.New(rand.NewPCG(34, 1))
+	keys := tlogKeys(5)
+
+	// A single publish answers the leaf index.
+	first := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: 1, Content: "first", Tags: [][]string{}}
+	first.Sign(keys[0])
+	resp, err := http.Post(p.base+"/events", "application/json", bytes.NewReader(protocol.AppendJSON(nil, first)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans struct {
+		LeafIndex *int64 `json:"leaf_index"`
+	}
+	json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if ans.LeafIndex == nil {
+		t.Fatal("publish answer without leaf_index")
+	}
+	ids := append([]string{first.ID}, tlogPublish(t, cl, keys, rng, 99)...)
+
+	// Consistency between every pair of sizes of the first 100 entries.
+	size, _ := tlogWait(t, p.base, *ans.LeafIndex+100)
+	entries := tlogEntries(t, p.base, size)
+	mem := &memTree{}
+	var roots []tlog.Hash
+	for i, e := range entries[:100] {
+		r, _ := tlog.TreeHash(int64(i), mem)
+		roots = append(roots, r)
+		mem.add(t, int64(i), e)
+	}
+	r, _ := tlog.TreeHash(100, mem)
+	roots = append(roots, r)
+	for to := int64(0); to <= 100; to++ {
+		for from := int64(0); from <= to; from++ {
+			b, _ := tlogGet(t, p.base, fmt.Sprintf("/tlog/consistency?from=%d&to=%d", from, to))
+			var c struct {
+				FromRoot string `json:"from_root"`
+				ToRoot   string `json:"to_root"`
+				Proof    []string
+			}
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.FromRoot != hex.EncodeToString(roots[from][:]) || c.ToRoot != hex.EncodeToString(roots[to][:]) {
+				t.Fatalf("consistency %d→%d: roots %s %s", from, to, c.FromRoot, c.ToRoot)
+			}
+			if from == 0 {
+				if len(c.Proof) != 0 {
+					t.Fatalf("consistency from the empty tree: %d hashes", len(c.Proof))
+				}
+				continue
+			}
+			if err := tlog.CheckTree(unhex(t, c.Proof), to, roots[to], from, roots[from]); err != nil {
+				t.Fatalf("consistency %d→%d: %v", from, to, err)
+			}
+		}
+	}
+
+	ids = append(ids, tlogPublish(t, cl, keys, rng, 200+rng.IntN(300))...)
+	size, root := tlogWait(t, p.base, *ans.LeafIndex+int64(len(ids)))
+
+	// The entries are the log's ids in /export's order, the published
+	// ones among them in publish order from the answered leaf index.
+	entries = tlogEntries(t, p.base, size)
+	export, _ := tlogGet(t, p.base, "/export")
+	lines := strings.Split(strings.TrimSpace(string(export)), "\n")
+	if int64(len(lines)) != size {
+		t.Fatalf("export has %d events, tree %d entries", len(lines), size)
+	}
+	mem = &memTree{}
+	for i, e := range entries {
+		var ev struct{ ID string }
+		json.Unmarshal([]byte(lines[i]), &ev)
+		if hex.EncodeToString(e) != ev.ID {
+			t.Fatalf("entry %d is %x, export %s", i, e, ev.ID)
+		}
+		mem.add(t, int64(i), e)
+	}
+	for i, id := range ids {
+		if at := *ans.LeafIndex + int64(i); hex.EncodeToString(entries[at]) != id {
+			t.Fatalf("published event %d is not entry %d", i, at)
+		}
+	}
+	if got, _ := tlog.TreeHash(size, mem); got != root {
+		t.Fatalf("entries hash to %x, checkpoint root %x", got, root)
+	}
+
+	// Every hash tile byte for byte against the verifier's own tree, and
+	// full tiles immutable.
+	for _, tl := range tlog.NewTiles(8, 0, size) {
+		want, err := tlog.ReadTileData(tl, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, h := tlogGet(t, p.base, "/tlog/"+c2spPath(tl))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("tile %s differs from the entries' tree", c2spPath(tl))
+		}
+		if full := tl.W == 256; full != strings.Contains(h.Get("Cache-Control"), "immutable") {
+			t.Fatalf("tile %s Cache-Control %q", c2spPath(tl), h.Get("Cache-Control"))
+		}
+	}
+
+	// An inclusion proof for every event.
+	for i, e := range entries {
+		id := hex.EncodeToString(e)
+		b, _ := tlogGet(t, p.base, "/tlog/proof?id="+id)
+		var pr struct {
+			Index, Size int64
+			Root        string
+			Proof       []string
+			Checkpoint  string
+		}
+		if err := json.Unmarshal(b, &pr); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := hex.DecodeString(id)
+		pr.Root = strings.TrimSpace(pr.Root)
+		r, _ := hex.DecodeString(pr.Root)
+		if pr.Index != int64(i) || pr.Size < size || pr.Checkpoint == "" {
+			t.Fatalf("proof of %d: index %d size %d", i, pr.Index, pr.Size)
+		}
+		if err := tlog.CheckRecord(unhex(t, pr.Proof), pr.Size, tlog.Hash(r), pr.Index, tlog.RecordHash(raw)); err != nil {
+			t.Fatalf("inclusion of %d: %v", i, err)
+		}
+		if pr.Size == size && tlog.Hash(r) != root {
+			t.Fatalf("proof root %s, checkpoint %x", pr.Root, root)
+		}
+	}
+}
+
+// tlogWait waits for a verified checkpoint of at least n entries (the
+// relay signs one a second at most after the log grows) and returns its
+// size and root.
+func tlogWait(t *testing.T, base string, n int64) (int64, tlog.Hash) {
+	t.Helper()
+	for {
+		_, size, root, _ := tlogCheckpoint(t, base)
+		if size >= n {
+			return size, root
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func unhex(t *testing.T, hs []string) []tlog.Hash {
+	t.Helper()
+	out := make([]tlog.Hash, len(hs))
+	for i, s := range hs {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(b) != 32 {
+			t.Fatalf("proof hash %q", s)
+		}
+		out[i] = tlog.Hash(b)
+	}
+	return out
+}
