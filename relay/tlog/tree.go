@@ -25,6 +25,10 @@ type tree struct {
 	mu sync.Mutex
 	f  *os.File
 	n  atomic.Int64
+	// edge holds, by stored index, the roots of the complete subtrees
+	// of the tree (at most one per level): all that hashing the next
+	// leaf reads, so an append reads nothing from the file (mu).
+	edge map[int64]tlog.Hash
 }
 
 // openTree opens (creating if needed) the hash file at path and returns a
@@ -52,7 +56,7 @@ func openTree(path string) (*tree, error) {
 			hi = mid - 1
 		}
 	}
-	t := &tree{f: f}
+	t := &tree{f: f, edge: map[int64]tlog.Hash{}}
 	if err := t.truncate(lo); err != nil {
 		f.Close()
 		return nil, err
@@ -72,7 +76,27 @@ func (t *tree) truncate(n int64) error {
 		return fmt.Errorf("truncate tree: %w", err)
 	}
 	t.n.Store(n)
+	clear(t.edge)
+	for _, x := range edgeIndexes(n) {
+		var h tlog.Hash
+		if err := t.readAt(&h, x); err != nil {
+			return err
+		}
+		t.edge[x] = h
+	}
 	return nil
+}
+
+// edgeIndexes returns the stored indexes of the roots of the complete
+// subtrees a tree of n leaves splits into (one per bit set in n).
+func edgeIndexes(n int64) []int64 {
+	var out []int64
+	for l := 0; n>>l > 0; l++ {
+		if n>>l&1 == 1 {
+			out = append(out, tlog.StoredHashIndex(l, n>>l-1))
+		}
+	}
+	return out
 }
 
 // append adds one leaf per entry (the 32 raw bytes of an event id) and
@@ -88,6 +112,10 @@ func (t *tree) append(entries [][32]byte) error {
 		for i, x := range idx {
 			if x >= base {
 				out[i] = pending[x-base]
+				continue
+			}
+			if h, ok := t.edge[x]; ok {
+				out[i] = h
 				continue
 			}
 			if err := t.readAt(&out[i], x); err != nil {
@@ -110,7 +138,23 @@ func (t *tree) append(entries [][32]byte) error {
 	if _, err := t.f.WriteAt(buf, base*tlog.HashSize); err != nil {
 		return fmt.Errorf("write tree: %w", err)
 	}
-	t.n.Store(n0 + int64(len(entries)))
+	n1 := n0 + int64(len(entries))
+	edge := make(map[int64]tlog.Hash, len(t.edge)+1)
+	for _, x := range edgeIndexes(n1) {
+		switch h, ok := t.edge[x]; {
+		case x >= base:
+			edge[x] = pending[x-base]
+		case ok:
+			edge[x] = h
+		default: // never: a root below base was a root before
+			if err := t.readAt(&h, x); err != nil {
+				return err
+			}
+			edge[x] = h
+		}
+	}
+	t.edge = edge
+	t.n.Store(n1)
 	return nil
 }
 
