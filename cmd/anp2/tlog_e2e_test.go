@@ -31,6 +31,7 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/postgres/pgtest"
 )
 
 // tlogGet fetches base+path and returns the body of a 200 (else fails).
@@ -534,5 +535,39 @@ func TestTlogAuditCatchesRewrite(t *testing.T) {
 	// an auditor saw before can reveal a rewrite of the whole tree.
 	if out, ok := tlogAudit(t, r.base); !ok {
 		t.Fatalf("fresh audit:\n%s", out)
+	}
+}
+
+// TestTlogTwoProcessesOnePostgres runs two relay processes over one
+// PostgreSQL log, publishing through both: each serves a tree that is the
+// log's (entries = /export, root = checkpoint), under the same key, and
+// the smaller of their trees is a prefix of the larger.
+func TestTlogTwoProcessesOnePostgres(t *testing.T) {
+	pg := pgtest.DB(t)
+	dir := t.TempDir()
+	id := []string{"--relay-key", filepath.Join(dir, "relay.key"), "--public-base-url", "http://relay.test", "--rate-agent", "0", "--rate-ip", "0"}
+	relays := []*relayProc{startProc(t, pg, id...), startProc(t, pg, id...)}
+	rng := rand.New(rand.NewPCG(34, 3))
+	for i, r := range relays {
+		tlogPublish(t, client.New(r.base), tlogKeys(3+i), rng, 150)
+	}
+	var sizes []int64
+	var roots []tlog.Hash
+	for _, r := range relays {
+		size, root := tlogVerifyAll(t, r.base)
+		sizes, roots = append(sizes, size), append(roots, root)
+	}
+	if sizes[0] < 300 || sizes[1] < 300 {
+		t.Fatalf("trees of %v entries, 300 published", sizes)
+	}
+	small, big := 0, 1
+	if sizes[0] > sizes[1] {
+		small, big = 1, 0
+	}
+	tlogConsistent(t, relays[big].base, sizes[small], roots[small], sizes[big], roots[big])
+	k0, _ := tlogGet(t, relays[0].base, "/tlog/key")
+	k1, _ := tlogGet(t, relays[1].base, "/tlog/key")
+	if !bytes.Equal(k0, k1) {
+		t.Fatalf("keys %s and %s", k0, k1)
 	}
 }

@@ -69,10 +69,12 @@ func (m *Module) getTile(c echo.Context) error {
 		p = "tile/" + strconv.Itoa(tileHeight) + "/data/" + r
 	}
 	t, err := tlog.ParseTilePath(p)
-	if err != nil || t.N >= 1<<40 || t.L > 4 {
+	level := max(t.L, 0)
+	// A tile of level L spans 256^(L+1) entries: N past 2^(62-8(L+1))
+	// would overflow the end below (and no tree is that large).
+	if err != nil || t.L > 4 || t.N >= 1<<(62-tileHeight*(level+1)) {
 		return protocol.Errorf(relay.CodeNotFound, "no such tile %q", rest)
 	}
-	level := max(t.L, 0)
 	end := (t.N<<tileHeight + int64(t.W)) << (tileHeight * level)
 	if end <= 0 || end > m.tree.Size() {
 		return protocol.Errorf(relay.CodeNotFound, "tile %q is beyond the tree (%d entries)", rest, m.tree.Size())
