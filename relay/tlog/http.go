@@ -43,6 +43,10 @@ func (m *Module) routes(core *relay.Server) {
 	core.Route(http.MethodGet, "/tlog/tile/*", m.getTile)
 	core.Route(http.MethodGet, "/tlog/proof", m.getProof)
 	core.Route(http.MethodGet, "/tlog/consistency", m.getConsistency)
+	core.Route(http.MethodPost, "/tlog/witness/add-checkpoint", m.addCheckpoint)
+	core.Route(http.MethodGet, "/tlog/witness/key", func(c echo.Context) error {
+		return c.String(http.StatusOK, m.wkey+"\n")
+	})
 }
 
 func (m *Module) getKey(c echo.Context) error {
@@ -275,5 +279,6 @@ func (m *Module) metrics(w io.Writer) {
 	cp := m.latest.Load()
 	fmt.Fprintf(w, "# HELP anp2_tlog_size Leaves of the transparency log's tree.\n# TYPE anp2_tlog_size gauge\nanp2_tlog_size %d\n", m.tree.Size())
 	fmt.Fprintf(w, "# HELP anp2_tlog_checkpoint_size Tree size of the latest signed checkpoint.\n# TYPE anp2_tlog_checkpoint_size gauge\nanp2_tlog_checkpoint_size %d\n", cp.Size)
+	fmt.Fprintf(w, "# HELP anp2_tlog_witness_alarms_total Checkpoints submitted to this witness that do not extend the one it verified.\n# TYPE anp2_tlog_witness_alarms_total counter\nanp2_tlog_witness_alarms_total %d\n", m.witness.alarms.Load())
 	fmt.Fprintf(w, "# HELP anp2_tlog_stalled 1 when the tree stopped following the log.\n# TYPE anp2_tlog_stalled gauge\nanp2_tlog_stalled %d\n", stalled)
 }

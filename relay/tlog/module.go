@@ -43,6 +43,12 @@ type Options struct {
 	// Every is how often a new checkpoint is signed while the log grows
 	// (0: 500 ms).
 	Every time.Duration
+	// Witnesses are asked to cosign each new checkpoint (C2SP
+	// tlog-witness); the cosignatures are served with it.
+	Witnesses []Witness
+	// Witnessed are the note verifier keys of the logs this relay
+	// witnesses at POST /tlog/witness/add-checkpoint.
+	Witnessed []string
 }
 
 // Module is the transparency log capability.
@@ -62,6 +68,12 @@ type Module struct {
 	stalled atomic.Pointer[string]
 	// saved is the size of the checkpoint last written to disk (Run).
 	saved int64
+	// witness is the witness side; cosigned[i] is the size Witnesses[i]
+	// last cosigned.
+	witness  *witness
+	wkey     string
+	cosigned []atomic.Int64
+	asked    int64 // the size last sent to the witnesses (Run)
 }
 
 var _ relay.Runner = (*Module)(nil)
@@ -107,6 +119,12 @@ func (m *Module) Mount(core *relay.Server) error {
 	if err := m.open(path); err != nil {
 		return err
 	}
+	cs := &cosigner{name: m.origin + "/witness", key: key, now: time.Now}
+	m.wkey = CosignerKey(cs.name, key.Public().(ed25519.PublicKey))
+	if m.witness, err = newWitness(cs, m.opts.Witnessed, m.tree.f.Name()+".witness"); err != nil {
+		return err
+	}
+	m.cosigned = make([]atomic.Int64, len(m.opts.Witnesses))
 	core.OnCommit(m.commit)
 	if _, err := m.checkpoint(0, true); err != nil {
 		return err
@@ -336,6 +354,10 @@ func (m *Module) Run(ctx context.Context) {
 				m.logger.Error("tlog: checkpoint", "err", err)
 			}
 		}
+		if c := m.latest.Load(); len(m.opts.Witnesses) > 0 && c.Size != m.asked {
+			m.asked = c.Size
+			m.askWitnesses(ctx, c)
+		}
 		m.save()
 	}
 }
@@ -395,6 +417,15 @@ func (m *Module) Close() error {
 	m.unlock()
 	return err
 }
+
+// SetWitnessing sets Options.Witnesses and Options.Witnessed (before the
+// relay is built).
+func (m *Module) SetWitnessing(witnesses []Witness, witnessed []string) {
+	m.opts.Witnesses, m.opts.Witnessed = witnesses, witnessed
+}
+
+// WitnessKey is the cosigner key of this relay's witness.
+func (m *Module) WitnessKey() string { return m.wkey }
 
 // SetProgress sets Options.OnProgress (before the relay is built).
 func (m *Module) SetProgress(fn func(done, total int64)) { m.opts.OnProgress = fn }
