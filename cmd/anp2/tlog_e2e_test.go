@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	binenc "encoding/binary"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -570,4 +572,105 @@ func TestTlogTwoProcessesOnePostgres(t *testing.T) {
 	if !bytes.Equal(k0, k1) {
 		t.Fatalf("keys %s and %s", k0, k1)
 	}
+}
+
+// tlogFreeAddr returns a loopback address nothing listens on now.
+func tlogFreeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestTlogRelaysWitnessEachOther runs two relay processes, each the
+// other's witness: each one's checkpoint comes to carry the other's
+// C2SP cosignature, checked here with the keys they publish and
+// golang.org/x/mod/sumdb/note alone (the cosignature algorithm, 0x04, is
+// the few lines of tlogCosignVerifier).
+func TestTlogRelaysWitnessEachOther(t *testing.T) {
+	dir := t.TempDir()
+	addrs := []string{tlogFreeAddr(t), tlogFreeAddr(t)}
+	args := func(i int, extra ...string) []string {
+		return append([]string{"--addr", addrs[i], "--relay-key", filepath.Join(dir, fmt.Sprint(i, ".key")), "--rate-agent", "0", "--rate-ip", "0"}, extra...)
+	}
+	// First runs to learn each relay's keys.
+	var logKeys, witnessKeys []string
+	for i := range addrs {
+		p := startProc(t, filepath.Join(dir, fmt.Sprint(i, ".db")), args(i)...)
+		k, _ := tlogGet(t, p.base, "/tlog/key")
+		w, _ := tlogGet(t, p.base, "/tlog/witness/key")
+		logKeys, witnessKeys = append(logKeys, strings.TrimSpace(string(k))), append(witnessKeys, strings.TrimSpace(string(w)))
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+	var procs []*relayProc
+	for i := range addrs {
+		o := 1 - i
+		procs = append(procs, startProc(t, filepath.Join(dir, fmt.Sprint(i, ".db")), args(i,
+			"--tlog-witnessed", logKeys[o], "--tlog-witness", "http://"+addrs[o]+"="+witnessKeys[o])...))
+	}
+	rng := rand.New(rand.NewPCG(34, 4))
+	for i, p := range procs {
+		tlogPublish(t, client.New(p.base), tlogKeys(2+i), rng, 20)
+	}
+	for i, p := range procs {
+		lv, err := note.NewVerifier(logKeys[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv := tlogCosignVerifier(t, witnessKeys[1-i])
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			raw, _ := tlogGet(t, p.base, "/tlog/checkpoint")
+			n, err := note.Open(raw, note.VerifierList(lv, wv))
+			if err == nil && len(n.Sigs) == 2 {
+				if size, _ := strconv.ParseInt(strings.Split(n.Text, "\n")[1], 10, 64); size >= 20 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("relay %d's checkpoint not cosigned by its witness:\n%s", i, raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// tlogCosignVerifier verifies C2SP tlog-cosignature/v1 signatures (Ed25519
+// over "cosignature/v1\ntime <t>\n" and the note text; the signature is
+// the 8-byte timestamp and the Ed25519 signature) under the witness key
+// vkey (name+hash+base64(0x04 ‖ public key)).
+func tlogCosignVerifier(t *testing.T, vkey string) note.Verifier {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 {
+		t.Fatalf("witness key %q", vkey)
+	}
+	h, err := strconv.ParseUint(parts[1], 16, 32)
+	key, err2 := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || err2 != nil || len(key) != 33 || key[0] != 4 {
+		t.Fatalf("witness key %q", vkey)
+	}
+	id := sha256.Sum256(append([]byte(parts[0]+"\n"), key...))
+	if uint32(h) != binenc.BigEndian.Uint32(id[:]) {
+		t.Fatalf("witness key %q: key hash", vkey)
+	}
+	return tlogCosigVerifier{name: parts[0], hash: uint32(h), pub: key[1:]}
+}
+
+type tlogCosigVerifier struct {
+	name string
+	hash uint32
+	pub  ed25519.PublicKey
+}
+
+func (v tlogCosigVerifier) Name() string    { return v.name }
+func (v tlogCosigVerifier) KeyHash() uint32 { return v.hash }
+func (v tlogCosigVerifier) Verify(msg, sig []byte) bool {
+	if len(sig) != 72 {
+		return false
+	}
+	signed := append(fmt.Appendf(nil, "cosignature/v1\ntime %d\n", binenc.BigEndian.Uint64(sig)), msg...)
+	return ed25519.Verify(v.pub, signed, sig[8:])
 }

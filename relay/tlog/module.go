@@ -124,6 +124,11 @@ func (m *Module) Mount(core *relay.Server) error {
 	if m.witness, err = newWitness(cs, m.opts.Witnessed, m.tree.f.Name()+".witness"); err != nil {
 		return err
 	}
+	for _, w := range m.opts.Witnesses {
+		if _, err := NewCosignVerifier(w.Key); err != nil {
+			return fmt.Errorf("tlog witness %s: %w", w.URL, err)
+		}
+	}
 	m.cosigned = make([]atomic.Int64, len(m.opts.Witnesses))
 	core.OnCommit(m.commit)
 	if _, err := m.checkpoint(0, true); err != nil {
