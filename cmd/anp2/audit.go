@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	binenc "encoding/binary"
 	"encoding/hex"
@@ -36,6 +37,7 @@ type auditCmd struct {
 	base     string
 	state    string
 	key      string
+	witness  listFlag
 	http     *http.Client
 }
 
@@ -58,15 +60,17 @@ func (c *auditCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.StringVar(&c.state, "state", "", "file keeping the last verified checkpoint (and the relay's key) between audits")
 	fs.StringVar(&c.key, "key", "", "the relay's note verifier key (name+hash+key) to trust (default: the one in --state, else the relay's GET /tlog/key)")
+	fs.Var(&c.witness, "witness", "the cosigner key (GET /tlog/witness/key) of a witness whose cosignature the checkpoint must carry (repeatable)")
+	const usage = "usage: anp2 audit URL [--state FILE] [--key VKEY] [--witness VKEY]…"
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 {
-		return fmt.Errorf("usage: anp2 audit URL [--state FILE] [--key VKEY]")
+		return errors.New(usage)
 	}
 	c.base = strings.TrimRight(fs.Arg(0), "/")
 	if err := fs.Parse(fs.Args()[1:]); err != nil || fs.NArg() > 0 {
-		return fmt.Errorf("usage: anp2 audit URL [--state FILE] [--key VKEY]")
+		return errors.New(usage)
 	}
 	return nil
 }
@@ -100,6 +104,9 @@ func (c *auditCmd) Run(ctx context.Context) error {
 		return failf("checkpoint signature: %v", err)
 	}
 	fmt.Fprintf(c.out, "checkpoint: %s, %d entries, signature ok\n", v.Name(), size)
+	if err := c.cosigned(raw, v); err != nil {
+		return err
+	}
 	if prev.Checkpoint != "" {
 		if err := c.consistent(ctx, prev.Checkpoint, v, size, root); err != nil {
 			return err
@@ -161,6 +168,68 @@ func openCheckpoint(raw []byte, v note.Verifier) (int64, tlog.Hash, error) {
 		return 0, tlog.Hash{}, fmt.Errorf("root %q", lines[2])
 	}
 	return size, tlog.Hash(h), nil
+}
+
+// cosigned checks the checkpoint carries a valid cosignature of every
+// --witness.
+func (c *auditCmd) cosigned(raw []byte, v note.Verifier) error {
+	for _, k := range c.witness {
+		w, err := newCosigVerifier(k)
+		if err != nil {
+			return err
+		}
+		n, err := note.Open(raw, note.VerifierList(v, w))
+		if err != nil {
+			return failf("checkpoint: %v", err)
+		}
+		found := false
+		for _, s := range n.Sigs {
+			found = found || (s.Name == w.Name() && s.Hash == w.KeyHash())
+		}
+		if !found {
+			return failf("the checkpoint carries no cosignature of witness %s", w.Name())
+		}
+		fmt.Fprintf(c.out, "cosigned by witness %s\n", w.Name())
+	}
+	return nil
+}
+
+// cosigVerifier verifies C2SP tlog-cosignature/v1 signatures: Ed25519
+// over "cosignature/v1\ntime <t>\n" and the note text, the signature
+// being the 8-byte big-endian t and the Ed25519 signature.
+type cosigVerifier struct {
+	name string
+	hash uint32
+	pub  ed25519.PublicKey
+}
+
+func (v cosigVerifier) Name() string    { return v.name }
+func (v cosigVerifier) KeyHash() uint32 { return v.hash }
+func (v cosigVerifier) Verify(msg, sig []byte) bool {
+	if len(sig) != 8+ed25519.SignatureSize {
+		return false
+	}
+	signed := append(fmt.Appendf(nil, "cosignature/v1\ntime %d\n", binenc.BigEndian.Uint64(sig)), msg...)
+	return ed25519.Verify(v.pub, signed, sig[8:])
+}
+
+// newCosigVerifier parses a witness key: name+hash+base64(0x04 ‖ public
+// key), hash the first 4 bytes of SHA-256(name ‖ "\n" ‖ 0x04 ‖ key).
+func newCosigVerifier(vkey string) (note.Verifier, error) {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 || len(parts[1]) != 8 {
+		return nil, fmt.Errorf("witness key %q: want name+hash+key", vkey)
+	}
+	h, err := strconv.ParseUint(parts[1], 16, 32)
+	key, err2 := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || err2 != nil || len(key) != 1+ed25519.PublicKeySize || key[0] != 4 {
+		return nil, fmt.Errorf("witness key %q: not an Ed25519 cosignature key", vkey)
+	}
+	id := sha256.Sum256(append([]byte(parts[0]+"\n"), key...))
+	if uint32(h) != binenc.BigEndian.Uint32(id[:]) {
+		return nil, fmt.Errorf("witness key %q: wrong key hash", vkey)
+	}
+	return cosigVerifier{name: parts[0], hash: uint32(h), pub: key[1:]}, nil
 }
 
 // consistent checks the checkpoint (size, root) extends the saved one.

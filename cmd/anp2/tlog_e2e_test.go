@@ -635,6 +635,13 @@ func TestTlogRelaysWitnessEachOther(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		if out, ok := tlogAudit(t, p.base, "--witness", witnessKeys[1-i]); !ok || !strings.Contains(out, "cosigned by witness") {
+			t.Fatalf("audit with the relay's witness:\n%s", out)
+		}
+		// A relay does not witness itself.
+		if out, ok := tlogAudit(t, p.base, "--witness", witnessKeys[i]); ok || !strings.Contains(out, "no cosignature of witness") {
+			t.Fatalf("audit requiring a witness that did not cosign:\n%s", out)
+		}
 	}
 }
 
