@@ -75,3 +75,34 @@ func FuzzTilePath(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckpointNotResignedWithoutGrowth: readers asking for the
+// checkpoint of a log that does not grow all get the same signed note
+// (signing is paid for growth, not for requests).
+func TestCheckpointNotResignedWithoutGrowth(t *testing.T) {
+	r, m := tlogRelay(t, 5)
+	relaytest.Eventually(t, "a checkpoint of the 5 events", func() bool {
+		r.Do(t, http.MethodGet, "/tlog/checkpoint", "", nil)
+		return m.latest.Load().Size == 5
+	})
+	first := r.Do(t, http.MethodGet, "/tlog/checkpoint", "", nil).Body
+	for range 200 {
+		if got := r.Do(t, http.MethodGet, "/tlog/checkpoint", "", nil).Body; string(got) != string(first) {
+			t.Fatalf("checkpoint changed without growth:\n%s\n%s", first, got)
+		}
+	}
+}
+
+func TestAddrKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"::ffff:192.0.2.7":     "::ffff:192.0.2.7",
+		"not an address":       "not an address",
+	} {
+		if got := addrKey(in); got != want {
+			t.Errorf("addrKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

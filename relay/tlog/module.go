@@ -74,6 +74,8 @@ type Module struct {
 	wkey     string
 	cosigned []atomic.Int64
 	asked    int64 // the size last sent to the witnesses (Run)
+	// witnessLimit charges add-checkpoint requests by address.
+	witnessLimit *relay.Limiter
 }
 
 var _ relay.Runner = (*Module)(nil)
@@ -83,7 +85,7 @@ func NewModule(opts Options) *Module {
 	if opts.Every <= 0 {
 		opts.Every = 500 * time.Millisecond
 	}
-	return &Module{opts: opts}
+	return &Module{opts: opts, witnessLimit: relay.NewLimiter(witnessRate, time.Minute)}
 }
 
 // Name names the module.
