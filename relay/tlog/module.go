@@ -54,6 +54,8 @@ type Options struct {
 // Module is the transparency log capability.
 type Module struct {
 	opts   Options
+	key    ed25519.PrivateKey
+	core   *relay.Server
 	log    eventlog.Log
 	logger *slog.Logger
 	tree   *tree
@@ -95,7 +97,7 @@ func (m *Module) Name() string { return "tlog" }
 // routes and the commit hook.
 func (m *Module) Mount(core *relay.Server) error {
 	cfg := core.Config()
-	m.log, m.logger = core.Log(), cfg.Logger
+	m.core, m.log, m.logger = core, core.Log(), cfg.Logger
 	key := cfg.RelayKey
 	if key == nil {
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -105,6 +107,7 @@ func (m *Module) Mount(core *relay.Server) error {
 		key = priv
 		m.logger.Warn("tlog: no relay key, checkpoints signed by a key of this run only")
 	}
+	m.key = key
 	m.origin = OriginOf(cfg.PublicBaseURL)
 	var err error
 	if m.signer, m.vkey, err = signerFor(m.origin, key); err != nil {
@@ -354,6 +357,9 @@ func (m *Module) Run(ctx context.Context) {
 		case <-ctx.Done():
 			m.save()
 			return
+		case a := <-m.witness.reports:
+			m.publishAlarm(ctx, m.core, a)
+			continue
 		case <-t.C:
 		}
 		if m.tree.Size() != m.latest.Load().Size {

@@ -21,6 +21,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 )
 
 // A Witness is a peer this relay asks to cosign its checkpoints (C2SP
@@ -60,6 +63,9 @@ type witness struct {
 	cosigner *cosigner
 	logs     map[string]note.Verifier // by origin
 	path     string
+	// reports carries new alarms to Run, which publishes them (bounded:
+	// alarms past it are kept in the state file only).
+	reports chan Alarm
 	// mu guards state and its file.
 	mu     sync.Mutex
 	state  witnessState
@@ -67,7 +73,7 @@ type witness struct {
 }
 
 func newWitness(c *cosigner, vkeys []string, path string) (*witness, error) {
-	w := &witness{cosigner: c, logs: map[string]note.Verifier{}, path: path,
+	w := &witness{cosigner: c, logs: map[string]note.Verifier{}, path: path, reports: make(chan Alarm, 16),
 		state: witnessState{Logs: map[string]*witnessed{}}}
 	for _, k := range vkeys {
 		v, err := note.NewVerifier(k)
@@ -228,9 +234,32 @@ func consistent(prev *witnessed, size int64, root tlog.Hash, proof tlog.TreeProo
 func (w *witness) alarm(origin, old, new, detail string) {
 	w.alarms.Add(1)
 	if len(w.state.Alarms) < maxAlarms {
-		w.state.Alarms = append(w.state.Alarms, Alarm{Origin: origin, At: time.Now().Unix(), Old: old, New: new, Detail: detail})
+		a := Alarm{Origin: origin, At: time.Now().Unix(), Old: old, New: new, Detail: detail}
+		w.state.Alarms = append(w.state.Alarms, a)
 		w.save()
+		select {
+		case w.reports <- a: // published by Run as a kind 24
+		default:
+		}
 	}
+}
+
+// KindTlogAlarm is the relay-signed report of an inconsistent checkpoint
+// (SPEC §21.5): content {"origin","old","new","detail"}, the two signed
+// checkpoint notes that cannot both be true.
+const KindTlogAlarm = 24
+
+// publishAlarm stores a's report, signed by the relay key, in the log.
+func (m *Module) publishAlarm(ctx context.Context, core *relay.Server, a Alarm) {
+	content, _ := json.Marshal(map[string]string{"origin": a.Origin, "old": a.Old, "new": a.New, "detail": a.Detail})
+	e := &protocol.Event{CreatedAt: core.Now(), Kind: KindTlogAlarm, Content: string(content),
+		Tags: [][]string{{"t", "tlog-alarm"}, {"origin", a.Origin}}}
+	e.Sign(m.key)
+	if _, rejected, err := core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
+		m.logger.Error("tlog: alarm report not stored", "origin", a.Origin, "rejected", rejected, "err", err)
+		return
+	}
+	m.logger.Error("tlog: inconsistent checkpoint witnessed; report published", "origin", a.Origin, "event", e.ID, "detail", a.Detail)
 }
 
 // save writes the state (mu held).

@@ -2,6 +2,7 @@ package tlog
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/relaytest"
 )
 
@@ -81,6 +83,16 @@ func TestWitnessCosignsAndAlarms(t *testing.T) {
 	if m := a.Do(t, http.MethodGet, "/metrics", "", nil).Body; !bytes.Contains(m, []byte("anp2_tlog_witness_alarms_total 1")) {
 		t.Fatal("alarm not in /metrics")
 	}
+	// The report: a kind 24 signed by A's key, carrying both notes.
+	relaytest.Eventually(t, "A's alarm report in its log", func() bool {
+		evs, err := a.Core.Log().Query(context.Background(), eventlog.Filter{Kinds: []int64{KindTlogAlarm}})
+		if err != nil || len(evs) != 1 {
+			return false
+		}
+		e, err := protocol.DecodeJSON(evs[0])
+		return err == nil && e.AgentID == protocol.AgentIDOf(keyA) && e.CheckID() == nil && e.CheckSig() == nil &&
+			strings.Contains(e.Content, "b.test/tlog") && strings.Contains(e.Content, strings.ReplaceAll(string(forged.Note), "\n", `\n`)[:40])
+	})
 	stale := fmt.Appendf(nil, "old %d\n\n%s", size-1, forged.Note)
 	if ans := a.Do(t, http.MethodPost, "/tlog/witness/add-checkpoint", "text/plain", stale); ans.Status != http.StatusConflict || strings.TrimSpace(string(ans.Body)) != fmt.Sprint(size) {
 		t.Fatalf("stale old size: %d %s", ans.Status, ans.Body)
