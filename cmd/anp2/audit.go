@@ -301,7 +301,7 @@ func (f *frontier) root() tlog.Hash {
 // relay's export through the same point side by side, and checks they
 // name the same ids in the same order and that the entries hash to root.
 func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) error {
-	export, err := c.export(ctx, size)
+	export, err := c.export(ctx)
 	if err != nil {
 		return err
 	}
@@ -324,9 +324,12 @@ func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) erro
 			b = b[2+l:]
 			at := n*256 + i
 			f.add(entry)
-			id, err := nextExportID(lines)
+			seq, id, err := nextExportID(lines)
 			if err != nil {
 				return failf("/export ends or breaks before entry %d: %v", at, err)
+			}
+			if seq != at+1 {
+				return failf("entry %d is %x but /export gives seq %d there: the log has a gap", at, entry, seq)
 			}
 			if id != hex.EncodeToString(entry) {
 				return failf("entry %d is %x but /export gives %s there", at, entry, id)
@@ -338,8 +341,12 @@ func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) erro
 		c.progress.update("audit: %d/%d entries (%.0f/s)", (n+1)*256, size, float64((n+1)*256)/time.Since(start).Seconds())
 	}
 	c.progress.done()
-	if _, err := nextExportID(lines); err != io.EOF {
-		return failf("/export gives more events than the checkpoint's %d entries", size)
+	// The log may have grown since; but its next event must be the next
+	// entry (a gap stops a relay's tree there, SPEC §21.1).
+	if seq, _, err := nextExportID(lines); err == nil && seq != size+1 {
+		return failf("the log's next event after the checkpoint's %d entries has seq %d: the log has a gap and the tree stopped before it", size, seq)
+	} else if err != nil && err != io.EOF {
+		return failf("/export breaks after entry %d: %v", size, err)
 	}
 	if got := f.root(); size > 0 && got != root {
 		return failf("the entries hash to %s, not the checkpoint's root %s", base64.StdEncoding.EncodeToString(got[:]), base64.StdEncoding.EncodeToString(root[:]))
@@ -354,26 +361,29 @@ func entriesPath(n, w int64) string {
 	return "tile/entries/" + strings.TrimPrefix(p, "tile/8/data/")
 }
 
-// nextExportID reads the id of the next line of an export (io.EOF at its
-// end).
-func nextExportID(r *bufio.Reader) (string, error) {
+// nextExportID reads the seq and event id of the next line of an export
+// with seq=true (io.EOF at its end).
+func nextExportID(r *bufio.Reader) (int64, string, error) {
 	line, err := r.ReadBytes('\n')
 	if len(line) == 0 {
-		return "", err
+		return 0, "", err
 	}
-	var ev struct {
-		ID string `json:"id"`
+	var l struct {
+		Seq   int64 `json:"seq"`
+		Event struct {
+			ID string `json:"id"`
+		} `json:"event"`
 	}
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return "", fmt.Errorf("line %q: %w", line, err)
+	if err := json.Unmarshal(line, &l); err != nil {
+		return 0, "", fmt.Errorf("line %.200q: %w", line, err)
 	}
-	return ev.ID, nil
+	return l.Seq, l.Event.ID, nil
 }
 
-// export opens the relay's /export through seq `through`, as an
-// authenticated reader (a key of this run: hidden events included).
-func (c *auditCmd) export(ctx context.Context, through int64) (io.ReadCloser, error) {
-	u := c.base + "/export?through=" + strconv.FormatInt(through, 10)
+// export opens the relay's /export with seqs, as an authenticated reader
+// (a key of this run: hidden events included).
+func (c *auditCmd) export(ctx context.Context) (io.ReadCloser, error) {
+	u := c.base + "/export?seq=true"
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -681,3 +681,51 @@ func (v tlogCosigVerifier) Verify(msg, sig []byte) bool {
 	signed := append(fmt.Appendf(nil, "cosignature/v1\ntime %d\n", binenc.BigEndian.Uint64(sig)), msg...)
 	return ed25519.Verify(v.pub, signed, sig[8:])
 }
+
+// TestTlogStallsAtAGap deletes an event from the log of a stopped relay
+// (and its tree files, so the tree is built from the log): the tree stops
+// at the gap, says so in /metrics, answers 503 tlog_stalled for a proof
+// past it, and an audit fails.
+func TestTlogStallsAtAGap(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "gap.db")
+	p := startProc(t, db, "--rate-agent", "0", "--rate-ip", "0")
+	ids := tlogPublish(t, client.New(p.base), tlogKeys(2), rand.New(rand.NewPCG(34, 5)), 20)
+	tlogVerifyAll(t, p.base)
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	w, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gap int64
+	if err := w.QueryRow(`SELECT MAX(seq) - 10 FROM events`).Scan(&gap); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec(`DELETE FROM events WHERE seq = ?`, gap); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	matches, _ := filepath.Glob(db + ".tlog*")
+	for _, m := range matches {
+		os.Remove(m)
+	}
+	q := startProc(t, db)
+	metrics, _ := tlogGet(t, q.base, "/metrics")
+	if !bytes.Contains(metrics, []byte("anp2_tlog_stalled 1")) || !bytes.Contains(metrics, []byte(fmt.Sprintf("anp2_tlog_size %d\n", gap-1))) {
+		t.Fatalf("metrics after a gap at seq %d:\n%s", gap, metrics)
+	}
+	resp, err := http.Get(q.base + "/tlog/proof?id=" + ids[len(ids)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"tlog_stalled"`)) {
+		t.Fatalf("proof past the gap: %d %s", resp.StatusCode, b)
+	}
+	if out, ok := tlogAudit(t, q.base); ok || !strings.Contains(out, "audit failed") {
+		t.Fatalf("audit of a log with a gap:\n%s", out)
+	} else {
+		t.Logf("gap: %s", out)
+	}
+}
