@@ -148,7 +148,8 @@ func (c *serveCmd) Start() error {
 		}
 		witnesses = append(witnesses, tlog.Witness{URL: u, Key: k})
 	}
-	mods.tlog.SetWitnessing(witnesses, c.tlogWitnessed)
+	// The peers it mirrors are witnessed too (SPEC §21.5).
+	mods.tlog.SetWitnessing(witnesses, c.tlogWitnessed, c.peers)
 	var treeStart time.Time
 	mods.tlog.SetProgress(func(done, total int64) {
 		if treeStart.IsZero() {

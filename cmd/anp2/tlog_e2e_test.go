@@ -729,3 +729,50 @@ func TestTlogStallsAtAGap(t *testing.T) {
 		t.Logf("gap: %s", out)
 	}
 }
+
+// TestTlogWitnessCatchesRewrite: relay A mirrors relay B and so
+// witnesses B's log. B's log is rewritten while B is stopped (one event
+// replaced, its tree built again from the rewritten log); when B is back
+// A finds B's new checkpoint inconsistent with the one it verified and
+// publishes the evidence as a kind 24 signed by its relay key.
+func TestTlogWitnessCatchesRewrite(t *testing.T) {
+	dir := t.TempDir()
+	addrB := tlogFreeAddr(t)
+	dbB := filepath.Join(dir, "b.db")
+	argsB := []string{"--addr", addrB, "--public-base-url", "http://b.example", "--rate-agent", "0", "--rate-ip", "0"}
+	b := startProc(t, dbB, argsB...)
+	a := startProc(t, filepath.Join(dir, "a.db"), "--peer", "http://"+addrB, "--mirror-interval", "1s")
+	tlogPublish(t, client.New(b.base), tlogKeys(2), rand.New(rand.NewPCG(34, 6)), 50)
+	size, _ := tlogVerifyAll(t, b.base)
+	want := fmt.Sprintf(`anp2_tlog_witnessed_size{origin="b.example/tlog"} %d`, size)
+	tlogEventually(t, "A witnesses B's checkpoint", func() bool {
+		m, _ := tlogGet(t, a.base, "/metrics")
+		return bytes.Contains(m, []byte(want))
+	})
+	b.cmd.Process.Kill()
+	b.cmd.Wait()
+	tlogRewrite(t, dbB, 10)
+	matches, _ := filepath.Glob(dbB + ".tlog*")
+	for _, m := range matches {
+		os.Remove(m)
+	}
+	startProc(t, dbB, argsB...)
+	tlogEventually(t, "A's alarm", func() bool {
+		m, _ := tlogGet(t, a.base, "/metrics")
+		return bytes.Contains(m, []byte("anp2_tlog_witness_alarms_total 1"))
+	})
+	tlogEventually(t, "A's kind 24 report", func() bool {
+		body, _ := tlogGet(t, a.base, "/events?kinds=24")
+		return bytes.Contains(body, []byte(`b.example/tlog`)) && bytes.Contains(body, []byte(`"kind":24`))
+	})
+}
+
+// tlogEventually waits up to 30 s for cond.
+func tlogEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in 30 s", what)
+		}
+	}
+}

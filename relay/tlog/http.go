@@ -270,6 +270,9 @@ func decodeID(dst *[32]byte, id string) error {
 	return err
 }
 
+// labelEscaper escapes a Prometheus label value.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 // metrics appends the tree's figures to GET /metrics.
 func (m *Module) metrics(w io.Writer) {
 	stalled := 0
@@ -280,5 +283,11 @@ func (m *Module) metrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP anp2_tlog_size Leaves of the transparency log's tree.\n# TYPE anp2_tlog_size gauge\nanp2_tlog_size %d\n", m.tree.Size())
 	fmt.Fprintf(w, "# HELP anp2_tlog_checkpoint_size Tree size of the latest signed checkpoint.\n# TYPE anp2_tlog_checkpoint_size gauge\nanp2_tlog_checkpoint_size %d\n", cp.Size)
 	fmt.Fprintf(w, "# HELP anp2_tlog_witness_alarms_total Checkpoints submitted to this witness that do not extend the one it verified.\n# TYPE anp2_tlog_witness_alarms_total counter\nanp2_tlog_witness_alarms_total %d\n", m.witness.alarms.Load())
+	fmt.Fprintf(w, "# HELP anp2_tlog_witnessed_size Entries of the latest checkpoint this witness verified, by log.\n# TYPE anp2_tlog_witnessed_size gauge\n")
+	m.witness.mu.Lock()
+	for origin, l := range m.witness.state.Logs {
+		fmt.Fprintf(w, "anp2_tlog_witnessed_size{origin=\"%s\"} %d\n", labelEscaper.Replace(origin), l.Size)
+	}
+	m.witness.mu.Unlock()
 	fmt.Fprintf(w, "# HELP anp2_tlog_stalled 1 when the tree stopped following the log.\n# TYPE anp2_tlog_stalled gauge\nanp2_tlog_stalled %d\n", stalled)
 }

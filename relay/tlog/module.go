@@ -49,6 +49,9 @@ type Options struct {
 	// Witnessed are the note verifier keys of the logs this relay
 	// witnesses at POST /tlog/witness/add-checkpoint.
 	Witnessed []string
+	// Observe are the base URLs of peers whose logs this relay witnesses
+	// by fetching their checkpoints (the peers it mirrors).
+	Observe []string
 }
 
 // Module is the transparency log capability.
@@ -350,6 +353,9 @@ var errPending = errors.New("tlog: entry not in the tree yet")
 // saves the latest beside the tree (after the tree file's fsync) so the
 // next open can trust the tree up to it.
 func (m *Module) Run(ctx context.Context) {
+	if len(m.opts.Observe) > 0 {
+		go m.observeLoop(ctx)
+	}
 	t := time.NewTicker(m.opts.Every)
 	defer t.Stop()
 	for {
@@ -431,10 +437,10 @@ func (m *Module) Close() error {
 	return err
 }
 
-// SetWitnessing sets Options.Witnesses and Options.Witnessed (before the
+// SetWitnessing sets Options.Witnesses, Witnessed and Observe (before the
 // relay is built).
-func (m *Module) SetWitnessing(witnesses []Witness, witnessed []string) {
-	m.opts.Witnesses, m.opts.Witnessed = witnesses, witnessed
+func (m *Module) SetWitnessing(witnesses []Witness, witnessed, observe []string) {
+	m.opts.Witnesses, m.opts.Witnessed, m.opts.Observe = witnesses, witnessed, observe
 }
 
 // WitnessKey is the cosigner key of this relay's witness.

@@ -56,13 +56,17 @@ const maxAlarms = 64
 type witnessState struct {
 	Logs   map[string]*witnessed `json:"logs"`
 	Alarms []Alarm               `json:"alarms"`
+	// Keys are the log keys learned from observed peers (trust on first
+	// use), by origin.
+	Keys map[string]string `json:"keys,omitempty"`
 }
 
 // witness is the witness side: the logs it knows and what it verified.
 type witness struct {
 	cosigner *cosigner
-	logs     map[string]note.Verifier // by origin
-	path     string
+	// logs are the logs witnessed, by origin (mu).
+	logs map[string]note.Verifier
+	path string
 	// reports carries new alarms to Run, which publishes them (bounded:
 	// alarms past it are kept in the state file only).
 	reports chan Alarm
@@ -88,6 +92,11 @@ func newWitness(c *cosigner, vkeys []string, path string) (*witness, error) {
 		}
 		if w.state.Logs == nil {
 			w.state.Logs = map[string]*witnessed{}
+		}
+		for origin, k := range w.state.Keys {
+			if v, err := note.NewVerifier(k); err == nil && v.Name() == origin && w.logs[origin] == nil {
+				w.logs[origin] = v
+			}
 		}
 	}
 	w.alarms.Store(int64(len(w.state.Alarms)))
@@ -180,7 +189,9 @@ func (w *witness) add(body []byte) ([]byte, *witnessError) {
 	if err != nil {
 		return nil, &witnessError{http.StatusBadRequest, "malformed checkpoint\n"}
 	}
+	w.mu.Lock()
 	v := w.logs[origin]
+	w.mu.Unlock()
 	if v == nil {
 		return nil, &witnessError{http.StatusNotFound, "unknown log\n"}
 	}
