@@ -52,6 +52,9 @@ func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAn
 	} else {
 		delete(out, "warnings")
 	}
+	if ans.LeafIndex != nil {
+		out["leaf_index"] = *ans.LeafIndex
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err

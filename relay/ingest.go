@@ -26,6 +26,9 @@ type PublishAnswer struct {
 	// Warnings name every departure from the seed's shape the relay
 	// accepted and normalised (D17, SPEC §1.3); absent when none.
 	Warnings []protocol.Warning `json:"warnings,omitempty"`
+	// LeafIndex is the event's entry in the log's Merkle tree (its seq
+	// minus one, SPEC §21), given when the publish stored it anew.
+	LeafIndex *int64 `json:"leaf_index,omitempty"`
 }
 
 // readEvent decodes the request body as JSON or, with
@@ -167,6 +170,10 @@ func writeAnswer(c echo.Context, ans *PublishAnswer) error {
 	b = strconv.AppendBool(b, ans.Duplicate)
 	b = append(b, `,"stored":`...)
 	b = strconv.AppendBool(b, ans.Stored)
+	if ans.LeafIndex != nil {
+		b = append(b, `,"leaf_index":`...)
+		b = strconv.AppendInt(b, *ans.LeafIndex, 10)
+	}
 	b = append(b, "}\n"...)
 	if len(b) < compressMinLength { // always: the id is 64 characters
 		uncompressed(c)
@@ -325,7 +332,12 @@ func (s *Server) prepare(ctx context.Context, e *protocol.Event, raw []byte, raw
 // stored counts an appended event and answers its publisher.
 func (s *Server) stored(e *protocol.Event, res eventlog.Result) *PublishAnswer {
 	s.CountStored([]eventlog.Result{res})
-	return &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}
+	ans := &PublishAnswer{ID: e.ID, Accepted: true, Duplicate: res.Duplicate, Stored: true}
+	if !res.Duplicate && res.Seq > 0 {
+		leaf := res.Seq - 1
+		ans.LeafIndex = &leaf
+	}
+	return ans
 }
 
 // checkAgainstLog applies the rules that need the log (see logViolations)

@@ -44,7 +44,8 @@ func TestPublishAnswerOnTheWire(t *testing.T) {
 			for _, tc := range []struct {
 				name, body, status, answer string
 			}{
-				{"new", string(body), "200 OK", fmt.Sprintf(ok, false)},
+				// The fresh log's n-th event is its leaf n-1 (SPEC §21).
+				{"new", string(body), "200 OK", strings.Replace(fmt.Sprintf(ok, false), "}", fmt.Sprintf(`,"leaf_index":%d}`, n-1), 1)},
 				{"duplicate", string(body), "200 OK", fmt.Sprintf(ok, true)},
 				{"id mismatch", string(bad), "400 Bad Request", ""},
 			} {

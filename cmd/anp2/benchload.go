@@ -300,11 +300,18 @@ func grow(b []byte, n int) []byte {
 // accepting the event id: compared with the relay's exact answer first (no
 // decoding), and otherwise decoded (a duplicate answer, a module's fields).
 func publishAccepted(body []byte, id string) bool {
-	const pre, post = `{"id":"`, `","accepted":true,"duplicate":false,"stored":true}`
-	if len(body) >= len(pre)+len(id)+len(post) && string(body[:len(pre)]) == pre &&
+	const pre, post = `{"id":"`, `","accepted":true,"duplicate":false,"stored":true`
+	if len(body) >= len(pre)+len(id)+len(post)+1 && string(body[:len(pre)]) == pre &&
 		string(body[len(pre):len(pre)+len(id)]) == id &&
-		string(bytes.TrimRight(body[len(pre)+len(id):], "\n")) == post {
-		return true
+		string(body[len(pre)+len(id):len(pre)+len(id)+len(post)]) == post {
+		// Then "}" or the leaf index (SPEC §21) and "}".
+		tail := bytes.TrimRight(body[len(pre)+len(id)+len(post):], "\n")
+		if string(tail) == "}" {
+			return true
+		}
+		if n, ok := bytes.CutPrefix(tail, []byte(`,"leaf_index":`)); ok && len(n) > 1 && n[len(n)-1] == '}' {
+			return true
+		}
 	}
 	var a struct {
 		ID       string `json:"id"`

@@ -35,6 +35,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"checkpoint": func(o, e io.Writer) command { return &checkpointCmd{out: o} },
 	"dm":         func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
 	"repair":     func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
+	"audit":      func(o, e io.Writer) command { return &auditCmd{out: o, progress: newProgress(e)} },
 }
 
 const usage = `anp2 — ANP2 relay and tools
@@ -58,6 +59,9 @@ const usage = `anp2 — ANP2 relay and tools
                 opened on this side: 'anp2 dm send', 'anp2 dm read'
   anp2 repair   salvage a damaged log into a fresh one, verifying every
                 event, and fetch what was unreadable from --peer relays
+  anp2 audit    check a relay's transparency log: its signed checkpoint,
+                consistency with the last audit (--state FILE), and that its
+                entries hash to the root and are /export's ids in order
   anp2 bench    measure ingest and query speed against the machine's ceiling
 
 Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/anp2net/relay/relay"
@@ -54,7 +55,9 @@ func (c *mirrorCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.Modules = mods.all
+	// The transparency log's tree is the serving relay's: it catches up
+	// with what this run appends when it next starts (SPEC §21.1).
+	cfg.Modules = slices.DeleteFunc(slices.Clone(mods.all), func(m relay.Module) bool { return m == relay.Module(mods.tlog) })
 	if _, err := relay.New(cfg, st); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/tiers"
+	"github.com/anp2net/relay/relay/tlog"
 	"github.com/anp2net/relay/relay/ws"
 )
 
@@ -33,6 +34,7 @@ type relayModules struct {
 	federation *federation.Module
 	funding    *funding.Module
 	tiers      *tiers.Module
+	tlog       *tlog.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -83,7 +85,14 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	if err != nil {
 		return relayModules{}, err
 	}
-	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
+	// ANP2_TLOG_PATH: the transparency log's tree file (default <db>.tlog,
+	// or, beside a PostgreSQL log, <relay key file>.tlog).
+	tlogPath := os.Getenv("ANP2_TLOG_PATH")
+	if tlogPath == "" && len(queue) > 0 && queue[0] != "" {
+		tlogPath = strings.TrimSuffix(queue[0], ".delivery") + ".tlog"
+	}
+	tl := tlog.NewModule(tlog.Options{Path: tlogPath})
+	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		discovery.NewModule(),
@@ -100,6 +109,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		explorer.NewModule(), // the web explorer at / for browsers (SPEC §19)
 		landing.NewModule(),  // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
 		g,
+		tl, // the log as a transparency log (SPEC §21)
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
 			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),
 	}}, nil

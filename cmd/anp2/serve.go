@@ -19,6 +19,7 @@ import (
 	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/funding"
 	"github.com/anp2net/relay/relay/tiers"
+	"github.com/anp2net/relay/relay/tlog"
 )
 
 // serveCmd runs the relay. Tests drive it through ParseFlags, Start, Addr
@@ -33,6 +34,7 @@ type serveCmd struct {
 	peerRate, syncRate           int
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
+	tlogWitness, tlogWitnessed   listFlag
 	mirrorEvery, operatorReport  time.Duration
 	infraCosts, seedWhitelist    string
 	operatorFunding, branch      string
@@ -67,6 +69,8 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.syncRate, "sync-rate", 1200, fmt.Sprintf("POST /sync messages per peer address per minute, a filtered one counting %d (0 = unlimited)", federation.SyncFilterCost))
 	fs.Var(&c.peers, "peer", "peer relay URL to mirror continuously (repeatable)")
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; a --peer relay's key is read from its own GET /relays)")
+	fs.Var(&c.tlogWitness, "tlog-witness", "URL=KEY: a witness asked to cosign each new checkpoint of this relay's transparency log, KEY its GET /tlog/witness/key (repeatable)")
+	fs.Var(&c.tlogWitnessed, "tlog-witnessed", "the GET /tlog/key of a relay whose checkpoints this relay witnesses at POST /tlog/witness/add-checkpoint (repeatable)")
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key; with PostgreSQL ./anp2.relay-key: give every process over one database the same file)")
 	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
@@ -150,6 +154,25 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed = mods.all, mods.federation
+	var witnesses []tlog.Witness
+	for _, w := range c.tlogWitness {
+		u, k, ok := strings.Cut(w, "=")
+		if !ok {
+			ln.Close()
+			st.Close()
+			return fmt.Errorf("--tlog-witness %q: want URL=KEY", w)
+		}
+		witnesses = append(witnesses, tlog.Witness{URL: u, Key: k})
+	}
+	// The peers it mirrors are witnessed too (SPEC §21.5).
+	mods.tlog.SetWitnessing(witnesses, c.tlogWitnessed, c.peers)
+	var treeStart time.Time
+	mods.tlog.SetProgress(func(done, total int64) {
+		if treeStart.IsZero() {
+			treeStart = time.Now()
+		}
+		prog.update("building the transparency log's tree: %d/%d entries (%.0f/s)", done, total, float64(done)/time.Since(treeStart).Seconds())
+	})
 	report := funding.ReportOptions{Every: c.operatorReport, InfraCostsUSD: c.infraCosts, Funding: c.operatorFunding}
 	if err := report.Validate(); err != nil {
 		ln.Close()
