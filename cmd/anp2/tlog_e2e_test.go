@@ -501,9 +501,12 @@ func tlogRewrite(t *testing.T, db string, seq int64) {
 func TestTlogAuditCatchesRewrite(t *testing.T) {
 	dir := t.TempDir()
 	db, state := filepath.Join(dir, "audit.db"), filepath.Join(dir, "audit.state")
-	// The origin names the relay's public URL, the same across restarts.
-	const public = "--public-base-url=http://audit.example/api"
-	p := startProc(t, db, "--rate-agent", "0", "--rate-ip", "0", public)
+	// The origin names the relay's public URL, the same across restarts:
+	// one loopback address, where the auditor's signed /export read must
+	// reach it (a D4 header names the relay's public base URL).
+	addr := httpLoopbackAddr(t)
+	public := []string{"--public-base-url=http://" + addr, "--addr", addr}
+	p := startProc(t, db, append([]string{"--rate-agent", "0", "--rate-ip", "0"}, public...)...)
 	cl := client.New(p.base)
 	rng := rand.New(rand.NewPCG(34, 2))
 	keys := tlogKeys(3)
@@ -522,7 +525,7 @@ func TestTlogAuditCatchesRewrite(t *testing.T) {
 	p.cmd.Wait()
 
 	tlogRewrite(t, db, 100)
-	q := startProc(t, db, public)
+	q := startProc(t, db, public...)
 	out, ok = tlogAudit(t, q.base, "--state", state)
 	if ok || !strings.Contains(out, "not the checkpoint's root") {
 		t.Fatalf("audit of a rewritten log:\n%s", out)
@@ -535,7 +538,7 @@ func TestTlogAuditCatchesRewrite(t *testing.T) {
 	for _, m := range matches {
 		os.Remove(m)
 	}
-	r := startProc(t, db, public)
+	r := startProc(t, db, public...)
 	out, ok = tlogAudit(t, r.base, "--state", state)
 	if ok || !strings.Contains(out, "seen at the last audit (the past was rewritten") {
 		t.Fatalf("audit of a rewritten log with a rebuilt tree:\n%s", out)
