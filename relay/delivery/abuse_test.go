@@ -215,7 +215,7 @@ func TestSlowMatchSendsOnceAtATime(t *testing.T) {
 	a := taskstest.Pool(3)
 	now := func() int64 { return time.Now().Unix() }
 	doNow := func(ag taskstest.Agent, method, path, body string) relaytest.Answer {
-		return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.Auth(ag.Key, method, path, now()))
+		return r.Do(t, method, path, "application/json", []byte(body), "Authorization", r.AuthBody(ag.Key, method, path, []byte(body), now()))
 	}
 	// Enough costly filters for about 4 s of matching on this machine.
 	text := strings.Repeat("a", 32<<10)

@@ -264,20 +264,30 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 			return 0, nil
 		}
 	}
-	host := targetHost(t.Spec.Target.URL)
+	if h.dedupKey != "" {
+		n, err := m.upsert(ctx, tx, h, depth, now)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	tg := t.Spec.Target
+	if tg == nil {
+		return 0, nil // an agent's trigger: its manifest gives the target (not yet)
+	}
+	host := targetHost(tg.URL)
 	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
 	if !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted {
 		select {
 		case m.slots <- struct{}{}:
-			status, lease, deadline, slot = StatusLocked, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
+			status, lease, deadline, slot = StatusDispatched, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
 		default:
 			m.fair.release(t.Owner, host, notSent, now)
 		}
 	}
 	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
 	res, err := m.store.exec(ctx, tx, qInsert,
-		id, idem, t.ID, ev.ID, h.it.seq, t.Spec.Target.URL, depth, status, lease,
-		now, deadline, now, now, t.Owner, key, t.Spec.Target.Type)
+		id, idem, t.ID, ev.ID, h.it.seq, tg.URL, depth, status, lease,
+		now, deadline, now, now, t.Owner, key, tg.Type, h.dedupKey, "", "")
 	var n int64
 	if err == nil {
 		n, _ = res.RowsAffected()
@@ -285,13 +295,55 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 	if slot {
 		if n == 1 {
 			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
-				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease, owner: t.Owner, host: host})
+				target: tg.URL, targetType: tg.Type, lease: lease, owner: t.Owner, host: host})
 		} else {
 			m.fair.release(t.Owner, host, notSent, now)
 			<-m.slots
 		}
 	}
 	return int(n), err
+}
+
+// upsert applies seed 000 §7 to a match with a deduplication key: when
+// the trigger has a delivery with the same key not yet delivered
+// (pending, dispatched or awaiting approval), that delivery takes the new
+// event instead of a new one being queued, and its deadline starts over.
+// A dispatched one (an attempt under way) goes back to pending with a
+// new lease, so the attempt's outcome is discarded as stale and the new
+// event is sent in its place. It returns 1 when it replaced one; 0 sends
+// the match on to be queued (no such delivery, or only a delivered,
+// escalated or failed one: a new notification, §7).
+func (m *Module) upsert(ctx context.Context, tx *sql.Tx, h hit, depth int, now int64) (int, error) {
+	var rowid int64
+	var status string
+	err := m.store.queryRow(ctx, tx, qDedup, h.t.ID, h.dedupKey).Scan(&rowid, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ev := h.it.ev
+	set := `event_id = ?, seq = ?, idem_key = ?, depth = ?, updated_at = ?, deadline = ?`
+	args := []any{ev.ID, h.it.seq, IdempotencyKey(ev.ID, h.t.ID), depth, now}
+	switch status {
+	case StatusAwaitingApproval:
+		args = append(args, now+m.opts.ApprovalTTL.Milliseconds())
+	case StatusDispatched:
+		set += `, status = 'pending', owner_lease = owner_lease + 1, next_at = ?, last_error = 'superseded by a re-announcement'`
+		args = append(args, 0, now)
+	default:
+		args = append(args, 0)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET `+set+` WHERE rowid = ? AND status = ?`, append(args, rowid, status)...)
+	if err != nil {
+		return 0, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return 0, nil
+	}
+	m.upserts.Add(1)
+	return 1, nil
 }
 
 // MaxCascadeDepth: an event at this depth of triggered_by links or deeper

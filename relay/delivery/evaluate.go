@@ -19,6 +19,7 @@ type hit struct {
 	t           *storedTrigger
 	it          *matchItem
 	throttleKey string
+	dedupKey    string
 }
 
 // evaluate runs the triggers' conditions and filters over items, outside
@@ -74,7 +75,7 @@ func (m *Module) evaluate(ix *index, items []matchItem) []hit {
 			if !ok || !m.core.Sees(t.Owner, it.ev) {
 				continue
 			}
-			hits = append(hits, hit{t: t, it: it, throttleKey: t.Spec.throttleKeyOn(&dc)})
+			hits = append(hits, hit{t: t, it: it, throttleKey: t.Spec.throttleKeyOn(&dc), dedupKey: t.Spec.dedupKeyOn(&dc)})
 		}
 	}
 	if len(over) > 0 {
@@ -143,7 +144,7 @@ type PauseNotice struct {
 // per pause). An A2A target gets none: its owner sees the pause in GET
 // /triggers.
 func (m *Module) noticePause(t *storedTrigger) error {
-	if t.Spec.Target.Type != TargetWebhook {
+	if t.Spec.Target == nil || t.Spec.Target.Type != TargetWebhook {
 		return nil
 	}
 	body, err := json.Marshal(PauseNotice{Notice: "trigger_paused", TriggerID: t.ID, PausedAt: t.PausedAt, Reason: t.PausedReason})

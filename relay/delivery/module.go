@@ -71,6 +71,9 @@ type Options struct {
 	// the D4 Authorization event, that registering a trigger costs
 	// (default 0: none; anp2 serve sets 20).
 	TriggerPoW int
+	// ApprovalTTL is how long a high-risk invocation waits for its
+	// owner's approval before it expires (default 24 h).
+	ApprovalTTL time.Duration
 }
 
 func (o *Options) defaults() {
@@ -118,6 +121,9 @@ func (o *Options) defaults() {
 	o.BreakerMaxCooldown = max(o.BreakerMaxCooldown, o.BreakerCooldown)
 	if o.FilterBudget <= 0 {
 		o.FilterBudget = 100 * time.Millisecond
+	}
+	if o.ApprovalTTL <= 0 {
+		o.ApprovalTTL = 24 * time.Hour
 	}
 	if o.RegexWork <= 0 {
 		o.RegexWork = 1 << 20
@@ -168,6 +174,9 @@ type Module struct {
 	bodies map[string][]byte
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
+	// upserts counts matches that replaced a delivery by its
+	// deduplication key (seed 000 §7).
+	upserts atomic.Int64
 	// overBudget counts triggers passed over for their owner's filter
 	// budget (evaluate), paused the triggers paused for it.
 	overBudget, paused atomic.Int64
@@ -582,5 +591,6 @@ func (m *Module) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP anp2_deliveries_cascade_rejected_total Matches dropped for a triggered_by chain too deep.\n# TYPE anp2_deliveries_cascade_rejected_total counter\nanp2_deliveries_cascade_rejected_total %d\n", m.cascadeRejected.Load())
 	fmt.Fprintf(w, "# HELP anp2_triggers_paused_total Triggers paused for their owner's filter budget per event.\n# TYPE anp2_triggers_paused_total counter\nanp2_triggers_paused_total %d\n", m.paused.Load())
 	fmt.Fprintf(w, "# HELP anp2_trigger_evaluations_over_budget_total Trigger evaluations passed over or stopped for their owner's filter budget per event.\n# TYPE anp2_trigger_evaluations_over_budget_total counter\nanp2_trigger_evaluations_over_budget_total %d\n", m.overBudget.Load())
+	fmt.Fprintf(w, "# HELP anp2_deliveries_deduplicated_total Matches that replaced a waiting delivery by its deduplication key.\n# TYPE anp2_deliveries_deduplicated_total counter\nanp2_deliveries_deduplicated_total %d\n", m.upserts.Load())
 	fmt.Fprintf(w, "# HELP anp2_deliveries_stale_outcomes_total Attempt outcomes discarded for a stale lease.\n# TYPE anp2_deliveries_stale_outcomes_total counter\nanp2_deliveries_stale_outcomes_total %d\n", m.staleAcks.Load())
 }
