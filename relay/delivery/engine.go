@@ -270,13 +270,37 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 			return n, err
 		}
 	}
-	tg := t.Spec.Target
-	if tg == nil {
-		return 0, nil // an agent's trigger: its manifest gives the target (not yet)
+	// The agent (seed 002 §5): its manifest gives the target, a limit on
+	// invocations per window and the risk level.
+	tg, agent, risk := t.Spec.Target, "", ""
+	if t.Spec.Agent != "" {
+		agent = t.Spec.Agent
+		mf := m.manifest(t.Owner, agent)
+		if mf == nil {
+			// Its manifest was deleted: a dead letter its owner sees.
+			_, err := m.store.exec(ctx, tx, qInsertFailed, newDeliveryID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, h.it.seq, "", depth,
+				now, "agent manifest "+clip(agent)+" is not registered", now, now, t.Owner, key, "", h.dedupKey, agent)
+			return 0, err
+		}
+		tg, risk = mf.Target, mf.risk
+		if l := mf.Limits; l != nil && l.MaxInvocations > 0 {
+			var n int
+			if err := m.store.queryRow(ctx, tx, qAgentCount, t.Owner, agent, now-int64(l.WindowSeconds)*1000).Scan(&n); err != nil {
+				return 0, err
+			}
+			if n >= l.MaxInvocations {
+				m.throttled.Add(1)
+				return 0, nil
+			}
+		}
 	}
 	host := targetHost(tg.URL)
 	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
-	if !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted {
+	switch {
+	case risk == "high":
+		// Risk check: it waits for its owner's approval (no worker).
+		status, deadline = StatusAwaitingApproval, now+m.opts.ApprovalTTL.Milliseconds()
+	case !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted:
 		select {
 		case m.slots <- struct{}{}:
 			status, lease, deadline, slot = StatusDispatched, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
@@ -287,15 +311,22 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
 	res, err := m.store.exec(ctx, tx, qInsert,
 		id, idem, t.ID, ev.ID, h.it.seq, tg.URL, depth, status, lease,
-		now, deadline, now, now, t.Owner, key, tg.Type, h.dedupKey, "", "")
+		now, deadline, now, now, t.Owner, key, tg.Type, h.dedupKey, agent, risk)
 	var n int64
 	if err == nil {
 		n, _ = res.RowsAffected()
 	}
+	if err == nil && n == 1 && (risk == "medium" || risk == "high") {
+		action := "invoked"
+		if risk == "high" {
+			action = "awaiting_approval"
+		}
+		err = m.audit(ctx, tx, t.Owner, action, id, t.ID, ev.ID, agent, risk, "")
+	}
 	if slot {
 		if n == 1 {
 			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
-				target: tg.URL, targetType: tg.Type, lease: lease, owner: t.Owner, host: host})
+				target: tg.URL, targetType: tg.Type, lease: lease, owner: t.Owner, host: host, agent: agent, risk: risk, depth: depth})
 		} else {
 			m.fair.release(t.Owner, host, notSent, now)
 			<-m.slots
@@ -405,14 +436,20 @@ type claimed struct {
 	// owner and host are the delivery's shares in fair (the trigger's
 	// owner, "" for an A2A notification; the target URL's host).
 	owner, host string
+	// agent and risk are its agent manifest and effective risk ("" for a
+	// trigger with a direct target); depth its cascade depth.
+	agent, risk string
+	depth       int
 }
 
 // watchdog escalates every dispatched or locked delivery past its
 // deadline, taking ownership with a new lease (seed 000 §6.2): a late
 // acknowledgement of the old attempt then fails its compare-and-swap.
 func (m *Module) watchdog(ctx context.Context, now int64) error {
-	_, err := m.store.exec(ctx, m.store.db, qWatchdog, StatusEscalated, now, now, StatusDispatched, StatusLocked, now)
-	return err
+	if _, err := m.store.exec(ctx, m.store.db, qWatchdog, StatusEscalated, now, now, StatusDispatched, StatusLocked, now); err != nil {
+		return err
+	}
+	return m.expireApprovals(ctx, now)
 }
 
 // claim takes up to n due deliveries in one transaction, shared fairly
@@ -588,9 +625,17 @@ func (m *Module) takeOne(ctx context.Context, tx *sql.Tx, cands *[]candidate, no
 	return claimed{}, false, nil
 }
 
+// manifest returns c's agent manifest, or nil.
+func (c claimed) manifest(m *Module) *Manifest {
+	if c.agent == "" {
+		return nil
+	}
+	return m.manifest(c.owner, c.agent)
+}
+
 // claimDest are the fields a claim's RETURNING claimCols fills.
 func claimDest(c *claimed) []any {
-	return []any{&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token}
+	return []any{&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token, &c.agent, &c.risk, &c.depth}
 }
 
 // deliver runs one claimed delivery (locked, or escalated, under c.lease
@@ -617,15 +662,49 @@ func (m *Module) deliver(ctx context.Context, c claimed) {
 			m.staleAcks.Add(1)
 		}
 	}
+	var mf *Manifest
+	if c.agent != "" {
+		mf = m.manifest(c.owner, c.agent)
+	}
+	maxAttempts, backoff := m.opts.MaxAttempts, m.backoff(c.attempts+1)
+	if mf != nil && mf.OnFailure != nil && mf.OnFailure.Retry != nil {
+		r := mf.OnFailure.Retry
+		maxAttempts = r.MaxAttempts
+		backoff = min(time.Duration(r.BackoffSeconds)*time.Second<<min(c.attempts, 20), m.opts.MaxBackoff)
+	}
+	// A terminal outcome of an agent's invocation is audited (medium and
+	// high risk) in the outcome's transaction, and announced as a PAP
+	// system event when the manifest asks (after the commit).
+	final := func(outcome, lastErr string) func(context.Context, execer) error {
+		if c.agent == "" {
+			return nil
+		}
+		return func(ctx context.Context, ex execer) error {
+			if c.risk == "medium" || c.risk == "high" {
+				if err := m.audit(ctx, ex, c.owner, outcome, c.id, c.triggerID, c.eventID, c.agent, c.risk, lastErr); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	emit := func(outcome, lastErr string) func(bool, error) {
+		return func(ok bool, err error) {
+			after(ok, err)
+			if ok && err == nil && mf != nil {
+				m.emitOutcome(mf, c, outcome, lastErr)
+			}
+		}
+	}
 	switch {
 	case sendErr == nil:
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setDelivered, now)
-	case c.attempts+1 >= m.opts.MaxAttempts:
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setFailed, clipErr(sendErr), now)
+		m.store.casAsyncX(ctx, emit("delivered", ""), final("delivered", ""), c.id, c.lease, from, setDelivered, now)
+	case c.attempts+1 >= maxAttempts:
+		m.store.casAsyncX(ctx, emit("failed", clipErr(sendErr)), final("failed", clipErr(sendErr)), c.id, c.lease, from, setFailed, clipErr(sendErr), now)
 	default:
 		// A failed attempt hands the delivery to the fallback path
 		// (escalated) with a new lease, due again after the backoff.
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setEscalate, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
+		m.store.casAsync(ctx, after, c.id, c.lease, from, setEscalate, now+backoff.Milliseconds(), clipErr(sendErr), now)
 	}
 }
 
@@ -759,7 +838,7 @@ func (m *Module) keepBody(id string, body []byte) {
 func (m *Module) post(ctx context.Context, c claimed, url string, body []byte, limit int64) (int, []byte, error) {
 	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
 	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
-	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	rctx, cancel := context.WithTimeout(ctx, m.attemptTimeout(c.manifest(m)))
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/delivery"
@@ -108,5 +109,135 @@ func TestDeduplicationKeyUpserts(t *testing.T) {
 	m := string(r.Do(t, "GET", "/metrics", "", nil).Body)
 	if !strings.Contains(m, "anp2_deliveries_deduplicated_total 2") || !strings.Contains(m, "anp2_deliveries_stale_outcomes_total 1") {
 		t.Fatalf("metrics:\n%s", m)
+	}
+}
+
+// papEvent is an ANP2 event carrying a PAP event (seed 002 §3): its type
+// as a t tag, the PAP event as the content.
+func papEvent(a taskstest.Agent, at int64, typ, data string) *protocol.Event {
+	return a.Sign(protocol.KindPost, at, `{"pap_version":"0.2","id":"evt_`+typ+`","type":"`+typ+`","source":"test","time":"2026-03-11T06:00:00Z","data":`+data+`}`,
+		[]string{"t", typ})
+}
+
+func manifestYAML(id, risk, url, extra string) string {
+	return `pap_version: "0.2"
+agent:
+  id: ` + id + `
+  description: >
+    Plans the day's consumption.
+  risk_level: ` + risk + `
+  target:
+    type: webhook
+    url: "` + url + `"
+  model:
+    provider: anthropic
+    model_id: claude-sonnet-4-20250514
+  system_prompt: |
+    You are an energy optimization agent.
+  tools:
+    - name: get_device_list
+      source: mcp://smarthome-hub
+      risk_override: read_only
+` + extra
+}
+
+// TestPAPTriggerDocuments: POST /triggers takes seed 002's own trigger
+// document, YAML or JSON: match.type maps onto t/s tags or
+// anp2.kind.<n>, agent names a manifest (its target receives the
+// invocations), enabled: false registers it paused and PATCH enables it;
+// malformed documents are 4xx and register nothing.
+func TestPAPTriggerDocuments(t *testing.T) {
+	r, _ := start(t, delivery.Options{})
+	rc := newReceiver(t, nil)
+	a := taskstest.Pool(2)
+	if ans := do(t, r, a[0], "POST", "/manifests", manifestYAML("planner-v1", "low", rc.URL+"/planner", "")); ans.Status != 201 {
+		t.Fatalf("manifest: %d %s", ans.Status, ans.Body)
+	}
+	doc := `pap_version: "0.2"
+trigger:
+  id: energy-price-optimizer
+  description: >
+    When energy prices exceed threshold, provoke an agent.
+  enabled: true
+  match:
+    type: "energy.price.threshold_exceeded"
+  filter:
+    - path: "$.data.price_nok_per_kwh"
+      operator: gt
+      value: 3.00
+    - path: "$.data.region"
+      operator: eq
+      value: "NO1"
+  throttle:
+    max_per_window: 1
+    window_key: "$.data.region"
+    window_seconds: 3600
+  agent: planner-v1
+`
+	id := addTrigger(t, r, a[0], doc)
+	if ans := do(t, r, a[0], "POST", "/triggers", doc); ans.Status != 409 || ans.Code(t) != delivery.CodeTriggerExists {
+		t.Fatalf("same trigger.id again: %d %s", ans.Status, ans.Body)
+	}
+	for name, body := range map[string]string{
+		"unknown agent":  strings.Replace(strings.Replace(doc, "energy-price-optimizer", "other", 1), "agent: planner-v1", "agent: nobody", 1),
+		"version":        strings.Replace(doc, `"0.2"`, `"0.1"`, 1),
+		"unknown member": strings.Replace(doc, "  enabled: true", "  enabled: true\n  priority: 3", 1),
+		"anchor":         strings.Replace(doc, "  match:\n", "  match: &m\n", 1),
+		"two targets":    strings.Replace(doc, "  agent: planner-v1", "  agent: planner-v1\n  target: {type: webhook, url: \""+rc.URL+"\"}", 1),
+		"bad kind type":  strings.Replace(doc, "energy.price.threshold_exceeded", "anp2.kind.x", 1),
+		"not yaml":       "pap_version: [\n",
+	} {
+		ans := do(t, r, a[0], "POST", "/triggers", body)
+		if ans.Status != 400 {
+			t.Fatalf("%s: %d %s", name, ans.Status, ans.Body)
+		}
+	}
+	if ans := do(t, r, a[0], "POST", "/triggers", doc+"# "+strings.Repeat("x", delivery.MaxDocBytes)+"\n"); ans.Status != 413 {
+		t.Fatalf("oversized document: %d %s", ans.Status, ans.Body)
+	}
+	// The same document as JSON, disabled, matching by kind.
+	jsonDoc := `{"pap_version":"0.2","trigger":{"id":"all-posts","enabled":false,"match":{"type":"anp2.kind.1"},
+		"filter":[{"path":"$.data.region","operator":"exists"}],"target":{"type":"webhook","url":"` + rc.URL + `/posts"}}}`
+	posts := addTrigger(t, r, a[0], jsonDoc)
+	ans := do(t, r, a[0], "GET", "/triggers", "")
+	if !strings.Contains(string(ans.Body), `"name":"energy-price-optimizer"`) || !strings.Contains(string(ans.Body), `"enabled":false`) {
+		t.Fatalf("GET /triggers: %s", ans.Body)
+	}
+	r.PostAll(t, []*protocol.Event{
+		papEvent(a[1], vt-20, "energy.price.threshold_exceeded", `{"price_nok_per_kwh":4.82,"region":"NO1"}`),
+		papEvent(a[1], vt-19, "energy.price.threshold_exceeded", `{"price_nok_per_kwh":2.5,"region":"NO1"}`), // filtered
+		papEvent(a[1], vt-18, "energy.price.threshold_exceeded", `{"price_nok_per_kwh":5,"region":"NO1"}`),   // throttled
+		papEvent(a[1], vt-17, "stock.price.dropped_significantly", `{"price_nok_per_kwh":9,"region":"NO1"}`), // other type
+	}, 4)
+	relaytest.Eventually(t, "one invocation", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 1 })
+	d := deliveries(t, r, a[0], "")[0]
+	if d.TriggerID != id || d.Agent != "planner-v1" || d.Risk != "low" || !strings.HasSuffix(d.Target, "/planner") {
+		t.Fatalf("delivery %+v", d)
+	}
+	// Enabling the JSON one: it matches the events stored from then on.
+	if ans := do(t, r, a[0], "PATCH", "/triggers/"+posts, `{"enabled":true}`); ans.Status != 200 || !strings.Contains(string(ans.Body), `"status":"active"`) {
+		t.Fatalf("PATCH: %d %s", ans.Status, ans.Body)
+	}
+	if ans := do(t, r, a[1], "PATCH", "/triggers/"+posts, `{"enabled":false}`); ans.Status != 404 {
+		t.Fatalf("PATCH by another agent: %d", ans.Status)
+	}
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-10, "x.y.z", `{"region":"NO2"}`)}, 1)
+	relaytest.Eventually(t, "the enabled trigger delivers", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 2 })
+	if ans := do(t, r, a[0], "PATCH", "/triggers/"+posts, `{"enabled":false}`); ans.Status != 200 || !strings.Contains(string(ans.Body), `"paused_reason":"disabled`) {
+		t.Fatalf("PATCH disable: %d %s", ans.Status, ans.Body)
+	}
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-9, "x.y.z", `{"region":"NO3"}`)}, 1)
+	// Deleting the manifest: the next match is a dead letter naming it.
+	if ans := do(t, r, a[0], "DELETE", "/manifests/planner-v1", ""); ans.Status != 200 {
+		t.Fatalf("delete manifest: %d %s", ans.Status, ans.Body)
+	}
+	r.Clock.Add(2 * time.Hour) // past the throttle window
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt+7000, "energy.price.threshold_exceeded", `{"price_nok_per_kwh":4.82,"region":"NO1"}`)}, 1)
+	relaytest.Eventually(t, "dead letter", func() bool {
+		ds := deliveries(t, r, a[0], "failed")
+		return len(ds) == 1 && strings.Contains(ds[0].LastError, "planner-v1 is not registered")
+	})
+	if n := len(deliveries(t, r, a[0], "delivered")); n != 2 {
+		t.Fatalf("the disabled trigger delivered: %d", n)
 	}
 }

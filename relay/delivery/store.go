@@ -173,7 +173,8 @@ func migrate(db *sql.DB) error {
 	}
 	// The indexes on added columns come after them.
 	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS deliveries_dedup ON deliveries(trigger_id, dedup_key) WHERE dedup_key <> '';
-		CREATE INDEX IF NOT EXISTS deliveries_approval ON deliveries(deadline) WHERE status = 'awaiting_approval'`)
+		CREATE INDEX IF NOT EXISTS deliveries_approval ON deliveries(deadline) WHERE status = 'awaiting_approval';
+		CREATE INDEX IF NOT EXISTS deliveries_agent ON deliveries(owner, agent, created_at) WHERE agent <> ''`)
 	return err
 }
 
@@ -330,6 +331,8 @@ type casOp struct {
 	args  []any
 	ok    bool
 	err   error
+	// extra runs in the transition's transaction when it applied.
+	extra func(context.Context, execer) error
 	// after is told the outcome.
 	after func(ok bool, err error)
 }
@@ -345,7 +348,13 @@ func (op *casOp) finish() { op.after(op.ok, op.err) }
 // blocks only while the writer's queue is full), and after is called, on
 // the writer's goroutine, once that group has committed or failed.
 func (s *store) casAsync(ctx context.Context, after func(bool, error), id string, lease int64, from []string, set string, args ...any) {
-	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, after: after}
+	s.casAsyncX(ctx, after, nil, id, lease, from, set, args...)
+}
+
+// casAsyncX is casAsync with extra, run in the same transaction when the
+// transition applies (an audit record).
+func (s *store) casAsyncX(ctx context.Context, after func(bool, error), extra func(context.Context, execer) error, id string, lease int64, from []string, set string, args ...any) {
+	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, after: after, extra: extra}
 	select {
 	case s.ops <- op: // first choice, even once ctx is done (a shutdown)
 		return
@@ -418,6 +427,11 @@ func (s *store) commitGroup(batch []*casOp) error {
 		if op.ok, err = s.casOn(ctx, tx, op.id, op.lease, op.from, op.set, op.args...); err != nil {
 			return err
 		}
+		if op.ok && op.extra != nil {
+			if err := op.extra(ctx, tx); err != nil {
+				return err
+			}
+		}
 	}
 	return tx.Commit()
 }
@@ -475,7 +489,14 @@ const (
 	qClaimPending   = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid = ? AND status = 'pending' RETURNING ` + claimCols
 	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid = ? AND status = 'escalated' RETURNING ` + claimCols
 	qPutOff         = `UPDATE deliveries SET next_at = ? WHERE rowid = ? AND status IN ('pending', 'escalated')`
-	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
+	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token, agent, risk, depth`
+	// qInsertFailed queues a match whose agent manifest is gone as a
+	// dead letter.
+	qInsertFailed = `INSERT INTO deliveries(` + deliveryCols + `, owner, throttle_key, target_type, dedup_key, agent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'failed', 1, 0, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
+	// qAgentCount counts an agent's invocations since a time (its
+	// manifest's limits).
+	qAgentCount = `SELECT count(*) FROM deliveries INDEXED BY deliveries_agent WHERE owner = ? AND agent = ? AND agent <> '' AND created_at > ?`
 )
 
 // casQuery is the compare-and-swap UPDATE of a transition.
@@ -494,7 +515,7 @@ func casQuery(from []string, set string) string {
 // statement at every execution, which was a fifth of the delivery
 // engine's CPU. It runs before anything else uses the connection.
 func (s *store) prepare() error {
-	qs := []string{qCursor, qThrottle, qInsert, qDedup, qDepth, qWatchdog, qOwners, qDueOf, qClaimPending, qClaimEscalated, qPutOff,
+	qs := []string{qCursor, qThrottle, qInsert, qInsertFailed, qAgentCount, qDedup, qDepth, qWatchdog, qOwners, qDueOf, qClaimPending, qClaimEscalated, qPutOff,
 		casQuery(fromAttempt, setDelivered), casQuery(fromAttempt, setFailed), casQuery(fromAttempt, setEscalate)}
 	s.stmts = make(map[string]*sql.Stmt, len(qs))
 	for _, q := range qs {
