@@ -163,4 +163,3 @@ func ParseTrigger(body []byte, allowHTTP bool) (*Spec, bool, error) {
 	}
 	return s, tr.Enabled == nil || *tr.Enabled, nil
 }
-

@@ -16,16 +16,16 @@ import (
 
 // Codes of the agent manifests (SPEC §16).
 const (
-	CodeInvalidManifest   = "invalid_manifest"
-	CodeManifestNotFound  = "manifest_not_found" // 404
-	CodeTooManyManifests  = "too_many_manifests" // 429
-	CodeTriggerExists     = "trigger_exists"     // 409
-	CodeUnknownAgent      = "unknown_agent"
-	CodeDeliveryNotFound  = "delivery_not_found" // 404
-	CodeNotAwaiting       = "not_awaiting_approval" // 409
-	maxManifestsPerOwner  = 50
-	EventCompleted        = "pap.agent.invocation.completed"
-	EventFailed           = "pap.agent.invocation.failed"
+	CodeInvalidManifest  = "invalid_manifest"
+	CodeManifestNotFound = "manifest_not_found" // 404
+	CodeTooManyManifests = "too_many_manifests" // 429
+	CodeTriggerExists    = "trigger_exists"     // 409
+	CodeUnknownAgent     = "unknown_agent"
+	CodeDeliveryNotFound = "delivery_not_found"    // 404
+	CodeNotAwaiting      = "not_awaiting_approval" // 409
+	maxManifestsPerOwner = 50
+	EventCompleted       = "pap.agent.invocation.completed"
+	EventFailed          = "pap.agent.invocation.failed"
 )
 
 // Risk levels (seed 002 §5), lowest first.

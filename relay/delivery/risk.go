@@ -321,4 +321,3 @@ func (m *Module) emitter(ctx context.Context) {
 		}
 	}
 }
-
