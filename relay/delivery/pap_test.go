@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,4 +241,243 @@ trigger:
 	if n := len(deliveries(t, r, a[0], "delivered")); n != 2 {
 		t.Fatalf("the disabled trigger delivered: %d", n)
 	}
+}
+
+// auditActions lists the caller's audit actions, oldest first.
+func auditActions(t *testing.T, r *relaytest.Relay, a taskstest.Agent) []string {
+	t.Helper()
+	ans := do(t, r, a, "GET", "/audit", "")
+	if ans.Status != 200 {
+		t.Fatalf("GET /audit: %d %s", ans.Status, ans.Body)
+	}
+	var out struct{ Audit []delivery.AuditRecord }
+	_ = json.Unmarshal(ans.Body, &out)
+	var acts []string
+	for i := len(out.Audit) - 1; i >= 0; i-- {
+		acts = append(acts, out.Audit[i].Action)
+	}
+	return acts
+}
+
+// outcomeEvents returns the relay's stored outcome events.
+func outcomeEvents(t *testing.T, r *relaytest.Relay) []delivery.OutcomeContent {
+	t.Helper()
+	ans := r.Do(t, "GET", "/events?kinds=60&authors="+protocol.AgentIDOf(relayKey), "", nil)
+	var out []protocol.Event
+	if err := json.Unmarshal(ans.Body, &out); err != nil {
+		t.Fatalf("GET /events: %s", ans.Body)
+	}
+	var cs []delivery.OutcomeContent
+	for _, e := range out {
+		var c delivery.OutcomeContent
+		_ = json.Unmarshal([]byte(e.Content), &c)
+		if e.TagValue("t") != c.Type || e.TagValue("triggered_by") != c.Data.DeliveryID {
+			t.Fatalf("outcome event tags %v for %+v", e.Tags, c)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// TestPAPRiskLevels: seed 002 §5/§6 — a medium-risk agent runs and is
+// audited; a high-risk one waits in awaiting_approval until its owner
+// approves (then runs) or rejects it, and expires at its deadline; each
+// ending is a relay-signed outcome event (kind 60, t tag of its type)
+// that other triggers match within the cascade limit; a manifest's
+// limits and retry govern its invocations.
+func TestPAPRiskLevels(t *testing.T) {
+	r, _ := start(t, delivery.Options{ApprovalTTL: time.Hour})
+	rc := newReceiver(t, func(n int, h hit) int {
+		if strings.Contains(string(h.body), "fail-me") {
+			return 500
+		}
+		return 200
+	})
+	a := taskstest.Pool(2)
+	emit := `  on_complete:
+    emit_event: "pap.agent.invocation.completed"
+  on_failure:
+    retry:
+      max_attempts: 2
+      backoff_seconds: 1
+    emit_event: "pap.agent.invocation.failed"
+`
+	for _, m := range []string{manifestYAML("medium-agent", "medium", rc.URL+"/medium", emit+"  limits:\n    max_invocations: 2\n    window_seconds: 3600\n"),
+		manifestYAML("high-agent", "low", rc.URL+"/high", emit+"  tools:\n    - name: pay\n      risk_override: high\n")} {
+		// tools is given twice in the second: refused; sent again without.
+		ans := do(t, r, a[0], "POST", "/manifests", m)
+		if strings.Contains(m, "name: pay") {
+			if ans.Status != 400 {
+				t.Fatalf("duplicate key: %d %s", ans.Status, ans.Body)
+			}
+			m = strings.Replace(m, "  tools:\n    - name: get_device_list\n      source: mcp://smarthome-hub\n      risk_override: read_only\n", "", 1)
+			ans = do(t, r, a[0], "POST", "/manifests", m)
+		}
+		if ans.Status != 201 {
+			t.Fatalf("manifest: %d %s", ans.Status, ans.Body)
+		}
+	}
+	if ans := do(t, r, a[0], "GET", "/manifests", ""); !strings.Contains(string(ans.Body), `"effective_risk_level":"high"`) {
+		t.Fatalf("GET /manifests: %s", ans.Body)
+	}
+	trig := func(name, typ, agent string) string {
+		return addTrigger(t, r, a[0], `{"pap_version":"0.2","trigger":{"id":"`+name+`","match":{"type":"`+typ+`"},"agent":"`+agent+`"}}`)
+	}
+	trig("med", "ticket.response.overdue", "medium-agent")
+	trig("pay", "invoice.payment.due", "high-agent")
+	// Triggers on the outcome events (the relay's own, by author).
+	watch := addTrigger(t, r, a[1], `{"match":{"type":"pap.agent.invocation.completed","authors":["`+protocol.AgentIDOf(relayKey)+`"]},"target":{"type":"webhook","url":"`+rc.URL+`/watch"}}`)
+
+	// Medium: runs at once, audited; the third in the window is over the limit.
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-29, "ticket.response.overdue", `{"n":2,"fail-me":1}`)}, 1)
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-30, "ticket.response.overdue", `{"n":1}`)}, 1)
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-28, "ticket.response.overdue", `{"n":3}`)}, 1)
+	relaytest.Eventually(t, "medium delivered", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 1 })
+	r.Clock.Add(3 * time.Second) // the failing one's retry
+	relaytest.Eventually(t, "medium failed after the manifest's 2 attempts", func() bool {
+		ds := deliveries(t, r, a[0], "failed")
+		return len(ds) == 1 && ds[0].Attempts == 2
+	})
+	if n := len(deliveries(t, r, a[0], "")); n != 2 {
+		t.Fatalf("max_invocations 2 let %d through", n)
+	}
+
+	// High: waits for approval.
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-20, "invoice.payment.due", `{"n":1}`)}, 1)
+	var waiting delivery.Delivery
+	relaytest.Eventually(t, "awaiting approval", func() bool {
+		ds := deliveries(t, r, a[0], "awaiting_approval")
+		if len(ds) == 1 {
+			waiting = ds[0]
+		}
+		return len(ds) == 1
+	})
+	if waiting.Risk != "high" {
+		t.Fatalf("waiting %+v", waiting)
+	}
+	for _, h := range rc.got() {
+		if strings.Contains(h.payload.IdempotencyKey, waiting.IdempotencyKey) {
+			t.Fatal("sent before its approval")
+		}
+	}
+	if ans := do(t, r, a[1], "POST", "/deliveries/"+waiting.ID+"/approve", ""); ans.Status != 404 {
+		t.Fatalf("approve by another agent: %d", ans.Status)
+	}
+	if ans := r.Do(t, "POST", "/deliveries/"+waiting.ID+"/approve", "", nil); ans.Status != 401 {
+		t.Fatalf("anonymous approve: %d", ans.Status)
+	}
+	if ans := do(t, r, a[0], "POST", "/deliveries/"+waiting.ID+"/approve", ""); ans.Status != 200 {
+		t.Fatalf("approve: %d %s", ans.Status, ans.Body)
+	}
+	if ans := do(t, r, a[0], "POST", "/deliveries/"+waiting.ID+"/approve", ""); ans.Status != 409 {
+		t.Fatalf("approve twice: %d %s", ans.Status, ans.Body)
+	}
+	relaytest.Eventually(t, "approved one delivered", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 2 })
+
+	// Rejected, and expired.
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-10, "invoice.payment.due", `{"n":2}`)}, 1)
+	relaytest.Eventually(t, "second awaiting", func() bool { return len(deliveries(t, r, a[0], "awaiting_approval")) == 1 })
+	rej := deliveries(t, r, a[0], "awaiting_approval")[0]
+	if ans := do(t, r, a[0], "POST", "/deliveries/"+rej.ID+"/reject", ""); ans.Status != 200 || !strings.Contains(string(ans.Body), "rejected by its owner") {
+		t.Fatalf("reject: %d %s", ans.Status, ans.Body)
+	}
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-5, "invoice.payment.due", `{"n":3}`)}, 1)
+	relaytest.Eventually(t, "third awaiting", func() bool { return len(deliveries(t, r, a[0], "awaiting_approval")) == 1 })
+	exp := deliveries(t, r, a[0], "awaiting_approval")[0]
+	r.Clock.Add(time.Hour + time.Second)
+	relaytest.Eventually(t, "expired", func() bool {
+		ds := deliveries(t, r, a[0], "failed")
+		for _, d := range ds {
+			if d.ID == exp.ID && d.LastError == "approval expired" {
+				return true
+			}
+		}
+		return false
+	})
+	if ans := do(t, r, a[0], "POST", "/deliveries/"+exp.ID+"/approve", ""); ans.Status != 409 {
+		t.Fatalf("approve after expiry: %d %s", ans.Status, ans.Body)
+	}
+	want := []string{"invoked", "invoked", "delivered", "failed", "awaiting_approval", "approved", "delivered", "awaiting_approval", "rejected", "awaiting_approval", "expired"}
+	got := auditActions(t, r, a[0])
+	// The medium invocations' outcomes may commit in either order.
+	sg, sw := slices.Clone(got), slices.Clone(want)
+	slices.Sort(sg)
+	slices.Sort(sw)
+	if !slices.Equal(sg, sw) || got[len(got)-1] != "expired" {
+		t.Fatalf("audit %v, want %v", got, want)
+	}
+	if ans := do(t, r, a[1], "GET", "/audit", ""); !strings.Contains(string(ans.Body), `"count":0`) {
+		t.Fatalf("another agent's audit: %s", ans.Body)
+	}
+
+	// Outcome events: completed ×2, failed (after 2 attempts), rejected, expired.
+	var outs []delivery.OutcomeContent
+	relaytest.Eventually(t, "five outcome events", func() bool { outs = outcomeEvents(t, r); return len(outs) == 5 })
+	byOutcome := map[string]int{}
+	for _, c := range outs {
+		byOutcome[c.Type+"/"+c.Data.Outcome]++
+		if c.Data.Outcome == "failed" && c.Data.Attempts != 2 {
+			t.Fatalf("failed outcome %+v", c)
+		}
+	}
+	if byOutcome["pap.agent.invocation.completed/delivered"] != 2 || byOutcome["pap.agent.invocation.failed/failed"] != 1 ||
+		byOutcome["pap.agent.invocation.failed/rejected"] != 1 || byOutcome["pap.agent.invocation.failed/expired"] != 1 {
+		t.Fatalf("outcomes %v", byOutcome)
+	}
+	// The watcher's trigger matched the two completions, one level down
+	// the cascade.
+	relaytest.Eventually(t, "watcher delivered", func() bool { return len(deliveries(t, r, a[1], "delivered")) == 2 })
+	for _, d := range deliveries(t, r, a[1], "") {
+		if d.TriggerID != watch || d.Depth != 1 {
+			t.Fatalf("watch delivery %+v", d)
+		}
+	}
+}
+
+// FuzzParseTrigger: any body either parses into a trigger whose spec
+// re-encodes and parses again, or is refused with a 4xx code; nothing
+// panics (YAML included).
+func FuzzParseTrigger(f *testing.F) {
+	f.Add([]byte("pap_version: \"0.2\"\ntrigger:\n  id: t1\n  match:\n    type: a.b.c\n  filter:\n    - path: \"$.data.x\"\n      operator: gt\n      value: 3\n  target: {type: webhook, url: \"https://x.example/h\"}\n"))
+	f.Add([]byte(`{"pap_version":"0.2","trigger":{"id":"x","enabled":false,"match":{"type":"anp2.kind.1"},"agent":"a"}}`))
+	f.Add([]byte(`{"match":{"kinds":[1]},"deduplication_key":"#d","target":{"type":"webhook","url":"https://x.example"}}`))
+	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("pap_version: '0.2'\ntrigger: {id: z, match: {type: q}, agent: p, throttle: {max_per_window: 1, window_seconds: 9}}\n"))
+	f.Add([]byte("? [a]\n: 1\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s, _, err := delivery.ParseTrigger(body, false)
+		if err != nil {
+			if c := protocol.CodeOf(err); c != delivery.CodeInvalidTrigger && c != delivery.CodeTargetRefused {
+				t.Fatalf("error code %q: %v", c, err)
+			}
+			return
+		}
+		canon, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := delivery.ParseTrigger(canon, false); err != nil {
+			t.Fatalf("canonical form %s does not parse: %v", canon, err)
+		}
+	})
+}
+
+// FuzzParseManifest: any body is a manifest or an invalid_manifest (or
+// webhook_target_refused) error; nothing panics.
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(manifestYAML("p-1", "medium", "https://x.example/h", "  limits: {max_invocations: 2, window_seconds: 60, max_runtime_seconds: 5}\n")))
+	f.Add([]byte(`{"pap_version":"0.2","agent":{"id":"a","risk_level":"high","target":{"type":"a2a","url":"https://x.example/card"}}}`))
+	f.Add([]byte("pap_version: \"0.2\"\nagent: {id: a, risk_level: low, target: {type: webhook, url: \"https://x\"}, on_failure: {retry: {max_attempts: 2, backoff_seconds: 1}}}\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		mf, err := delivery.ParseManifest(body, false, 8)
+		if err != nil {
+			if c := protocol.CodeOf(err); c != delivery.CodeInvalidManifest && c != delivery.CodeTargetRefused {
+				t.Fatalf("error code %q: %v", c, err)
+			}
+			return
+		}
+		if mf.Risk() == "" || mf.Target == nil {
+			t.Fatalf("manifest without risk or target: %+v", mf)
+		}
+	})
 }
