@@ -580,7 +580,7 @@ func (m *Module) deleteTrigger(c echo.Context) error {
 	// Deliveries not yet under way end as dead letters; kept for audit.
 	now := m.now()
 	if _, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, last_error = 'trigger deleted', updated_at = ?
-		WHERE trigger_id = ? AND status IN (?, ?)`, StatusFailed, now, id, StatusPending, StatusEscalated); err != nil {
+		WHERE trigger_id = ? AND status IN (?, ?, ?)`, StatusFailed, now, id, StatusPending, StatusEscalated, StatusAwaitingApproval); err != nil {
 		return err
 	}
 	delete(m.trigs, id)

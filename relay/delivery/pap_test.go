@@ -241,6 +241,11 @@ trigger:
 	if n := len(deliveries(t, r, a[0], "delivered")); n != 2 {
 		t.Fatalf("the disabled trigger delivered: %d", n)
 	}
+	// A browser may PATCH and DELETE (CORS preflight).
+	pre := r.Do(t, "OPTIONS", "/triggers/"+posts, "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "PATCH")
+	if m := pre.Header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "PATCH") || !strings.Contains(m, "DELETE") {
+		t.Fatalf("preflight: %d %v", pre.Status, pre.Header)
+	}
 }
 
 // auditActions lists the caller's audit actions, oldest first.
