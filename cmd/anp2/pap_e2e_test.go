@@ -122,9 +122,12 @@ func TestPAPEndToEnd(t *testing.T) {
 	if st, ans := post(owner, "/triggers", planDoc, 0); st != 400 || ans["code"] != delivery.CodeTriggerPoW {
 		t.Fatalf("document without proof of work: %d %v", st, ans)
 	}
-	st, ans := post(owner, "/triggers", planDoc, 8)
-	if st != 201 {
-		t.Fatalf("trigger document: %d %v", st, ans)
+	// As YAML, with a YAML content type.
+	st, _, raw := httpDo(t, "POST", p.base+"/triggers", []byte(planDoc), "Content-Type", "application/yaml",
+		"Authorization", deliveryAuth(t, owner, p.base+"/triggers", planDoc, 8))
+	var ans map[string]any
+	if st != 201 || json.Unmarshal(raw, &ans) != nil {
+		t.Fatalf("trigger document: %d %s", st, raw)
 	}
 	plan := ans["id"].(string)
 	if st, ans := post(owner, "/triggers", `{"pap_version":"0.2","trigger":{"id":"pay","match":{"type":"invoice.payment.due"},"agent":"payer"}}`, 8); st != 201 {
