@@ -689,9 +689,12 @@ func (m *Module) deliver(ctx context.Context, c claimed) {
 		}
 	}
 	emit := func(outcome, lastErr string) func(bool, error) {
+		if mf == nil {
+			return after // no manifest: nothing to announce
+		}
 		return func(ok bool, err error) {
 			after(ok, err)
-			if ok && err == nil && mf != nil {
+			if ok && err == nil {
 				m.emitOutcome(mf, c, outcome, lastErr)
 			}
 		}

@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -485,4 +486,34 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatalf("manifest without risk or target: %+v", mf)
 		}
 	})
+}
+
+// TestPAPOutcomeEventsBounded: a target that fails every invocation
+// cannot flood the log with failure events: at most
+// OutcomeEventsPerMinute per owner per minute are stored, the rest are
+// dropped and counted.
+func TestPAPOutcomeEventsBounded(t *testing.T) {
+	r, _ := start(t, delivery.Options{BreakerFailures: 1000})
+	rc := newReceiver(t, func(int, hit) int { return 500 })
+	a := taskstest.Pool(2)
+	mf := manifestYAML("flaky", "low", rc.URL+"/flaky", "  on_failure:\n    retry:\n      max_attempts: 1\n      backoff_seconds: 0\n    emit_event: \"pap.agent.invocation.failed\"\n")
+	if ans := do(t, r, a[0], "POST", "/manifests", mf); ans.Status != 201 {
+		t.Fatalf("manifest: %d %s", ans.Status, ans.Body)
+	}
+	addTrigger(t, r, a[0], `{"pap_version":"0.2","trigger":{"id":"flood","match":{"type":"disk.usage.high"},"agent":"flaky"}}`)
+	n := delivery.OutcomeEventsPerMinute + 10
+	var evs []*protocol.Event
+	for i := range n {
+		evs = append(evs, papEvent(a[1], vt-100+int64(i), "disk.usage.high", `{"i":`+strconv.Itoa(i)+`}`))
+	}
+	r.PostAll(t, evs, n)
+	relaytest.Eventually(t, "every invocation failed", func() bool { return len(deliveries(t, r, a[0], "failed")) == n })
+	relaytest.Eventually(t, "bounded outcome events", func() bool {
+		m := string(r.Do(t, "GET", "/metrics", "", nil).Body)
+		return strings.Contains(m, "anp2_pap_outcome_events_total "+strconv.Itoa(delivery.OutcomeEventsPerMinute)+"\n") &&
+			strings.Contains(m, "anp2_pap_outcome_events_dropped_total 10\n")
+	})
+	if got := len(outcomeEvents(t, r)); got != delivery.OutcomeEventsPerMinute {
+		t.Fatalf("%d outcome events stored, want %d", got, delivery.OutcomeEventsPerMinute)
+	}
 }
