@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -96,10 +97,14 @@ func papPublish(t *testing.T, base string, k ed25519.PrivateKey, typ, data strin
 // JSON) paid for with the registration proof of work; a medium-risk
 // agent's invocation audited; a high-risk one held in awaiting_approval
 // until its owner approves it; its relay-signed outcome event matched by
-// another agent's trigger; a disabled trigger matching nothing; and a
+// another agent's trigger (after a kill -9 and restart between the
+// hold and the approval); a disabled trigger matching nothing; and a
 // deduplication key replacing an in-flight (dispatched) delivery.
 func TestPAPEndToEnd(t *testing.T) {
-	p := deliveryRelay(t, "ANP2_TRIGGER_POW=8")
+	db := filepath.Join(t.TempDir(), "pap.db")
+	env := []string{"ANP2_WEBHOOK_ALLOW_PRIVATE=1", "ANP2_TRIGGER_POW=8"}
+	flags := []string{"--rate-agent", "0", "--rate-ip", "0", "--rate-auth", "0"}
+	p := startProcEnv(t, env, db, flags...)
 	rc := newPAPReceiver(t)
 	owner, watcher, sender := deliveryKey(31), deliveryKey(32), deliveryKey(33)
 
@@ -163,6 +168,13 @@ func TestPAPEndToEnd(t *testing.T) {
 		}
 		return len(ds) == 1
 	})
+	// The manifests, triggers and the waiting delivery outlive a restart.
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	p = startProcEnv(t, env, db, flags...)
+	if ds := papDeliveries(t, p.base, owner, "awaiting_approval"); len(ds) != 1 || ds[0].ID != held.ID {
+		t.Fatalf("after the restart: %+v", ds)
+	}
 	approve := p.base + "/deliveries/" + held.ID + "/approve"
 	if st, _, b := httpDo(t, "POST", approve, nil, "Authorization", protocol.HTTPAuth(watcher, "POST", approve, nil, time.Now().Unix())); st != 404 {
 		t.Fatalf("approval by another agent: %d %s", st, b)
