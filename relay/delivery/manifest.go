@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -174,8 +176,8 @@ func manifestKey(owner, id string) string { return owner + "/" + id }
 
 // manifest returns owner's manifest id, or nil.
 func (m *Module) manifest(owner, id string) *Manifest {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.mfMu.RLock()
+	defer m.mfMu.RUnlock()
 	return m.manifests[manifestKey(owner, id)]
 }
 
@@ -221,17 +223,19 @@ func (m *Module) postManifest(c echo.Context) error {
 		return err
 	}
 	canon, _ := json.Marshal(map[string]any{"pap_version": PAPVersion, "agent": mf})
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mfWrite.Lock()
+	defer m.mfWrite.Unlock()
 	key := manifestKey(owner, mf.ID)
+	m.mfMu.RLock()
 	_, replacing := m.manifests[key]
-	if !replacing {
-		n := 0
-		for k := range m.manifests {
-			if len(k) > len(owner) && k[:len(owner)+1] == owner+"/" {
-				n++
-			}
+	n := 0
+	for k := range m.manifests {
+		if len(k) > len(owner) && k[:len(owner)+1] == owner+"/" {
+			n++
 		}
+	}
+	m.mfMu.RUnlock()
+	if !replacing {
 		if n >= maxManifestsPerOwner {
 			return &httpx.RetryError{Err: protocol.Errorf(CodeTooManyManifests, "at most %d agent manifests per agent; delete one first", maxManifestsPerOwner), After: 60}
 		}
@@ -242,7 +246,9 @@ func (m *Module) postManifest(c echo.Context) error {
 		ON CONFLICT(owner, id) DO UPDATE SET doc = excluded.doc, created_at = excluded.created_at`, owner, mf.ID, string(canon), m.core.Now()); err != nil {
 		return fmt.Errorf("store manifest: %w", err)
 	}
+	m.mfMu.Lock()
 	m.manifests[key] = mf
+	m.mfMu.Unlock()
 	status := http.StatusCreated
 	if replacing {
 		status = http.StatusOK
@@ -256,13 +262,14 @@ func (m *Module) getManifests(c echo.Context) error {
 		return err
 	}
 	out := []manifestView{}
-	m.mu.RLock()
+	m.mfMu.RLock()
 	for k, mf := range m.manifests {
 		if len(k) > len(owner) && k[:len(owner)+1] == owner+"/" {
 			out = append(out, manifestView{Owner: owner, EffectiveRisk: mf.risk, Agent: mf})
 		}
 	}
-	m.mu.RUnlock()
+	m.mfMu.RUnlock()
+	slices.SortFunc(out, func(a, b manifestView) int { return strings.Compare(a.Agent.ID, b.Agent.ID) })
 	return c.JSON(http.StatusOK, map[string]any{"manifests": out, "count": len(out)})
 }
 
@@ -272,16 +279,18 @@ func (m *Module) deleteManifest(c echo.Context) error {
 		return err
 	}
 	id := c.Param("id")
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mfWrite.Lock()
+	defer m.mfWrite.Unlock()
 	key := manifestKey(owner, id)
-	if _, ok := m.manifests[key]; !ok {
+	if m.manifest(owner, id) == nil {
 		return protocol.Errorf(CodeManifestNotFound, "no agent manifest %q of yours", clip(id))
 	}
 	if _, err := m.store.db.ExecContext(c.Request().Context(), `DELETE FROM manifests WHERE owner = ? AND id = ?`, owner, id); err != nil {
 		return err
 	}
+	m.mfMu.Lock()
 	delete(m.manifests, key)
+	m.mfMu.Unlock()
 	return c.JSON(http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 

@@ -141,7 +141,12 @@ type Module struct {
 
 	mu    sync.RWMutex
 	trigs map[string]*storedTrigger
-	// manifests are the agent manifests by owner "/" id (under mu).
+	// manifests are the agent manifests by owner "/" id, under mfMu,
+	// which is never held while waiting for the queue's connection (the
+	// matcher reads manifests inside its transaction); mfWrite
+	// serializes the routes that change them.
+	mfMu      sync.RWMutex
+	mfWrite   sync.Mutex
 	manifests map[string]*Manifest
 	// ix files trigs for the matcher; rebuilt (under mu) at each change.
 	ix atomic.Pointer[index]
