@@ -337,7 +337,7 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 
 // upsert applies seed 000 §7 to a match with a deduplication key: when
 // the trigger has a delivery with the same key not yet delivered
-// (pending, dispatched or awaiting approval), that delivery takes the new
+// (pending or dispatched), that delivery takes the new
 // event instead of a new one being queued, and its deadline starts over.
 // A dispatched one (an attempt under way) goes back to pending with a
 // new lease, so the attempt's outcome is discarded as stale and the new
@@ -358,8 +358,6 @@ func (m *Module) upsert(ctx context.Context, tx *sql.Tx, h hit, depth int, now i
 	set := `event_id = ?, seq = ?, idem_key = ?, depth = ?, updated_at = ?, deadline = ?`
 	args := []any{ev.ID, h.it.seq, IdempotencyKey(ev.ID, h.t.ID), depth, now}
 	switch status {
-	case StatusAwaitingApproval:
-		args = append(args, now+m.opts.ApprovalTTL.Milliseconds())
 	case StatusDispatched:
 		set += `, status = 'pending', owner_lease = owner_lease + 1, next_at = ?, last_error = 'superseded by a re-announcement'`
 		args = append(args, 0, now)

@@ -517,3 +517,29 @@ func TestPAPOutcomeEventsBounded(t *testing.T) {
 		t.Fatalf("%d outcome events stored, want %d", got, delivery.OutcomeEventsPerMinute)
 	}
 }
+
+// TestDedupNeverReplacesAwaitingApproval: a re-announcement never swaps
+// the event of a delivery its owner is asked to approve; it waits for an
+// approval of its own.
+func TestDedupNeverReplacesAwaitingApproval(t *testing.T) {
+	r, _ := start(t, delivery.Options{})
+	rc := newReceiver(t, nil)
+	a := taskstest.Pool(2)
+	if ans := do(t, r, a[0], "POST", "/manifests", manifestYAML("payer", "high", rc.URL, "")); ans.Status != 201 {
+		t.Fatalf("manifest: %d %s", ans.Status, ans.Body)
+	}
+	addTrigger(t, r, a[0], `{"pap_version":"0.2","trigger":{"id":"pay","match":{"type":"invoice.due"},"deduplication_key":"$.data.invoice","agent":"payer"}}`)
+	first := papEvent(a[1], vt-20, "invoice.due", `{"invoice":"inv-1","amount":10}`)
+	r.PostAll(t, []*protocol.Event{first}, 1)
+	relaytest.Eventually(t, "awaiting", func() bool { return len(deliveries(t, r, a[0], "awaiting_approval")) == 1 })
+	r.PostAll(t, []*protocol.Event{papEvent(a[1], vt-19, "invoice.due", `{"invoice":"inv-1","amount":10000}`)}, 1)
+	relaytest.Eventually(t, "two awaiting", func() bool { return len(deliveries(t, r, a[0], "awaiting_approval")) == 2 })
+	for _, d := range deliveries(t, r, a[0], "awaiting_approval") {
+		if d.DeduplicationKey != "inv-1" {
+			t.Fatalf("delivery %+v", d)
+		}
+	}
+	if ds := deliveries(t, r, a[0], ""); ds[len(ds)-1].EventID != first.ID {
+		t.Fatalf("the first delivery's event was replaced: %+v", ds)
+	}
+}

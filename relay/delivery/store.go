@@ -465,9 +465,10 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
 	// qDedup finds the delivery a re-announcement replaces (seed 000 §7):
 	// the trigger's latest with the same deduplication key not yet sent
-	// or still being sent.
+	// or still being sent (never one awaiting approval: its owner approves
+	// the event it was shown).
 	qDedup = `SELECT rowid, status FROM deliveries INDEXED BY deliveries_dedup WHERE trigger_id = ? AND dedup_key = ? AND dedup_key <> ''
-		AND status IN ('pending', 'dispatched', 'awaiting_approval') ORDER BY created_at DESC LIMIT 1`
+		AND status IN ('pending', 'dispatched') ORDER BY created_at DESC LIMIT 1`
 	qDepth    = `SELECT depth FROM deliveries WHERE id = ?`
 	qWatchdog = `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
 		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
