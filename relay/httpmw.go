@@ -16,12 +16,13 @@ import (
 
 // cors lets browser clients call every route: any origin, no credentials
 // (reads are public and the D4 Authorization header is a signed event, not
-// a cookie), preflights for POST with Content-Type and Authorization, and
-// the relay's own response headers readable by scripts.
+// a cookie), preflights for POST, PATCH and DELETE with Content-Type and
+// Authorization, and the relay's own response headers readable by
+// scripts.
 func cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		AllowOrigins: []string{"*"},
-		AllowMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodOptions},
+		AllowMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch, http.MethodDelete, http.MethodOptions},
 		AllowHeaders: []string{echo.HeaderContentType, echo.HeaderAuthorization, echo.HeaderAccept,
 			"Last-Event-ID", echo.HeaderAcceptEncoding},
 		ExposeHeaders: []string{echo.HeaderRetryAfter, "X-ANP2-Through-Seq", "X-ANP2-Hidden-Count",

@@ -58,6 +58,31 @@ func (c *agentCard) endpoint() (string, error) {
 type cardCache struct {
 	mu sync.Mutex
 	m  map[string]cardEntry
+	// reading holds the cards being read, each closed when its read
+	// ends: concurrent attempts to one card read it once.
+	reading map[string]chan struct{}
+}
+
+// begin returns the channel of a read of card under way, or nil after
+// marking one as under way for the caller (who must call end).
+func (cc *cardCache) begin(card string) chan struct{} {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if ch, ok := cc.reading[card]; ok {
+		return ch
+	}
+	if cc.reading == nil {
+		cc.reading = map[string]chan struct{}{}
+	}
+	cc.reading[card] = make(chan struct{})
+	return nil
+}
+
+func (cc *cardCache) end(card string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	close(cc.reading[card])
+	delete(cc.reading, card)
 }
 
 type cardEntry struct {
@@ -97,9 +122,22 @@ func (cc *cardCache) forget(card string) {
 // same address rules, no redirect).
 func (m *Module) resolveCard(ctx context.Context, card string) (string, error) {
 	now := m.now()
-	if rpc, ok := m.cards.get(card, now); ok {
-		return rpc, nil
+	for {
+		if rpc, ok := m.cards.get(card, now); ok {
+			return rpc, nil
+		}
+		ch := m.cards.begin(card)
+		if ch == nil {
+			break
+		}
+		select { // another attempt reads it: its result, or our turn
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		now = m.now()
 	}
+	defer m.cards.end(card)
 	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, card, nil)

@@ -238,7 +238,7 @@ func TestWatchdogFencesLateAck(t *testing.T) {
 	addTrigger(t, r, a[0], `{"match":{"kinds":[1]},"target":{"type":"webhook","url":"`+rc.URL+`"}}`)
 	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-10, "x")}, 1)
 	relaytest.Eventually(t, "attempt in flight", func() bool {
-		ds := deliveries(t, r, a[0], "locked")
+		ds := deliveries(t, r, a[0], "dispatched")
 		return len(ds) == 1 && len(rc.got()) == 1
 	})
 	r.Clock.Add(31 * time.Second)
@@ -347,7 +347,7 @@ func TestBusyWorkersQueuePending(t *testing.T) {
 	relaytest.Eventually(t, "first attempt in flight", func() bool { return len(rc.got()) == 1 })
 	r.PostAll(t, []*protocol.Event{a[0].Sign(protocol.KindPost, vt-9, "second"), a[0].Sign(protocol.KindPost, vt-8, "third")}, 2)
 	relaytest.Eventually(t, "two pending behind the busy worker", func() bool {
-		return len(deliveries(t, r, a[0], "pending")) == 2 && len(deliveries(t, r, a[0], "locked")) == 1
+		return len(deliveries(t, r, a[0], "pending")) == 2 && len(deliveries(t, r, a[0], "dispatched")) == 1
 	})
 	close(release)
 	relaytest.Eventually(t, "all delivered", func() bool { return len(deliveries(t, r, a[0], "delivered")) == 3 })

@@ -264,34 +264,115 @@ func (m *Module) match(ctx context.Context, tx *sql.Tx, h hit, now int64, direct
 			return 0, nil
 		}
 	}
-	host := targetHost(t.Spec.Target.URL)
+	if h.dedupKey != "" {
+		n, err := m.upsert(ctx, tx, h, depth, now)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	// The agent (seed 002 §5): its manifest gives the target, a limit on
+	// invocations per window and the risk level.
+	tg, agent, risk := t.Spec.Target, "", ""
+	if t.Spec.Agent != "" {
+		agent = t.Spec.Agent
+		mf := m.manifest(t.Owner, agent)
+		if mf == nil {
+			// Its manifest was deleted: a dead letter its owner sees.
+			_, err := m.store.exec(ctx, tx, qInsertFailed, newDeliveryID(), IdempotencyKey(ev.ID, t.ID), t.ID, ev.ID, h.it.seq, "", depth,
+				now, "agent manifest "+clip(agent)+" is not registered", now, now, t.Owner, key, "", h.dedupKey, agent)
+			return 0, err
+		}
+		tg, risk = mf.Target, mf.risk
+		if l := mf.Limits; l != nil && l.MaxInvocations > 0 {
+			var n int
+			if err := m.store.queryRow(ctx, tx, qAgentCount, t.Owner, agent, now-int64(l.WindowSeconds)*1000).Scan(&n); err != nil {
+				return 0, err
+			}
+			if n >= l.MaxInvocations {
+				m.throttled.Add(1)
+				return 0, nil
+			}
+		}
+	}
+	host := targetHost(tg.URL)
 	status, lease, deadline, slot := StatusPending, int64(1), int64(0), false
-	if !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted {
+	switch {
+	case risk == "high":
+		// Risk check: it waits for its owner's approval (no worker).
+		status, deadline = StatusAwaitingApproval, now+m.opts.ApprovalTTL.Milliseconds()
+	case !m.backlog.Load() && m.fair.acquire(t.Owner, host, now) == admitted:
 		select {
 		case m.slots <- struct{}{}:
-			status, lease, deadline, slot = StatusLocked, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
+			status, lease, deadline, slot = StatusDispatched, 2, now+m.opts.WatchdogTTL.Milliseconds(), true
 		default:
 			m.fair.release(t.Owner, host, notSent, now)
 		}
 	}
 	id, idem := newDeliveryID(), IdempotencyKey(ev.ID, t.ID)
 	res, err := m.store.exec(ctx, tx, qInsert,
-		id, idem, t.ID, ev.ID, h.it.seq, t.Spec.Target.URL, depth, status, lease,
-		now, deadline, now, now, t.Owner, key, t.Spec.Target.Type)
+		id, idem, t.ID, ev.ID, h.it.seq, tg.URL, depth, status, lease,
+		now, deadline, now, now, t.Owner, key, tg.Type, h.dedupKey, agent, risk)
 	var n int64
 	if err == nil {
 		n, _ = res.RowsAffected()
 	}
+	if err == nil && n == 1 && (risk == "medium" || risk == "high") {
+		action := "invoked"
+		if risk == "high" {
+			action = "awaiting_approval"
+		}
+		err = m.audit(ctx, tx, t.Owner, action, id, t.ID, ev.ID, agent, risk, "")
+	}
 	if slot {
 		if n == 1 {
 			*direct = append(*direct, claimed{id: id, eventID: ev.ID, triggerID: t.ID, idemKey: idem,
-				target: t.Spec.Target.URL, targetType: t.Spec.Target.Type, lease: lease, owner: t.Owner, host: host})
+				target: tg.URL, targetType: tg.Type, lease: lease, owner: t.Owner, host: host, agent: agent, risk: risk, depth: depth})
 		} else {
 			m.fair.release(t.Owner, host, notSent, now)
 			<-m.slots
 		}
 	}
 	return int(n), err
+}
+
+// upsert applies seed 000 §7 to a match with a deduplication key: when
+// the trigger has a delivery with the same key not yet delivered
+// (pending or dispatched), that delivery takes the new
+// event instead of a new one being queued, and its deadline starts over.
+// A dispatched one (an attempt under way) goes back to pending with a
+// new lease, so the attempt's outcome is discarded as stale and the new
+// event is sent in its place. It returns 1 when it replaced one; 0 sends
+// the match on to be queued (no such delivery, or only a delivered,
+// escalated or failed one: a new notification, §7).
+func (m *Module) upsert(ctx context.Context, tx *sql.Tx, h hit, depth int, now int64) (int, error) {
+	var rowid int64
+	var status string
+	err := m.store.queryRow(ctx, tx, qDedup, h.t.ID, h.dedupKey).Scan(&rowid, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ev := h.it.ev
+	set := `event_id = ?, seq = ?, idem_key = ?, depth = ?, updated_at = ?, deadline = ?`
+	args := []any{ev.ID, h.it.seq, IdempotencyKey(ev.ID, h.t.ID), depth, now}
+	switch status {
+	case StatusDispatched:
+		set += `, status = 'pending', owner_lease = owner_lease + 1, next_at = ?, last_error = 'superseded by a re-announcement'`
+		args = append(args, 0, now)
+	default:
+		args = append(args, 0)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET `+set+` WHERE rowid = ? AND status = ?`, append(args, rowid, status)...)
+	if err != nil {
+		return 0, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return 0, nil
+	}
+	m.upserts.Add(1)
+	return 1, nil
 }
 
 // MaxCascadeDepth: an event at this depth of triggered_by links or deeper
@@ -353,14 +434,20 @@ type claimed struct {
 	// owner and host are the delivery's shares in fair (the trigger's
 	// owner, "" for an A2A notification; the target URL's host).
 	owner, host string
+	// agent and risk are its agent manifest and effective risk ("" for a
+	// trigger with a direct target); depth its cascade depth.
+	agent, risk string
+	depth       int
 }
 
 // watchdog escalates every dispatched or locked delivery past its
 // deadline, taking ownership with a new lease (seed 000 §6.2): a late
 // acknowledgement of the old attempt then fails its compare-and-swap.
 func (m *Module) watchdog(ctx context.Context, now int64) error {
-	_, err := m.store.exec(ctx, m.store.db, qWatchdog, StatusEscalated, now, now, StatusDispatched, StatusLocked, now)
-	return err
+	if _, err := m.store.exec(ctx, m.store.db, qWatchdog, StatusEscalated, now, now, StatusDispatched, StatusLocked, now); err != nil {
+		return err
+	}
+	return m.expireApprovals(ctx, now)
 }
 
 // claim takes up to n due deliveries in one transaction, shared fairly
@@ -536,9 +623,17 @@ func (m *Module) takeOne(ctx context.Context, tx *sql.Tx, cands *[]candidate, no
 	return claimed{}, false, nil
 }
 
+// manifest returns c's agent manifest, or nil.
+func (c claimed) manifest(m *Module) *Manifest {
+	if c.agent == "" {
+		return nil
+	}
+	return m.manifest(c.owner, c.agent)
+}
+
 // claimDest are the fields a claim's RETURNING claimCols fills.
 func claimDest(c *claimed) []any {
-	return []any{&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token}
+	return []any{&c.id, &c.eventID, &c.triggerID, &c.idemKey, &c.target, &c.targetType, &c.lease, &c.attempts, &c.body, &c.token, &c.agent, &c.risk, &c.depth}
 }
 
 // deliver runs one claimed delivery (locked, or escalated, under c.lease
@@ -565,15 +660,52 @@ func (m *Module) deliver(ctx context.Context, c claimed) {
 			m.staleAcks.Add(1)
 		}
 	}
+	var mf *Manifest
+	if c.agent != "" {
+		mf = m.manifest(c.owner, c.agent)
+	}
+	maxAttempts, backoff := m.opts.MaxAttempts, m.backoff(c.attempts+1)
+	if mf != nil && mf.OnFailure != nil && mf.OnFailure.Retry != nil {
+		r := mf.OnFailure.Retry
+		maxAttempts = r.MaxAttempts
+		backoff = min(time.Duration(r.BackoffSeconds)*time.Second<<min(c.attempts, 20), m.opts.MaxBackoff)
+	}
+	// A terminal outcome of an agent's invocation is audited (medium and
+	// high risk) in the outcome's transaction, and announced as a PAP
+	// system event when the manifest asks (after the commit).
+	final := func(outcome, lastErr string) func(context.Context, execer) error {
+		if c.agent == "" {
+			return nil
+		}
+		return func(ctx context.Context, ex execer) error {
+			if c.risk == "medium" || c.risk == "high" {
+				if err := m.audit(ctx, ex, c.owner, outcome, c.id, c.triggerID, c.eventID, c.agent, c.risk, lastErr); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	emit := func(outcome, lastErr string) func(bool, error) {
+		if mf == nil {
+			return after // no manifest: nothing to announce
+		}
+		return func(ok bool, err error) {
+			after(ok, err)
+			if ok && err == nil {
+				m.emitOutcome(mf, c, outcome, lastErr)
+			}
+		}
+	}
 	switch {
 	case sendErr == nil:
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setDelivered, now)
-	case c.attempts+1 >= m.opts.MaxAttempts:
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setFailed, clipErr(sendErr), now)
+		m.store.casAsyncX(ctx, emit("delivered", ""), final("delivered", ""), c.id, c.lease, from, setDelivered, now)
+	case c.attempts+1 >= maxAttempts:
+		m.store.casAsyncX(ctx, emit("failed", clipErr(sendErr)), final("failed", clipErr(sendErr)), c.id, c.lease, from, setFailed, clipErr(sendErr), now)
 	default:
 		// A failed attempt hands the delivery to the fallback path
 		// (escalated) with a new lease, due again after the backoff.
-		m.store.casAsync(ctx, after, c.id, c.lease, from, setEscalate, now+m.backoff(c.attempts+1).Milliseconds(), clipErr(sendErr), now)
+		m.store.casAsync(ctx, after, c.id, c.lease, from, setEscalate, now+backoff.Milliseconds(), clipErr(sendErr), now)
 	}
 }
 
@@ -707,7 +839,7 @@ func (m *Module) keepBody(id string, body []byte) {
 func (m *Module) post(ctx context.Context, c claimed, url string, body []byte, limit int64) (int, []byte, error) {
 	ts := strconv.FormatInt(m.core.Config().Now().Unix(), 10)
 	sig := ed25519.Sign(m.key, SignedMessage(ts, body))
-	rctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	rctx, cancel := context.WithTimeout(ctx, m.attemptTimeout(c.manifest(m)))
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

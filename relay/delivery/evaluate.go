@@ -19,6 +19,7 @@ type hit struct {
 	t           *storedTrigger
 	it          *matchItem
 	throttleKey string
+	dedupKey    string
 }
 
 // evaluate runs the triggers' conditions and filters over items, outside
@@ -74,7 +75,7 @@ func (m *Module) evaluate(ix *index, items []matchItem) []hit {
 			if !ok || !m.core.Sees(t.Owner, it.ev) {
 				continue
 			}
-			hits = append(hits, hit{t: t, it: it, throttleKey: t.Spec.throttleKeyOn(&dc)})
+			hits = append(hits, hit{t: t, it: it, throttleKey: t.Spec.throttleKeyOn(&dc), dedupKey: t.Spec.dedupKeyOn(&dc)})
 		}
 	}
 	if len(over) > 0 {
@@ -143,7 +144,7 @@ type PauseNotice struct {
 // per pause). An A2A target gets none: its owner sees the pause in GET
 // /triggers.
 func (m *Module) noticePause(t *storedTrigger) error {
-	if t.Spec.Target.Type != TargetWebhook {
+	if t.Spec.Target == nil || t.Spec.Target.Type != TargetWebhook {
 		return nil
 	}
 	body, err := json.Marshal(PauseNotice{Notice: "trigger_paused", TriggerID: t.ID, PausedAt: t.PausedAt, Reason: t.PausedReason})
@@ -158,6 +159,9 @@ func (m *Module) noticePause(t *storedTrigger) error {
 	return err
 }
 
+// reasonDisabled is the paused_reason of a trigger its owner disabled.
+const reasonDisabled = "disabled: enabled is false (PATCH /triggers/{id} {\"enabled\": true} resumes it)"
+
 // resumeTrigger is POST /triggers/{id}/resume: a paused trigger of the
 // caller matches again, the events stored from then on.
 func (m *Module) resumeTrigger(c echo.Context) error {
@@ -165,22 +169,65 @@ func (m *Module) resumeTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := c.Param("id")
+	v, err := m.setEnabled(c.Request().Context(), owner, c.Param("id"), true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// patchTrigger is PATCH /triggers/{id} {"enabled": bool}: false pauses
+// the trigger without deleting it (PAP's enabled), true resumes it.
+func (m *Module) patchTrigger(c echo.Context) error {
+	owner, err := m.reader(c)
+	if err != nil {
+		return err
+	}
+	body, err := readDoc(c)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := strictDecode(body, &p, "PATCH body"); err != nil {
+		return err
+	}
+	if p.Enabled == nil {
+		return bad("PATCH /triggers/{id} takes {\"enabled\": true|false}")
+	}
+	v, err := m.setEnabled(c.Request().Context(), owner, c.Param("id"), *p.Enabled)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// setEnabled resumes (from the matcher's position on) or disables
+// owner's trigger id; a trigger already in that state is left as it is.
+func (m *Module) setEnabled(ctx context.Context, owner, id string, enabled bool) (triggerView, error) {
 	m.matchMu.Lock() // it starts where the matcher stands
 	defer m.matchMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.trigs[id]
 	if !ok || t.Owner != owner {
-		return protocol.Errorf(CodeTriggerNotFound, "no trigger %q of yours", clip(id))
+		return triggerView{}, protocol.Errorf(CodeTriggerNotFound, "no trigger %q of yours", clip(id))
+	}
+	if enabled == (t.PausedAt == 0) {
+		return viewOf(t), nil
 	}
 	p := *t
-	p.PausedAt, p.PausedReason, p.FromSeq = 0, "", max(t.FromSeq, m.cursor)
-	if _, err := m.store.db.ExecContext(c.Request().Context(), `UPDATE triggers SET paused_at = 0, paused_reason = '', from_seq = ? WHERE id = ?`,
-		p.FromSeq, id); err != nil {
-		return fmt.Errorf("resume trigger: %w", err)
+	if enabled {
+		p.PausedAt, p.PausedReason, p.FromSeq = 0, "", max(t.FromSeq, m.cursor)
+	} else {
+		p.PausedAt, p.PausedReason = m.core.Now(), reasonDisabled
+	}
+	if _, err := m.store.db.ExecContext(ctx, `UPDATE triggers SET paused_at = ?, paused_reason = ?, from_seq = ? WHERE id = ?`,
+		p.PausedAt, p.PausedReason, p.FromSeq, id); err != nil {
+		return triggerView{}, fmt.Errorf("update trigger: %w", err)
 	}
 	m.trigs[id] = &p
 	m.ix.Store(newIndex(m.trigs))
-	return c.JSON(http.StatusOK, viewOf(&p))
+	return viewOf(&p), nil
 }

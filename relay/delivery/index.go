@@ -3,6 +3,7 @@ package delivery
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -33,6 +34,13 @@ func newIndex(trigs map[string]*storedTrigger) *index {
 		m := &t.Spec.Match
 		var keys []string
 		switch {
+		case m.Type != "":
+			if k, ok := strings.CutPrefix(m.Type, "anp2.kind."); ok {
+				n, _ := strconv.ParseInt(k, 10, 64)
+				keys = append(keys, kindKey(n))
+			} else {
+				keys = append(keys, tagKey("t", m.Type), tagKey("s", m.Type))
+			}
 		case len(m.Tags) > 0:
 			names := make([]string, 0, len(m.Tags))
 			for n := range m.Tags {

@@ -71,6 +71,9 @@ type Options struct {
 	// the D4 Authorization event, that registering a trigger costs
 	// (default 0: none; anp2 serve sets 20).
 	TriggerPoW int
+	// ApprovalTTL is how long a high-risk invocation waits for its
+	// owner's approval before it expires (default 24 h).
+	ApprovalTTL time.Duration
 }
 
 func (o *Options) defaults() {
@@ -119,6 +122,9 @@ func (o *Options) defaults() {
 	if o.FilterBudget <= 0 {
 		o.FilterBudget = 100 * time.Millisecond
 	}
+	if o.ApprovalTTL <= 0 {
+		o.ApprovalTTL = 24 * time.Hour
+	}
 	if o.RegexWork <= 0 {
 		o.RegexWork = 1 << 20
 	}
@@ -135,6 +141,13 @@ type Module struct {
 
 	mu    sync.RWMutex
 	trigs map[string]*storedTrigger
+	// manifests are the agent manifests by owner "/" id, under mfMu,
+	// which is never held while waiting for the queue's connection (the
+	// matcher reads manifests inside its transaction); mfWrite
+	// serializes the routes that change them.
+	mfMu      sync.RWMutex
+	mfWrite   sync.Mutex
+	manifests map[string]*Manifest
 	// ix files trigs for the matcher; rebuilt (under mu) at each change.
 	ix atomic.Pointer[index]
 	// matchMu is held by each matcher pass and by a trigger's creation,
@@ -168,6 +181,14 @@ type Module struct {
 	bodies map[string][]byte
 
 	throttled, cascadeRejected, staleAcks atomic.Int64
+	// upserts counts matches that replaced a delivery by its
+	// deduplication key (seed 000 §7).
+	upserts atomic.Int64
+	// outcomes holds the outcome events waiting to be stored (emitter);
+	// outGate bounds them per owner.
+	outcomes                         chan *protocol.Event
+	outGate                          outcomeGate
+	outcomesEmitted, outcomesDropped atomic.Int64
 	// overBudget counts triggers passed over for their owner's filter
 	// budget (evaluate), paused the triggers paused for it.
 	overBudget, paused atomic.Int64
@@ -182,8 +203,8 @@ var _ relay.Runner = (*Module)(nil)
 // NewModule returns the delivery module.
 func NewModule(opts Options) *Module {
 	opts.defaults()
-	m := &Module{opts: opts, trigs: map[string]*storedTrigger{}, feed: feed{max: maxFeed},
-		matchWake: make(chan struct{}, 1), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers),
+	m := &Module{opts: opts, trigs: map[string]*storedTrigger{}, manifests: map[string]*Manifest{}, feed: feed{max: maxFeed},
+		matchWake: make(chan struct{}, 1), outcomes: make(chan *protocol.Event, maxOutcomeQueue), dispatchWake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Workers),
 		fair: newFair(opts.OwnerConcurrency, opts.HostConcurrency, opts.BreakerFailures,
 			opts.BreakerCooldown.Milliseconds(), opts.BreakerMaxCooldown.Milliseconds())}
 	m.ix.Store(newIndex(nil))
@@ -227,6 +248,9 @@ func (m *Module) Mount(core *relay.Server) error {
 	for _, t := range trigs {
 		m.trigs[t.ID] = t
 	}
+	if err := m.loadManifests(ctx); err != nil {
+		return err
+	}
 	m.ix.Store(newIndex(m.trigs))
 	// The feed starts now: what the log holds before is read from the
 	// log (the end is read after the hook is in place, so no commit falls
@@ -250,6 +274,11 @@ func (m *Module) Mount(core *relay.Server) error {
 	m.client = newClient(m.opts.AllowPrivate, m.opts.Workers)
 	relay.RegisterStatus(CodeTooManyTriggers, http.StatusTooManyRequests)
 	relay.RegisterStatus(CodeTriggerNotFound, http.StatusNotFound)
+	relay.RegisterStatus(CodeManifestNotFound, http.StatusNotFound)
+	relay.RegisterStatus(CodeDeliveryNotFound, http.StatusNotFound)
+	relay.RegisterStatus(CodeTooManyManifests, http.StatusTooManyRequests)
+	relay.RegisterStatus(CodeTriggerExists, http.StatusConflict)
+	relay.RegisterStatus(CodeNotAwaiting, http.StatusConflict)
 	core.AddMetrics(m.writeMetrics)
 	core.OnPublish(m.cascadeGate)
 	core.OnDryRun(func(e *protocol.Event, _ int64) error { return m.cascadeGate(context.Background(), e, time.Time{}) })
@@ -258,6 +287,13 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodDelete, "/triggers/:id", m.deleteTrigger)
 	core.Route(http.MethodPost, "/triggers/:id/resume", m.resumeTrigger)
 	core.Route(http.MethodGet, "/deliveries", m.getDeliveries)
+	core.Route(http.MethodPatch, "/triggers/:id", m.patchTrigger)
+	core.Route(http.MethodPost, "/manifests", m.postManifest)
+	core.Route(http.MethodGet, "/manifests", m.getManifests)
+	core.Route(http.MethodDelete, "/manifests/:id", m.deleteManifest)
+	core.Route(http.MethodPost, "/deliveries/:id/approve", m.approveDelivery)
+	core.Route(http.MethodPost, "/deliveries/:id/reject", m.rejectDelivery)
+	core.Route(http.MethodGet, "/audit", m.getAudit)
 	return nil
 }
 
@@ -311,7 +347,8 @@ func (m *Module) Run(ctx context.Context) {
 		m.log.Warn("delivery: escalating orphaned attempts failed", "err", err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); m.emitter(ctx) }()
 	go func() { defer wg.Done(); m.matcher(ctx) }()
 	go func() { defer wg.Done(); m.dispatcher(ctx) }()
 	wg.Wait()
@@ -420,6 +457,11 @@ func (m *Module) dispatcher(ctx context.Context) {
 func (m *Module) prune(ctx context.Context, now int64) error {
 	_, err := m.store.db.ExecContext(ctx, `DELETE FROM deliveries WHERE status IN (?, ?) AND updated_at < ?`,
 		StatusDelivered, StatusFailed, now-m.opts.Retention.Milliseconds())
+	if err != nil {
+		return err
+	}
+	// Audit records are kept as long as the deliveries they describe.
+	_, err = m.store.db.ExecContext(ctx, `DELETE FROM audit WHERE at < ?`, now-m.opts.Retention.Milliseconds())
 	return err
 }
 
@@ -439,8 +481,9 @@ func (m *Module) reader(c echo.Context) (string, error) {
 // "paused".
 type triggerView struct {
 	*storedTrigger
-	Status string          `json:"status"`
-	Spec   json.RawMessage `json:"spec"`
+	Status  string          `json:"status"`
+	Enabled bool            `json:"enabled"`
+	Spec    json.RawMessage `json:"spec"`
 }
 
 func viewOf(t *storedTrigger) triggerView {
@@ -448,7 +491,7 @@ func viewOf(t *storedTrigger) triggerView {
 	if t.PausedAt != 0 {
 		st = "paused"
 	}
-	return triggerView{t, st, json.RawMessage(t.raw)}
+	return triggerView{t, st, t.PausedAt == 0, json.RawMessage(t.raw)}
 }
 
 func (m *Module) postTrigger(c echo.Context) error {
@@ -456,13 +499,16 @@ func (m *Module) postTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return protocol.Errorf(relay.CodeBadParameter, "cannot read body")
-	}
-	spec, err := ParseSpec(body, m.opts.AllowPrivate)
+	body, err := readDoc(c)
 	if err != nil {
 		return err
+	}
+	spec, enabled, err := ParseTrigger(body, m.opts.AllowPrivate)
+	if err != nil {
+		return err
+	}
+	if spec.Agent != "" && m.manifest(owner, spec.Agent) == nil {
+		return protocol.Errorf(CodeUnknownAgent, "agent %q is not one of your agent manifests: POST /manifests first", clip(spec.Agent))
 	}
 	// The trigger starts where the matcher stands: every event after its
 	// cursor, which includes every event stored from now on, is matched
@@ -486,13 +532,19 @@ func (m *Module) postTrigger(c echo.Context) error {
 	for _, x := range m.trigs {
 		if x.Owner == owner {
 			n++
+			if spec.Name != "" && x.Spec.Name == spec.Name {
+				return protocol.Errorf(CodeTriggerExists, "you have a trigger named %q (%s): delete it, or PATCH it", clip(spec.Name), x.ID)
+			}
 		}
+	}
+	if !enabled {
+		t.PausedAt, t.PausedReason = t.CreatedAt, reasonDisabled
 	}
 	if n >= m.opts.MaxTriggersPerOwner {
 		return &httpx.RetryError{Err: protocol.Errorf(CodeTooManyTriggers, "at most %d triggers per agent; delete one first", m.opts.MaxTriggersPerOwner), After: 60}
 	}
-	if _, err := m.store.db.ExecContext(c.Request().Context(), `INSERT INTO triggers(id, owner, spec, from_seq, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.Owner, t.raw, t.FromSeq, t.CreatedAt); err != nil {
+	if _, err := m.store.db.ExecContext(c.Request().Context(), `INSERT INTO triggers(id, owner, spec, from_seq, created_at, paused_at, paused_reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Owner, t.raw, t.FromSeq, t.CreatedAt, t.PausedAt, t.PausedReason); err != nil {
 		return fmt.Errorf("store trigger: %w", err)
 	}
 	m.trigs[t.ID] = t
@@ -533,7 +585,7 @@ func (m *Module) deleteTrigger(c echo.Context) error {
 	// Deliveries not yet under way end as dead letters; kept for audit.
 	now := m.now()
 	if _, err := m.store.db.ExecContext(ctx, `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, last_error = 'trigger deleted', updated_at = ?
-		WHERE trigger_id = ? AND status IN (?, ?)`, StatusFailed, now, id, StatusPending, StatusEscalated); err != nil {
+		WHERE trigger_id = ? AND status IN (?, ?, ?)`, StatusFailed, now, id, StatusPending, StatusEscalated, StatusAwaitingApproval); err != nil {
 		return err
 	}
 	delete(m.trigs, id)
@@ -582,5 +634,8 @@ func (m *Module) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP anp2_deliveries_cascade_rejected_total Matches dropped for a triggered_by chain too deep.\n# TYPE anp2_deliveries_cascade_rejected_total counter\nanp2_deliveries_cascade_rejected_total %d\n", m.cascadeRejected.Load())
 	fmt.Fprintf(w, "# HELP anp2_triggers_paused_total Triggers paused for their owner's filter budget per event.\n# TYPE anp2_triggers_paused_total counter\nanp2_triggers_paused_total %d\n", m.paused.Load())
 	fmt.Fprintf(w, "# HELP anp2_trigger_evaluations_over_budget_total Trigger evaluations passed over or stopped for their owner's filter budget per event.\n# TYPE anp2_trigger_evaluations_over_budget_total counter\nanp2_trigger_evaluations_over_budget_total %d\n", m.overBudget.Load())
+	fmt.Fprintf(w, "# HELP anp2_deliveries_deduplicated_total Matches that replaced a waiting delivery by its deduplication key.\n# TYPE anp2_deliveries_deduplicated_total counter\nanp2_deliveries_deduplicated_total %d\n", m.upserts.Load())
+	fmt.Fprintf(w, "# HELP anp2_pap_outcome_events_total PAP outcome events stored.\n# TYPE anp2_pap_outcome_events_total counter\nanp2_pap_outcome_events_total %d\n", m.outcomesEmitted.Load())
+	fmt.Fprintf(w, "# HELP anp2_pap_outcome_events_dropped_total PAP outcome events dropped over their bounds.\n# TYPE anp2_pap_outcome_events_dropped_total counter\nanp2_pap_outcome_events_dropped_total %d\n", m.outcomesDropped.Load())
 	fmt.Fprintf(w, "# HELP anp2_deliveries_stale_outcomes_total Attempt outcomes discarded for a stale lease.\n# TYPE anp2_deliveries_stale_outcomes_total counter\nanp2_deliveries_stale_outcomes_total %d\n", m.staleAcks.Load())
 }

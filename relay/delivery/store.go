@@ -19,10 +19,13 @@ const (
 	StatusDelivered  = "delivered"
 	StatusEscalated  = "escalated"
 	StatusFailed     = "failed"
+	// StatusAwaitingApproval: a high-risk invocation waits for its
+	// owner's approval (seed 002 §5, SPEC §16).
+	StatusAwaitingApproval = "awaiting_approval"
 )
 
 // Statuses lists every status, in state-machine order.
-var Statuses = []string{StatusPending, StatusDispatched, StatusLocked, StatusDelivered, StatusEscalated, StatusFailed}
+var Statuses = []string{StatusAwaitingApproval, StatusPending, StatusDispatched, StatusLocked, StatusDelivered, StatusEscalated, StatusFailed}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS triggers(
@@ -45,6 +48,14 @@ CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_at);
 CREATE INDEX IF NOT EXISTS deliveries_waiting ON deliveries(owner, next_at) WHERE status IN ('pending', 'escalated');
 CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries(owner, created_at);
 DROP INDEX IF EXISTS deliveries_throttle;
+CREATE TABLE IF NOT EXISTS manifests(
+  owner TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (owner, id));
+CREATE TABLE IF NOT EXISTS audit(
+  n INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, at INTEGER NOT NULL, action TEXT NOT NULL,
+  delivery_id TEXT NOT NULL, trigger_id TEXT NOT NULL, event_id TEXT NOT NULL, agent TEXT NOT NULL,
+  risk TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_owner ON audit(owner, n);
 CREATE INDEX IF NOT EXISTS deliveries_throttled ON deliveries(trigger_id, throttle_key, created_at) WHERE throttle_key <> '';
 CREATE TABLE IF NOT EXISTS cursor(k INTEGER PRIMARY KEY CHECK (k = 1), seq INTEGER NOT NULL);
 `
@@ -146,6 +157,9 @@ func migrate(db *sql.DB) error {
 		{"deliveries", "target_type", `TEXT NOT NULL DEFAULT 'webhook'`},
 		{"triggers", "paused_at", `INTEGER NOT NULL DEFAULT 0`},
 		{"triggers", "paused_reason", `TEXT NOT NULL DEFAULT ''`},
+		{"deliveries", "dedup_key", `TEXT NOT NULL DEFAULT ''`},
+		{"deliveries", "agent", `TEXT NOT NULL DEFAULT ''`},
+		{"deliveries", "risk", `TEXT NOT NULL DEFAULT ''`},
 	} {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('`+c.table+`') WHERE name = ?`, c.col).Scan(&n); err != nil {
@@ -157,7 +171,11 @@ func migrate(db *sql.DB) error {
 			}
 		}
 	}
-	return nil
+	// The indexes on added columns come after them.
+	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS deliveries_dedup ON deliveries(trigger_id, dedup_key) WHERE dedup_key <> '';
+		CREATE INDEX IF NOT EXISTS deliveries_approval ON deliveries(deadline) WHERE status = 'awaiting_approval';
+		CREATE INDEX IF NOT EXISTS deliveries_agent ON deliveries(owner, agent, created_at) WHERE agent <> ''`)
+	return err
 }
 
 func (s *store) close() error {
@@ -231,17 +249,23 @@ type Delivery struct {
 	LastError      string `json:"last_error"`
 	CreatedAt      int64  `json:"created_at_ms"`
 	UpdatedAt      int64  `json:"updated_at_ms"`
+	// DeduplicationKey is the trigger's deduplication_key value for the
+	// event ("" without one); Agent the manifest it invokes and Risk its
+	// effective risk level ("" for a trigger with a direct target).
+	DeduplicationKey string `json:"deduplication_key,omitempty"`
+	Agent            string `json:"agent,omitempty"`
+	Risk             string `json:"risk_level,omitempty"`
 }
 
 const deliveryCols = `id, idem_key, trigger_id, event_id, seq, target, depth, status, owner_lease, attempts, next_at, deadline, last_error, created_at, updated_at`
 
 // viewCols are the columns scanDelivery reads.
-const viewCols = deliveryCols + `, target_type`
+const viewCols = deliveryCols + `, target_type, dedup_key, agent, risk`
 
 func scanDelivery(sc interface{ Scan(...any) error }) (*Delivery, error) {
 	d := &Delivery{}
 	err := sc.Scan(&d.ID, &d.IdempotencyKey, &d.TriggerID, &d.EventID, &d.Seq, &d.Target, &d.Depth, &d.Status,
-		&d.OwnerLease, &d.Attempts, &d.NextAttemptAt, &d.Deadline, &d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.TargetType)
+		&d.OwnerLease, &d.Attempts, &d.NextAttemptAt, &d.Deadline, &d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.TargetType, &d.DeduplicationKey, &d.Agent, &d.Risk)
 	return d, err
 }
 
@@ -307,6 +331,8 @@ type casOp struct {
 	args  []any
 	ok    bool
 	err   error
+	// extra runs in the transition's transaction when it applied.
+	extra func(context.Context, execer) error
 	// after is told the outcome.
 	after func(ok bool, err error)
 }
@@ -322,7 +348,13 @@ func (op *casOp) finish() { op.after(op.ok, op.err) }
 // blocks only while the writer's queue is full), and after is called, on
 // the writer's goroutine, once that group has committed or failed.
 func (s *store) casAsync(ctx context.Context, after func(bool, error), id string, lease int64, from []string, set string, args ...any) {
-	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, after: after}
+	s.casAsyncX(ctx, after, nil, id, lease, from, set, args...)
+}
+
+// casAsyncX is casAsync with extra, run in the same transaction when the
+// transition applies (an audit record).
+func (s *store) casAsyncX(ctx context.Context, after func(bool, error), extra func(context.Context, execer) error, id string, lease int64, from []string, set string, args ...any) {
+	op := &casOp{id: id, lease: lease, from: from, set: set, args: args, after: after, extra: extra}
 	select {
 	case s.ops <- op: // first choice, even once ctx is done (a shutdown)
 		return
@@ -395,6 +427,11 @@ func (s *store) commitGroup(batch []*casOp) error {
 		if op.ok, err = s.casOn(ctx, tx, op.id, op.lease, op.from, op.set, op.args...); err != nil {
 			return err
 		}
+		if op.ok && op.extra != nil {
+			if err := op.extra(ctx, tx); err != nil {
+				return err
+			}
+		}
 	}
 	return tx.Commit()
 }
@@ -404,12 +441,16 @@ func (s *store) commitGroup(batch []*casOp) error {
 var (
 	fromPending   = []string{StatusPending}
 	fromEscalated = []string{StatusEscalated}
-	fromAttempt   = []string{StatusLocked, StatusEscalated}
+	// An attempt's outcome is taken from dispatched (a first attempt),
+	// escalated (a retry) or locked (an attempt a relay before this one
+	// left in its queue).
+	fromAttempt = []string{StatusDispatched, StatusLocked, StatusEscalated}
 )
 
 const (
-	// setClaim is pending → dispatched → locked in one step (SPEC §16).
-	setClaim     = `status = 'locked', owner_lease = owner_lease + 1, deadline = ?, updated_at = ?`
+	// setClaim is pending → dispatched: handed to a worker, which sends
+	// it to its target at once (SPEC §16).
+	setClaim     = `status = 'dispatched', owner_lease = owner_lease + 1, deadline = ?, updated_at = ?`
 	setReclaim   = `owner_lease = owner_lease + 1, next_at = ?, deadline = ?, updated_at = ?`
 	setDelivered = `status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = ?`
 	setFailed    = `status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ?`
@@ -420,8 +461,14 @@ const (
 const (
 	qCursor   = `INSERT INTO cursor(k, seq) VALUES (1, ?) ON CONFLICT(k) DO UPDATE SET seq = excluded.seq`
 	qThrottle = `SELECT count(*) FROM deliveries WHERE trigger_id = ? AND throttle_key = ? AND throttle_key <> '' AND created_at > ?`
-	qInsert   = `INSERT INTO deliveries(` + deliveryCols + `, owner, throttle_key, target_type)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
+	qInsert   = `INSERT INTO deliveries(` + deliveryCols + `, owner, throttle_key, target_type, dedup_key, agent, risk)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
+	// qDedup finds the delivery a re-announcement replaces (seed 000 §7):
+	// the trigger's latest with the same deduplication key not yet sent
+	// or still being sent (never one awaiting approval: its owner approves
+	// the event it was shown).
+	qDedup = `SELECT rowid, status FROM deliveries INDEXED BY deliveries_dedup WHERE trigger_id = ? AND dedup_key = ? AND dedup_key <> ''
+		AND status IN ('pending', 'dispatched') ORDER BY created_at DESC LIMIT 1`
 	qDepth    = `SELECT depth FROM deliveries WHERE id = ?`
 	qWatchdog = `UPDATE deliveries SET status = ?, owner_lease = owner_lease + 1, next_at = ?,
 		last_error = 'watchdog: no outcome before the deadline', updated_at = ?
@@ -443,7 +490,14 @@ const (
 	qClaimPending   = `UPDATE deliveries SET ` + setClaim + ` WHERE rowid = ? AND status = 'pending' RETURNING ` + claimCols
 	qClaimEscalated = `UPDATE deliveries SET ` + setReclaim + ` WHERE rowid = ? AND status = 'escalated' RETURNING ` + claimCols
 	qPutOff         = `UPDATE deliveries SET next_at = ? WHERE rowid = ? AND status IN ('pending', 'escalated')`
-	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token`
+	claimCols       = `id, event_id, trigger_id, idem_key, target, target_type, owner_lease, attempts, body, token, agent, risk, depth`
+	// qInsertFailed queues a match whose agent manifest is gone as a
+	// dead letter.
+	qInsertFailed = `INSERT INTO deliveries(` + deliveryCols + `, owner, throttle_key, target_type, dedup_key, agent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'failed', 1, 0, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING`
+	// qAgentCount counts an agent's invocations since a time (its
+	// manifest's limits).
+	qAgentCount = `SELECT count(*) FROM deliveries INDEXED BY deliveries_agent WHERE owner = ? AND agent = ? AND agent <> '' AND created_at > ?`
 )
 
 // casQuery is the compare-and-swap UPDATE of a transition.
@@ -462,7 +516,7 @@ func casQuery(from []string, set string) string {
 // statement at every execution, which was a fifth of the delivery
 // engine's CPU. It runs before anything else uses the connection.
 func (s *store) prepare() error {
-	qs := []string{qCursor, qThrottle, qInsert, qDepth, qWatchdog, qOwners, qDueOf, qClaimPending, qClaimEscalated, qPutOff,
+	qs := []string{qCursor, qThrottle, qInsert, qInsertFailed, qAgentCount, qDedup, qDepth, qWatchdog, qOwners, qDueOf, qClaimPending, qClaimEscalated, qPutOff,
 		casQuery(fromAttempt, setDelivered), casQuery(fromAttempt, setFailed), casQuery(fromAttempt, setEscalate)}
 	s.stmts = make(map[string]*sql.Stmt, len(qs))
 	for _, q := range qs {

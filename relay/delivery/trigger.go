@@ -44,15 +44,33 @@ const (
 
 // Spec is a trigger as its owner registers it (the POST /triggers body).
 type Spec struct {
-	Match    Match     `json:"match"`
-	Filter   []Guard   `json:"filter,omitempty"`
-	Throttle *Throttle `json:"throttle,omitempty"`
-	Target   Target    `json:"target"`
+	// Name and Description are a PAP document's trigger.id and
+	// description (SPEC §16, PAP trigger documents).
+	Name        string    `json:"name,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Match       Match     `json:"match"`
+	Filter      []Guard   `json:"filter,omitempty"`
+	Throttle    *Throttle `json:"throttle,omitempty"`
+	// DeduplicationKey is where an event's deduplication key is read (a
+	// content path "$.a.b", or "#name": the event's first tag of that
+	// name): a match whose key equals that of a delivery of this trigger
+	// not yet delivered replaces it (seed 000 §7, SPEC §16).
+	DeduplicationKey string `json:"deduplication_key,omitempty"`
+	// Target is where deliveries go, unless Agent names one of the
+	// owner's agent manifests, whose target they then take.
+	Target *Target `json:"target,omitempty"`
+	Agent  string  `json:"agent,omitempty"`
+
+	dedupSegs []string
+	dedupTag  string
 }
 
 // Match selects events by kind, author and tags (each set list is an OR
 // of values; the lists are ANDed; Tags maps a tag name to values).
 type Match struct {
+	// Type is a PAP event type (SPEC §16): "anp2.kind.<n>" matches kind
+	// n, any other an event with a "t" or "s" tag of that value.
+	Type    string              `json:"type,omitempty"`
 	Kinds   []int64             `json:"kinds,omitempty"`
 	Authors []string            `json:"authors,omitempty"`
 	Tags    map[string][]string `json:"tags,omitempty"`
@@ -116,8 +134,22 @@ func bad(format string, a ...any) error { return protocol.Errorf(CodeInvalidTrig
 
 func (s *Spec) check(allowHTTP bool) error {
 	m := &s.Match
-	if len(m.Kinds) == 0 && len(m.Authors) == 0 && len(m.Tags) == 0 {
-		return bad("match needs at least one of kinds, authors, tags")
+	if m.Type != "" {
+		if len(m.Type) > 256 {
+			return bad("match.type is at most 256 bytes")
+		}
+		if k, ok := strings.CutPrefix(m.Type, "anp2.kind."); ok {
+			n, err := strconv.ParseInt(k, 10, 64)
+			if err != nil || n < 0 || strconv.FormatInt(n, 10) != k {
+				return bad("match.type %q: anp2.kind.<n> takes a non-negative decimal kind", clip(m.Type))
+			}
+		}
+	}
+	if m.Type == "" && len(m.Kinds) == 0 && len(m.Authors) == 0 && len(m.Tags) == 0 {
+		return bad("match needs at least one of type, kinds, authors, tags")
+	}
+	if len(s.Name) > 128 || len(s.Description) > 4096 {
+		return bad("a trigger's name is at most 128 bytes and its description 4096")
 	}
 	if len(m.Kinds) > maxListValues || len(m.Authors) > maxListValues || len(m.Tags) > 16 {
 		return bad("match lists at most %d kinds or authors and 16 tag names", maxListValues)
@@ -162,7 +194,80 @@ func (s *Spec) check(allowHTTP bool) error {
 			t.keySegs = segs
 		}
 	}
+	if k := s.DeduplicationKey; k != "" {
+		if name, ok := strings.CutPrefix(k, "#"); ok {
+			if name == "" || len(name) > 64 {
+				return bad("deduplication_key #name names a tag of 1-64 bytes")
+			}
+			s.dedupTag = name
+		} else {
+			segs, err := parsePath(k)
+			if err != nil {
+				return err
+			}
+			s.dedupSegs = segs
+		}
+	}
+	switch {
+	case s.Agent != "" && s.Target != nil:
+		return bad("a trigger has a target or an agent, not both")
+	case s.Agent != "":
+		if !validName(s.Agent) {
+			return bad("agent %q: a manifest id is 1-128 bytes of letters, digits and . _ -", clip(s.Agent))
+		}
+		return nil
+	case s.Target == nil:
+		return bad("a trigger needs a target (or, in a PAP document, an agent)")
+	}
 	return s.Target.check(allowHTTP)
+}
+
+// validName reports whether n may name a trigger or an agent manifest:
+// 1-128 bytes of ASCII letters, digits, '.', '_' and '-'.
+func validName(n string) bool {
+	if n == "" || len(n) > 128 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// DedupKey is the event's deduplication key for this trigger ("" when
+// the trigger has none or the event lacks it).
+func (s *Spec) DedupKey(e *protocol.Event) string { return s.dedupKeyOn(&docCache{e: e}) }
+
+func (s *Spec) dedupKeyOn(dc *docCache) string {
+	switch {
+	case s.dedupTag != "":
+		v := dc.e.TagValue(s.dedupTag)
+		if len(v) > 1024 {
+			v = v[:1024]
+		}
+		return v
+	case s.dedupSegs != nil:
+		v, ok := lookup(dc.get(), s.dedupSegs)
+		if !ok || v == nil {
+			return ""
+		}
+		if str, ok := v.(string); ok && len(str) <= 1024 {
+			return str
+		}
+		b, _ := json.Marshal(v)
+		if len(b) > 1024 {
+			return "" // a key this long is no key
+		}
+		return string(b)
+	case s.DeduplicationKey == "$":
+		if len(dc.e.Content) <= 1024 {
+			return dc.e.Content
+		}
+	}
+	return ""
 }
 
 func (t *Target) check(allowHTTP bool) error {
@@ -341,6 +446,9 @@ func (s *Spec) MatchEvent(e *protocol.Event) bool {
 // *work is left negative (the owner's budget is spent).
 func (s *Spec) matchOn(dc *docCache, work *int64) bool {
 	e, m := dc.e, &s.Match
+	if m.Type != "" && !matchType(e, m.Type) {
+		return false
+	}
 	if len(m.Kinds) > 0 && !contains(m.Kinds, e.Kind) {
 		return false
 	}
@@ -362,6 +470,15 @@ func (s *Spec) matchOn(dc *docCache, work *int64) bool {
 		}
 	}
 	return true
+}
+
+// matchType is the PAP type mapping (SPEC §16): "anp2.kind.<n>" is kind
+// n; any other type is an event tagged ["t", type] or ["s", type].
+func matchType(e *protocol.Event, typ string) bool {
+	if k, ok := strings.CutPrefix(typ, "anp2.kind."); ok {
+		return strconv.FormatInt(e.Kind, 10) == k
+	}
+	return hasTag(e, "t", []string{typ}) || hasTag(e, "s", []string{typ})
 }
 
 func contains[T comparable](xs []T, x T) bool {
@@ -498,4 +615,9 @@ func (s *Spec) throttleKeyOn(dc *docCache) string {
 }
 
 // String renders s for logs.
-func (s *Spec) String() string { return fmt.Sprintf("trigger{%v → %s}", s.Match, s.Target.URL) }
+func (s *Spec) String() string {
+	if s.Target == nil {
+		return fmt.Sprintf("trigger{%v → agent %s}", s.Match, s.Agent)
+	}
+	return fmt.Sprintf("trigger{%v → %s}", s.Match, s.Target.URL)
+}
