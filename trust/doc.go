@@ -77,9 +77,11 @@
 //     an override (category "override" or tag ["override","true"]) and the
 //     flagger is in the top 5% by rank; +1 otherwise (an override without
 //     the rank counts as a normal flag). k counts the distinct
-//     ["cosign", <agent_id>] tags of the override whose agent is neither the
-//     flagger nor the author and whose own current flag on the same event is
-//     an override (so a tag alone cannot forge consensus).
+//     ["cosign", <agent_id>, …] tags of the override whose agent is neither
+//     the flagger nor the author and whose signature verifies over the
+//     flag's kind and content (protocol.Cosignatures), or whose own current
+//     flag on the same event is an override (so a bare tag alone cannot
+//     forge consensus).
 //   - flag_weight = Σ weight_mod(flagger) × sign over current flags, summed
 //     exactly in millionths. flag_count = number of current flags with sign
 //     > 0.
