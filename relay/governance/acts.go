@@ -2,8 +2,8 @@ package governance
 
 import (
 	"cmp"
-	"math"
 	"encoding/json"
+	"math"
 	"slices"
 
 	"github.com/anp2net/relay/protocol"
