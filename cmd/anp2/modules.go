@@ -7,6 +7,7 @@ import (
 
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/appeals"
 	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
@@ -69,12 +70,20 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		path = queue[0]
 	}
 	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
+	st := stream.NewModule()
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		discovery.NewModule(),
 		liveness.NewModule(liveness.Options{}),
-		stream.NewModule(),
+		st,
+		// GET /appeals and its notices to high-trust readers' streams (§7.3)
+		appeals.NewModule(appeals.Options{Notifier: func() appeals.Notifier {
+			if h := st.Hub(); h != nil {
+				return h
+			}
+			return nil
+		}}),
 		ws.NewModule(ws.Options{}),
 		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
 		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),
