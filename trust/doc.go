@@ -26,8 +26,11 @@
 //   - c(v,T) = score × exp(−ln2 × age_days / 30), age_days =
 //     max(0, (now − created_at) / 86400); votes dated after now count with
 //     age 0.
-//   - sybil(v) = min(1, n/3), n = number of targets of v's nonzero latest
-//     votes.
+//   - sybil(v) = min(1, n/3) × new_agent(v), n = number of targets of v's
+//     nonzero latest votes; new_agent(v) = 0.5 + 0.5 × min(1, age / 14
+//     days), age = max(0, now − first_seen(v)), first_seen the earliest
+//     created_at of v's kind 0 events and counted votes (seed §6
+//     sybil_penalty for new agents).
 //   - Jacobi iteration from trust = 0:
 //     trust'[T] = Σ_v sqrt(max(0, trust[v]+1)) × sybil(v) × c(v,T),
 //     at most 20 passes, stopping after the first pass whose
