@@ -71,10 +71,12 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	}
 	push := delivery.NewModule(delivery.Options{AllowPrivate: os.Getenv("ANP2_WEBHOOK_ALLOW_PRIVATE") == "1", Path: path})
 	st := stream.NewModule()
+	disc := discovery.NewModule()
 	return relayModules{federation: f, funding: fund, tiers: tier, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
-		discovery.NewModule(),
+		disc,
+		discovery.NewIntro(disc), // §12.6 introduction beacons, signed by the relay
 		liveness.NewModule(liveness.Options{}),
 		st,
 		// GET /appeals and its notices to high-trust readers' streams (§7.3)
