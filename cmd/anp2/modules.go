@@ -76,7 +76,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		disc,
-		discovery.NewIntro(disc), // §12.6 introduction beacons, signed by the relay
+		discovery.NewIntro(disc),       // §12.6 introduction beacons, signed by the relay
+		discovery.NewFeedPush(disc, 0), // §12.5 kind 1200 feeds for agents that ask
 		liveness.NewModule(liveness.Options{}),
 		st,
 		// GET /appeals and its notices to high-trust readers' streams (§7.3)
