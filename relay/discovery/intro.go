@@ -67,10 +67,10 @@ func NewIntro(d *Module) *Intro { return &Intro{d: d, queue: make(chan introItem
 // Name is "intro".
 func (i *Intro) Name() string { return "intro" }
 
-// Mount registers the commit hook that queues first profiles.
+// Mount registers the publish hook that queues first profiles.
 func (i *Intro) Mount(core *relay.Server) error {
 	i.core = core
-	core.OnCommit(i.onCommit)
+	core.AddPublishInfo(i.onPublish)
 	return nil
 }
 
@@ -88,37 +88,34 @@ func (i *Intro) Run(ctx context.Context) {
 	}
 }
 
-// onCommit queues every committed first profile that is fresh, public and
-// does not opt out. It runs before the publisher is answered, so it never
-// blocks: a full queue drops the introduction.
-func (i *Intro) onCommit(batch []eventlog.Committed) {
+// onPublish queues a first profile published here directly (POST /events,
+// stored anew) that is fresh, public and does not opt out: the relay the
+// agent registered with introduces it; a profile that arrives by
+// mirroring, gossip or batch is left to the relay it was published to. It
+// runs before the publisher is answered, so it never blocks: a full queue
+// drops the introduction. It adds no field to the answer.
+func (i *Intro) onPublish(e *protocol.Event) map[string]any {
 	key := i.core.Config().RelayKey
-	if len(key) != ed25519.PrivateKeySize {
-		return // no relay key: nothing can be signed
+	if len(key) != ed25519.PrivateKeySize || e.Kind != protocol.KindProfile ||
+		i.core.Now()-e.CreatedAt > introMaxAge || !i.d.fold.FirstProfile(e) {
+		return nil
 	}
-	self := protocol.AgentIDOf(key)
-	now := i.core.Now()
-	for _, c := range batch {
-		e := c.Event
-		if e.Kind != protocol.KindProfile || now-e.CreatedAt > introMaxAge || !i.d.fold.FirstProfile(e) {
-			continue
-		}
-		var p struct {
-			Name        any   `json:"name"`
-			IntroBeacon *bool `json:"intro_beacon"`
-		}
-		if json.Unmarshal([]byte(e.Content), &p) == nil && p.IntroBeacon != nil && !*p.IntroBeacon {
-			continue
-		}
-		if i.d.private(e.AgentID, "") || e.AgentID == self {
-			continue
-		}
-		name, _ := p.Name.(string)
-		select {
-		case i.queue <- introItem{agent: e.AgentID, profile: e.ID, name: clip(name, introNameMax)}:
-		default:
-		}
+	var p struct {
+		Name        any   `json:"name"`
+		IntroBeacon *bool `json:"intro_beacon"`
 	}
+	if json.Unmarshal([]byte(e.Content), &p) == nil && p.IntroBeacon != nil && !*p.IntroBeacon {
+		return nil
+	}
+	if i.d.private(e.AgentID, "") || e.AgentID == protocol.AgentIDOf(key) {
+		return nil
+	}
+	name, _ := p.Name.(string)
+	select {
+	case i.queue <- introItem{agent: e.AgentID, profile: e.ID, name: clip(name, introNameMax)}:
+	default:
+	}
+	return nil
 }
 
 // introduce publishes the introduction of it.agent: once per agent (a
