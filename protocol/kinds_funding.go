@@ -67,6 +67,9 @@ type FundingAddress struct {
 	Address string   `json:"address,omitempty"`
 	LNURL   string   `json:"lnurl,omitempty"`
 	Tokens  []string `json:"tokens,omitempty"`
+	// UnvalidatedChain: the relay does not know the chain (ResolveChain)
+	// and kept the address as given, unchecked.
+	UnvalidatedChain bool `json:"unvalidated_chain,omitempty"`
 }
 
 // Funding is the parsed content of a kind 16 funding_address.
@@ -134,12 +137,12 @@ func parseFundingAddress(raw json.RawMessage, path string, errs *errList) (Fundi
 		return FundingAddress{}, false
 	}
 	name, _ := jsonString(obj["chain"])
-	chain, known := NormalizeChain(name)
-	if !known {
-		errs.add(CodeInvalidFunding, "%s.chain: %q is not one of BTC, ETH, SOL, lightning, ARBITRUM, OPTIMISM, BASE, POLYGON", path, name)
+	chain, validated, ok := ResolveChain(name)
+	if !ok {
+		errs.add(CodeInvalidFunding, "%s.chain: %q is not a chain name (a letter, then up to 31 letters, digits, '.', '_' or '-')", path, name)
 		return FundingAddress{}, false
 	}
-	a := FundingAddress{Chain: chain}
+	a := FundingAddress{Chain: chain, UnvalidatedChain: !validated}
 	field := "address"
 	if chain == ChainLightning {
 		if _, has := obj["lnurl"]; has || len(obj["address"]) == 0 {
@@ -151,7 +154,10 @@ func parseFundingAddress(raw json.RawMessage, path string, errs *errList) (Fundi
 		errs.add(CodeInvalidAddress, "%s.%s: must be a string", path, field)
 		return a, false
 	}
-	canon, err := ValidateAddress(chain, s)
+	canon, err := s, openField(s, maxAddressLen)
+	if validated {
+		canon, err = ValidateAddress(chain, s)
+	}
 	if err != nil {
 		errs.add(CodeInvalidAddress, "%s.%s: not a valid %s address: %v", path, field, chain, err)
 		return a, false
@@ -231,7 +237,7 @@ func checkChainTags(e *Event, chains []string, errs *errList) {
 	}
 	got := map[string]bool{}
 	for _, v := range e.TagValues("chain") {
-		c, known := NormalizeChain(v)
+		c, _, known := ResolveChain(v)
 		if !known {
 			errs.add(CodeChainTagMismatch, "tags: chain tag %q names an unknown chain", v)
 			continue
@@ -267,6 +273,9 @@ type Donation struct {
 	// Counterparty is the p tag: the donee of a sent or verification, the
 	// donor of an ack (whose author is the donee).
 	Counterparty string
+	// UnvalidatedChain: the relay does not know the chain (ResolveChain);
+	// tx_hash and addresses are kept as given, unchecked.
+	UnvalidatedChain bool
 	// Attests is the verified_by_external tag's value: the attestation a
 	// re-attestation judges ("" for a plain attestation).
 	Attests string
@@ -318,11 +327,11 @@ func ParseDonation(e *Event) (*Donation, []error) {
 		errs.add(CodeInvalidDonation, "content.type: must be sent, ack or verification")
 	}
 	name, _ := jsonString(obj["chain"])
-	chain, known := NormalizeChain(name)
+	chain, validated, known := ResolveChain(name)
 	if !known {
-		errs.add(CodeInvalidDonation, "content.chain: %q is not one of BTC, ETH, SOL, lightning, ARBITRUM, OPTIMISM, BASE, POLYGON", name)
+		errs.add(CodeInvalidDonation, "content.chain: %q is not a chain name (a letter, then up to 31 letters, digits, '.', '_' or '-')", name)
 	} else {
-		d.Chain = chain
+		d.Chain, d.UnvalidatedChain = chain, !validated
 		parseDonationFields(obj, d, &errs)
 		checkChainTags(e, []string{chain}, &errs)
 	}
@@ -349,6 +358,10 @@ func parseDonationFields(obj map[string]json.RawMessage, d *Donation, errs *errL
 	d.TxHash, d.Amount, d.Asset, d.Memo = str("tx_hash"), str("amount"), str("asset"), str("memo")
 	if d.TxHash == "" && d.Chain != ChainLightning && d.Type != DonationVerification {
 		errs.add(CodeInvalidDonation, "content.tx_hash: required on %s", d.Chain)
+	} else if d.TxHash != "" && d.UnvalidatedChain {
+		if err := openField(d.TxHash, maxOpenTxHash); err != nil {
+			errs.add(CodeInvalidDonation, "content.tx_hash: %v", err)
+		}
 	} else if d.TxHash != "" {
 		if err := validateTxHash(d.Chain, d.TxHash); err != nil {
 			errs.add(CodeInvalidDonation, "content.tx_hash: %v", err)
@@ -367,6 +380,12 @@ func parseDonationFields(obj map[string]json.RawMessage, d *Donation, errs *errL
 	}{{"from_address", &d.FromAddress}, {"to_address", &d.ToAddress}} {
 		*f.dst = str(f.name)
 		if *f.dst == "" || d.Chain == ChainLightning {
+			continue
+		}
+		if d.UnvalidatedChain {
+			if err := openField(*f.dst, maxAddressLen); err != nil {
+				errs.add(CodeInvalidAddress, "content.%s: %v", f.name, err)
+			}
 			continue
 		}
 		canon, err := ValidateAddress(d.Chain, *f.dst)

@@ -126,16 +126,14 @@ const HeaderBranchUnknown = "X-ANP-Branch-Unknown"
 
 // onBranches keeps the bodies in the requested branches; with
 // placeholders (a thread query), an event of another branch becomes
-// ["cross-branch", id, branch] (§11.3.6). Without a branch parameter, a
-// lookup by ids and the raw view (include_revoked, which mirrors and
-// auditors read) keep every branch.
+// ["cross-branch", id, branch] (§11.3.6). Omitting branch means the
+// preferred branch for every query (seed §11.3.3, "same as omitting"),
+// lookups by ids and the raw include_revoked view included: mirrors and
+// auditors ask branch=all.
 func (s *Server) onBranches(c echo.Context, q Query, bodies [][]byte, placeholders bool) ([][]byte, error) {
 	ids := q.Branches
-	if len(ids) == 0 && (len(q.Filter.IDs) > 0 || q.Filter.IncludeRevoked) {
-		return bodies, nil
-	}
 	if s.branches == nil {
-		if len(ids) > 0 {
+		if len(ids) > 0 && !(len(ids) == 1 && ids[0] == "all") {
 			return nil, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
 		}
 		return bodies, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/anp2net/relay/relay/reconcile"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
+	"github.com/anp2net/relay/trust"
 )
 
 // rebuild folds every stored event into a fresh state, in log order, and
@@ -66,9 +67,14 @@ func (s *Server) apply(batch []eventlog.Committed) {
 }
 
 // weights returns the verifier weight function at now: the published trust
-// snapshot, refreshed in the background when stale.
-func (s *Server) weights(now int64) tasks.WeightFunc {
-	return s.viewsState().Trust.Current(now).Weight
+// snapshot, refreshed in the background when stale, with no weight for a
+// verifier whose collusion challenge holds (§18.6.1).
+func (s *Server) weights(now int64) tasks.WeightFunc { return verifierWeights(s.viewsState(), now) }
+
+// verifierWeights is st's verifier weight function at now (the published
+// trust and moderation snapshots; trust.VerifierWeight).
+func verifierWeights(st *state.State, now int64) tasks.WeightFunc {
+	return trust.VerifierWeight(st.Trust.Current(now), st.Moderation.Current(now))
 }
 
 // TaskSource answers task queries at the relay clock with the trust
@@ -95,13 +101,13 @@ func (t TaskSource) state() *state.State {
 // Task returns the task with id, or false.
 func (t TaskSource) Task(id string) (tasks.TaskView, bool) {
 	now, st := t.s.cfg.Now().Unix(), t.state()
-	return st.Tasks.Task(id, now, st.Trust.Current(now).Weight)
+	return st.Tasks.Task(id, now, verifierWeights(st, now))
 }
 
 // List returns the tasks matching f, newest first.
 func (t TaskSource) List(f tasks.Filter) []tasks.TaskView {
 	now, st := t.s.cfg.Now().Unix(), t.state()
-	return st.Tasks.List(f, now, st.Trust.Current(now).Weight)
+	return st.Tasks.List(f, now, verifierWeights(st, now))
 }
 
 // ItemOf is an event's reconciliation item.

@@ -188,7 +188,7 @@ func (s *Server) getTask(c echo.Context) error {
 		return err
 	}
 	now := s.now()
-	t, ok := st.Tasks.Task(id, now, st.Trust.Current(now).Weight)
+	t, ok := st.Tasks.Task(id, now, verifierWeights(st, now))
 	if !ok {
 		return protocol.Errorf(CodeNotFound, "task %s not found", id)
 	}
@@ -229,7 +229,7 @@ func (s *Server) getTasks(c echo.Context) error {
 		return err
 	}
 	now := s.now()
-	list := st.Tasks.List(f, now, st.Trust.Current(now).Weight)
+	list := st.Tasks.List(f, now, verifierWeights(st, now))
 	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": nonNil(list)})
 }
 
@@ -247,7 +247,7 @@ func (s *Server) getCredit(c echo.Context) error {
 		return err
 	}
 	now := s.now()
-	return c.JSON(http.StatusOK, st.Credit.Account(id, now, st.Trust.Current(now).Weight))
+	return c.JSON(http.StatusOK, st.Credit.Account(id, now, verifierWeights(st, now)))
 }
 
 // getState serves the derived-state digest at ?at= (unix seconds, default

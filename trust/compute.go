@@ -18,7 +18,21 @@ const (
 	// SybilTargets is the number of distinct targets at which a voter's
 	// sybil dampening reaches 1.
 	SybilTargets = 3
+	// NewAgentRamp and NewAgentFloor are the new-agent penalty (seed §6
+	// sybil_penalty, "decays when a new agent … votes heavily"): a voter
+	// first seen (its earliest kind 0 or kind 6) age seconds before the
+	// evaluation time votes with NewAgentFloor + (1 − NewAgentFloor) ×
+	// min(1, age / NewAgentRamp) of its weight.
+	NewAgentRamp  = 14 * 86400
+	NewAgentFloor = 0.5
 )
+
+// newAgentFactor is the new-agent penalty of a voter first seen at first,
+// at time at.
+func newAgentFactor(first, at int64) float64 {
+	age := float64(max(0, at-first))
+	return NewAgentFloor + (1-NewAgentFloor)*math.Min(1, age/NewAgentRamp)
+}
 
 // EvalTime returns the time trust and moderation are evaluated at for a
 // request at now: now rounded down to a whole minute (now − now mod 60), so
@@ -42,8 +56,8 @@ type edge struct {
 func (g *Graph) Compute(now int64) *Snapshot {
 	g.computes.Add(1)
 	at := EvalTime(now)
-	version, names, raw := g.extract()
-	return g.snapshot(at, version, names, raw)
+	version, names, raw, first := g.extract()
+	return g.snapshot(at, version, names, raw, first)
 }
 
 // ComputeCalls counts the Compute calls so far (At's unpublished
@@ -54,7 +68,7 @@ func (g *Graph) ComputeCalls() int64 { return g.computes.Load() }
 // snapshot is computeSnapshot without the votes of the agents
 // Options.Excluded names at at; the snapshot also gives them no Weight
 // and no WeightMod.
-func (g *Graph) snapshot(at int64, version uint64, names []string, edges []edge) *Snapshot {
+func (g *Graph) snapshot(at int64, version uint64, names []string, edges []edge, first []int64) *Snapshot {
 	var ex map[string]bool
 	if g.opts.Excluded != nil {
 		ex = g.opts.Excluded(at)
@@ -62,15 +76,17 @@ func (g *Graph) snapshot(at int64, version uint64, names []string, edges []edge)
 	if len(ex) > 0 {
 		edges = slices.DeleteFunc(edges, func(e edge) bool { return ex[names[e.voter]] })
 	}
-	s := computeSnapshot(at, version, names, edges)
+	s := computeSnapshot(at, version, names, edges, first)
 	if len(ex) > 0 {
 		s.excluded = ex
 	}
 	return s
 }
 
-// extract copies the latest vote of every pair under the read lock.
-func (g *Graph) extract() (uint64, []string, []edge) {
+// extract copies the latest vote of every pair, and every agent's
+// first-seen time (by agent index; a voter is always seen), under the read
+// lock.
+func (g *Graph) extract() (uint64, []string, []edge, []int64) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	edges := make([]edge, 0, len(g.pairs))
@@ -79,20 +95,32 @@ func (g *Graph) extract() (uint64, []string, []edge) {
 			edges = append(edges, edge{voter: p.key.voter, target: p.key.target, rec: p.recs[p.latest]})
 		}
 	}
-	return g.version.Load(), g.agents.names, edges
+	first := make([]int64, len(g.agents.names))
+	for i := range first {
+		if i < len(g.seen) && len(g.seen[i]) > 0 {
+			first[i] = g.seen[i][0]
+		}
+	}
+	return g.version.Load(), g.agents.names, edges, first
 }
 
 // computeSnapshot runs trust.v1 over the latest votes at time at. Every
 // ordering that reaches a floating-point sum is by agent id, so the result
 // depends on the set of votes only.
-func computeSnapshot(at int64, version uint64, names []string, edges []edge) *Snapshot {
+func computeSnapshot(at int64, version uint64, names []string, edges []edge, first []int64) *Snapshot {
 	ids, remap := canonicalAgents(names, edges)
+	penalty := make([]float64, len(ids))
+	for i, pos := range remap {
+		if int(pos) < len(ids) && ids[pos] == names[i] {
+			penalty[pos] = newAgentFactor(first[i], at)
+		}
+	}
 	for i := range edges {
 		edges[i].voter, edges[i].target = remap[edges[i].voter], remap[edges[i].target]
 	}
 	n := len(ids)
 	edges = sortEdges(n, edges)
-	in := buildIncoming(n, edges, at)
+	in := buildIncoming(n, edges, at, penalty)
 	trust, iterations, converged := jacobi(n, in)
 	return assemble(at, version, ids, edges, in, trust, iterations, converged)
 }
@@ -145,7 +173,8 @@ func sortEdges(n int, edges []edge) []edge {
 
 // incoming is the nonzero-vote graph in compressed form: the contributions
 // c(v, T) into T are c[start[T]:start[T+1]] from voters v[...], voters in
-// id order. sybil is per voter.
+// id order. sybil is per voter: the distinct-target dampening times the
+// new-agent penalty.
 type incoming struct {
 	start []int32
 	v     []int32
@@ -153,7 +182,7 @@ type incoming struct {
 	sybil []float64
 }
 
-func buildIncoming(n int, edges []edge, at int64) incoming {
+func buildIncoming(n int, edges []edge, at int64, penalty []float64) incoming {
 	in := incoming{start: make([]int32, n+1), sybil: make([]float64, n)}
 	targets := make([]int32, n)
 	for _, e := range edges {
@@ -167,7 +196,7 @@ func buildIncoming(n int, edges []edge, at int64) incoming {
 	}
 	for i := 0; i < n; i++ {
 		in.start[i+1] += in.start[i]
-		in.sybil[i] = math.Min(1, float64(targets[i])/SybilTargets)
+		in.sybil[i] = float64(math.Min(1, float64(targets[i])/SybilTargets) * penalty[i])
 	}
 	return in
 }

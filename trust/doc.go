@@ -26,8 +26,11 @@
 //   - c(v,T) = score × exp(−ln2 × age_days / 30), age_days =
 //     max(0, (now − created_at) / 86400); votes dated after now count with
 //     age 0.
-//   - sybil(v) = min(1, n/3), n = number of targets of v's nonzero latest
-//     votes.
+//   - sybil(v) = min(1, n/3) × new_agent(v), n = number of targets of v's
+//     nonzero latest votes; new_agent(v) = 0.5 + 0.5 × min(1, age / 14
+//     days), age = max(0, now − first_seen(v)), first_seen the earliest
+//     created_at of v's kind 0 events and counted votes (seed §6
+//     sybil_penalty for new agents).
 //   - Jacobi iteration from trust = 0:
 //     trust'[T] = Σ_v sqrt(max(0, trust[v]+1)) × sybil(v) × c(v,T),
 //     at most 20 passes, stopping after the first pass whose
@@ -77,9 +80,11 @@
 //     an override (category "override" or tag ["override","true"]) and the
 //     flagger is in the top 5% by rank; +1 otherwise (an override without
 //     the rank counts as a normal flag). k counts the distinct
-//     ["cosign", <agent_id>] tags of the override whose agent is neither the
-//     flagger nor the author and whose own current flag on the same event is
-//     an override (so a tag alone cannot forge consensus).
+//     ["cosign", <agent_id>, …] tags of the override whose agent is neither
+//     the flagger nor the author and whose signature verifies over the
+//     flag's kind and content (protocol.Cosignatures), or whose own current
+//     flag on the same event is an override (so a bare tag alone cannot
+//     forge consensus).
 //   - flag_weight = Σ weight_mod(flagger) × sign over current flags, summed
 //     exactly in millionths. flag_count = number of current flags with sign
 //     > 0.

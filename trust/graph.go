@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,10 @@ type Graph struct {
 	pairIdx map[pairKey]int32 // pair → index into pairs
 	pairs   []pairState       // every pair that ever had a vote
 	inbound map[int32][]int32 // target → voters that ever had a pair with it
+	// seen holds, per agent index, the sorted created_at of its live kind
+	// 0 and kind 6 events: the first is when the agent was first seen, the
+	// start of its new-agent ramp (NewAgentRamp).
+	seen    [][]int64
 	version atomic.Uint64
 
 	snap       atomic.Pointer[Snapshot]
@@ -128,6 +133,9 @@ func (g *Graph) Add(ev *protocol.Event) {
 	if ev.Kind == protocol.KindBan && g.opts.Excluded != nil {
 		g.version.Add(1)
 	}
+	if seenBy(ev) {
+		g.see(ev, true)
+	}
 	if ev.Kind != protocol.KindTrustVote {
 		return
 	}
@@ -156,6 +164,9 @@ func (g *Graph) Add(ev *protocol.Event) {
 func (g *Graph) Remove(ev *protocol.Event) {
 	if ev.Kind == protocol.KindBan && g.opts.Excluded != nil {
 		g.version.Add(1)
+	}
+	if seenBy(ev) {
+		g.see(ev, false)
 	}
 	if ev.Kind != protocol.KindTrustVote {
 		return
@@ -248,4 +259,48 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// seenBy reports whether ev dates its author's first sighting: a kind 0,
+// or a kind 6 the graph counts (valid content, a target other than its
+// author).
+func seenBy(ev *protocol.Event) bool {
+	switch ev.Kind {
+	case protocol.KindProfile:
+		return true
+	case protocol.KindTrustVote:
+		_, _, err := protocol.ParseVote(ev.Content)
+		return err == nil && len(voteTargets(ev)) > 0
+	}
+	return false
+}
+
+// see adds (or, with add false, removes) ev's created_at among its
+// author's first-seen times; a change of the earliest changes the version.
+func (g *Graph) see(ev *protocol.Event, add bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a, ok := g.agents.lookup(ev.AgentID)
+	if !ok {
+		if !add {
+			return
+		}
+		a = g.agents.intern(ev.AgentID)
+	}
+	for len(g.seen) <= int(a) {
+		g.seen = append(g.seen, nil)
+	}
+	times := g.seen[a]
+	i, found := slices.BinarySearch(times, ev.CreatedAt)
+	switch {
+	case add:
+		g.seen[a] = slices.Insert(times, i, ev.CreatedAt)
+	case found:
+		g.seen[a] = slices.Delete(times, i, i+1)
+	default:
+		return
+	}
+	if i == 0 {
+		g.version.Add(1)
+	}
 }

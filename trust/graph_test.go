@@ -22,6 +22,7 @@ var (
 
 func TestSingleVoteByHand(t *testing.T) {
 	g := NewGraph(Options{})
+	addAll(g, established(1))
 	g.Add(vote(1, t0, 1, "good", 2))
 	s := g.Compute(t0)
 	// One target: sybil(1) = 1/3; pass 1 gives trust(2) = sqrt(0+1) × 1/3 × 1,
@@ -51,6 +52,7 @@ func TestSingleVoteByHand(t *testing.T) {
 // sqrt(1+trust(1)).
 func TestFeedbackByHand(t *testing.T) {
 	g := NewGraph(Options{})
+	addAll(g, established(1))
 	g.Add(vote(1, t0, 1, "", 2, 3, 4))
 	g.Add(vote(2, t0-30*86400, 1, "", 1))
 	s := g.Compute(t0)
@@ -105,6 +107,7 @@ func TestFeedbackByHand(t *testing.T) {
 
 func TestNegativeVoteSilencesVoter(t *testing.T) {
 	g := NewGraph(Options{})
+	addAll(g, established(1, 2, 3, 4))
 	// Agents 1, 2, 3 each vote −1 on 4, 5 and 6 (sybil 1): trust(4) = −3
 	// after pass 1. Agent 4's own vote on 7 then weighs sqrt(max(0, −3+1)) = 0.
 	for _, v := range []int{1, 2, 3} {
@@ -192,6 +195,7 @@ func TestSameSecondVotesOrderByID(t *testing.T) {
 
 func TestVoteTargetsAndSelfVotes(t *testing.T) {
 	g := NewGraph(Options{})
+	addAll(g, established(1))
 	e := vote(1, t0, 1, "", 2, 3, 2, 1) // duplicate target and a self-vote
 	e.Tags = append(e.Tags, []string{"p", "not-hex"})
 	e.Sign(key(1))
@@ -332,5 +336,41 @@ func TestAtReusesOnlyAnExactSnapshot(t *testing.T) {
 	g.Add(vote(3, t0, 1, "", 2))
 	if s := g.At(t0); s == pub || s.Version != g.Version() || s.Agent(agent(2), false).VoterCount != 2 {
 		t.Fatal("At served a stale version")
+	}
+}
+
+func addAll(g *Graph, evs []*protocol.Event) {
+	for _, e := range evs {
+		g.Add(e)
+	}
+}
+
+// TestNewAgentPenaltyByHand: a voter first seen (its earliest kind 0 or
+// counted vote) age seconds before the evaluation time votes with 0.5 +
+// 0.5 × min(1, age / 14 days) of its weight (seed §6 sybil_penalty); its
+// ramp starts at its earliest sighting, moves with a revocation of it, and
+// ends after NewAgentRamp.
+func TestNewAgentPenaltyByHand(t *testing.T) {
+	g := NewGraph(Options{})
+	v := vote(1, t0, 1, "", 2, 3, 4) // sybil 1
+	g.Add(v)
+	for _, c := range []struct {
+		at   int64
+		want float64
+	}{{t0, 0.5}, {t0 + 7*86400, 0.75}, {t0 + 14*86400, 1}, {t0 + 60*86400, 1}} {
+		// The vote decays too: c = exp(−ln2 × age_days / 30).
+		want := c.want * math.Exp(-math.Ln2*float64(c.at-t0)/86400/30)
+		if got := g.Compute(c.at).WeightedScore(agent(2)); !near(got, want) {
+			t.Fatalf("at +%d d: %v, want %v", (c.at-t0)/86400, got, want)
+		}
+	}
+	old := signed(1, t0-7*86400, protocol.KindProfile, `{"name":"one"}`, nil)
+	g.Add(old) // first seen a week earlier: 0.75 at t0
+	if got := g.Compute(t0).WeightedScore(agent(2)); !near(got, 0.75) {
+		t.Fatalf("with an older profile: %v", got)
+	}
+	g.Remove(old) // revoked: back to the vote's date
+	if got := g.Compute(t0).WeightedScore(agent(2)); !near(got, 0.5) {
+		t.Fatalf("after revoking the profile: %v", got)
 	}
 }

@@ -65,6 +65,17 @@ func flag(from int, at int64, category string, target *protocol.Event, extra ...
 	return signed(from, at, protocol.KindFlag, string(content), tags)
 }
 
+// established returns a kind 0 for each agent dated NewAgentRamp before
+// t0: agents first seen that long ago vote with their full weight at t0
+// and later (no new-agent penalty).
+func established(agents ...int) []*protocol.Event {
+	var out []*protocol.Event
+	for _, a := range agents {
+		out = append(out, signed(a, t0-NewAgentRamp, protocol.KindProfile, `{"name":"established"}`, nil))
+	}
+	return out
+}
+
 func cosign(agents ...int) [][]string {
 	var out [][]string
 	for _, a := range agents {

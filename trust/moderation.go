@@ -30,6 +30,10 @@ type flagRec struct {
 	override  bool    // category "override" or tag ["override", "true"]
 	appeal    bool    // category "appeal" or tag ["appeal", "true"]
 	cosigners []int32 // distinct ["cosign", <agent_id>] tags, flagger excluded
+	// signed are the cosigners whose ["cosign", agent_id, sig] verifies
+	// over the flag's kind and content (§1.8, seed §7.5 "same as on kind
+	// 12"); they count without an override of their own.
+	signed []int32
 }
 
 func (a *flagRec) cmp(b *flagRec) int {
@@ -129,6 +133,13 @@ func (m *Moderation) addFlag(ev *protocol.Event, flagger int32) bool {
 		appeal:   category == "appeal" || hasTrueTag(ev, "appeal")}
 	for _, c := range distinctHex(ev.TagValues("cosign"), ev.AgentID) {
 		rec.cosigners = append(rec.cosigners, m.agents.intern(c))
+	}
+	if rec.override && !rec.appeal {
+		for _, c := range protocol.Cosignatures(ev) {
+			if c.Valid && c.AgentID != ev.AgentID {
+				rec.signed = append(rec.signed, m.agents.intern(c.AgentID))
+			}
+		}
 	}
 	for _, t := range targets {
 		if _, ok := m.targets[t]; !ok {

@@ -99,6 +99,11 @@ func naiveWeight(flags []*protocol.Event, author string, ts *Snapshot, t int64) 
 					seen[c] = true
 				}
 			}
+			for _, c := range protocol.Cosignatures(f.ev) {
+				if c.Valid && c.AgentID != x && c.AgentID != author {
+					seen[c.AgentID] = true
+				}
+			}
 			sign = -min(3, 1+int64(len(seen)))
 		}
 		total += micros(ts.WeightMod(x)) * sign

@@ -263,10 +263,24 @@ func TestIncrementalMatchesNaive(t *testing.T) {
 }
 
 // naiveTrust is trust.v1 written out plainly: latest vote per pair by
-// (created_at, id), zero scores and self-votes dropped, math.Exp decay.
+// (created_at, id), zero scores and self-votes dropped, math.Exp decay,
+// the new-agent penalty from each voter's earliest kind 0 or counted vote.
 func naiveTrust(events []*protocol.Event, now int64) (map[string]float64, int) {
 	type pair struct{ from, to string }
 	latest := map[pair]*protocol.Event{}
+	first := map[string]int64{}
+	for _, e := range events {
+		counted := e.Kind == protocol.KindProfile
+		if e.Kind == protocol.KindTrustVote {
+			_, _, err := protocol.ParseVote(e.Content)
+			for _, to := range e.TagValues("p") {
+				counted = counted || err == nil && protocol.IsHex64(to) && to != e.AgentID
+			}
+		}
+		if f, ok := first[e.AgentID]; counted && (!ok || e.CreatedAt < f) {
+			first[e.AgentID] = e.CreatedAt
+		}
+	}
 	for _, e := range events {
 		if e.Kind != protocol.KindTrustVote {
 			continue
@@ -293,7 +307,8 @@ func naiveTrust(events []*protocol.Event, now int64) (map[string]float64, int) {
 	for it := 1; it <= MaxIterations; it++ {
 		next := map[string]float64{}
 		for k, ck := range c {
-			next[k.to] += math.Sqrt(max(0, trust[k.from]+1)) * min(1, targets[k.from]/3) * ck
+			penalty := 0.5 + 0.5*min(1, float64(max(0, now-first[k.from]))/(14*86400))
+			next[k.to] += math.Sqrt(max(0, trust[k.from]+1)) * min(1, targets[k.from]/3) * penalty * ck
 		}
 		delta := 0.0
 		for a := range next {

@@ -53,8 +53,8 @@ func (g *Graph) refresh(now int64, background bool) *Snapshot {
 		return s
 	}
 	g.lastStart.Store(time.Now().UnixNano())
-	version, names, raw := g.extract()
-	s := g.snapshot(now, version, names, raw)
+	version, names, raw, first := g.extract()
+	s := g.snapshot(now, version, names, raw, first)
 	g.snap.Store(s)
 	return s
 }

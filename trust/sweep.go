@@ -1,5 +1,7 @@
 package trust
 
+import "slices"
+
 // sweep replays the flags of one event in (created_at, id) order. It keeps
 // each flagger's current (latest so far) flag and the exact flag weight in
 // millionths, so comparisons with the threshold never suffer rounding.
@@ -39,11 +41,16 @@ func (s *sweep) sign(x int32) int64 {
 }
 
 // cosigners returns the cosigners of x's current flag that count: those
-// whose own current flag on the event is an override.
+// whose cosignature verifies, and those whose own current flag on the
+// event is an override; never the event's author.
 func (s *sweep) cosigners(x int32) []int32 {
 	var out []int32
-	for _, c := range s.flags[s.cur[x]].cosigners {
-		if j, ok := s.cur[c]; ok && s.isOverride(j) {
+	f := &s.flags[s.cur[x]]
+	for _, c := range f.cosigners {
+		if c == s.author {
+			continue
+		}
+		if j, ok := s.cur[c]; (ok && s.isOverride(j)) || slices.Contains(f.signed, c) {
 			out = append(out, c)
 		}
 	}

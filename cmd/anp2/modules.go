@@ -8,6 +8,7 @@ import (
 
 	"github.com/anp2net/relay/a2a"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/appeals"
 	"github.com/anp2net/relay/relay/branches"
 	"github.com/anp2net/relay/relay/delivery"
 	"github.com/anp2net/relay/relay/directory"
@@ -91,13 +92,24 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	if tlogPath == "" && len(queue) > 0 && queue[0] != "" {
 		tlogPath = strings.TrimSuffix(queue[0], ".delivery") + ".tlog"
 	}
+	st := stream.NewModuleWith(streamOpts)
+	disc := discovery.NewModule()
 	tl := tlog.NewModule(tlog.Options{Path: tlogPath})
 	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
-		discovery.NewModule(),
+		disc,
+		discovery.NewIntro(disc),       // §12.6 introduction beacons, signed by the relay
+		discovery.NewFeedPush(disc, 0), // §12.5 kind 1200 feeds for agents that ask
 		liveness.NewModule(liveness.Options{}),
-		stream.NewModuleWith(streamOpts),
+		st,
+		// GET /appeals and its notices to high-trust readers' streams (§7.3)
+		appeals.NewModule(appeals.Options{Notifier: func() appeals.Notifier {
+			if h := st.Hub(); h != nil {
+				return h
+			}
+			return nil
+		}}),
 		ws.NewModule(wsOpts),
 		// ANP2_SPEC_PATH: the SPEC.md whose sections /mcp serves as resources.
 		mcp.NewModule(mcp.Options{SpecPath: os.Getenv("ANP2_SPEC_PATH")}),

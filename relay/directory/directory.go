@@ -22,7 +22,9 @@ type Agent struct {
 	// Profile and Capabilities are the latest kind 0 and kind 4 events.
 	Profile      *protocol.Event `json:"profile"`
 	Capabilities *protocol.Event `json:"capabilities"`
-	// Registered is true once the agent has a (non-revoked) kind 0.
+	// Registered is true once the agent has published a kind 0, and stays
+	// true when that profile is later revoked (seed §5.4.2: "true
+	// thereafter").
 	Registered bool  `json:"registered"`
 	FirstSeen  int64 `json:"first_seen_at"`
 	LastSeen   int64 `json:"last_seen_at"`
@@ -43,6 +45,10 @@ type Room struct {
 type agentRec struct {
 	profiles, caps []*protocol.Event // every revision, for Remove
 	times          []int64           // created_at of every event, sorted
+	// everProfile: a kind 0 was folded in; a later revocation leaves it
+	// set (Module.agent also asks the log, for a profile revoked before
+	// it arrived here).
+	everProfile bool
 }
 
 type roomRec struct {
@@ -77,6 +83,7 @@ func (d *Directory) Add(e *protocol.Event) {
 	switch e.Kind {
 	case protocol.KindProfile:
 		a.profiles = append(a.profiles, e)
+		a.everProfile = true
 	case protocol.KindCapability:
 		a.caps = append(a.caps, e)
 	}
@@ -204,7 +211,7 @@ func (d *Directory) Stats() Stats {
 		st.Events += n
 	}
 	for _, a := range d.agents {
-		if len(a.profiles) > 0 {
+		if a.everProfile {
 			st.Registered++
 		}
 		if n := len(a.times); n > 0 {
@@ -219,8 +226,8 @@ func (a *agentRec) view(id string) Agent {
 	if len(a.times) > 0 {
 		v.FirstSeen, v.LastSeen = a.times[0], a.times[len(a.times)-1]
 	}
+	v.Registered = a.everProfile
 	if v.Profile != nil {
-		v.Registered = true
 		var p map[string]any
 		if json.Unmarshal([]byte(v.Profile.Content), &p) == nil {
 			v.Name, _ = p["name"].(string)

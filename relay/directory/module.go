@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -122,7 +123,7 @@ func (m *Module) getAgent(c echo.Context) error {
 	if _, absent := m.cache.absent(id, now); absent {
 		return notFound(c, id)
 	}
-	a, known := m.dir.Agent(id)
+	a, known := m.agent(c.Request().Context(), id)
 	acct := m.core.Views().Credit.Account(id, now, m.core.Weights(now))
 	if !known && acct.Balance.IsZero() {
 		m.cache.setAbsent(id, now, false)
@@ -258,7 +259,7 @@ func (m *Module) getHome(c echo.Context) error {
 	}
 	now := m.core.Now()
 	w := m.core.Weights(now)
-	a, _ := m.dir.Agent(id)
+	a, _ := m.agent(c.Request().Context(), id)
 	acct := m.core.Views().Credit.Account(id, now, w)
 	mentions, err := m.mentions(c, id, int(limit))
 	if err != nil {
@@ -382,4 +383,17 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n])
+}
+
+// agent is m.dir.Agent with Registered made exact: an agent the fold has
+// seen no kind 0 from may still have published one whose revocation
+// reached this relay first (the fold never saw it); the log keeps it, so
+// the log is asked (one indexed lookup, only for unregistered agents).
+func (m *Module) agent(ctx context.Context, id string) (Agent, bool) {
+	a, known := m.dir.Agent(id)
+	if known && !a.Registered {
+		got, err := m.core.Log().Query(ctx, eventlog.Filter{Authors: []string{id}, Kinds: []int64{protocol.KindProfile}, IncludeRevoked: true, Limit: 1})
+		a.Registered = err == nil && len(got) > 0
+	}
+	return a, known
 }

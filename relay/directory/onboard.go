@@ -103,7 +103,7 @@ func (m *Module) getOnboarding(c echo.Context) error {
 // the directory, its posts, its trust and its credit account).
 func (m *Module) onboarding(ctx context.Context, id string) map[string]any {
 	now := m.core.Now()
-	a, known := m.dir.Agent(id)
+	a, known := m.agent(ctx, id)
 	acct := m.core.Views().Credit.Account(id, now, m.core.Weights(now))
 	posts, _ := m.core.Log().Query(ctx, eventlog.Filter{Authors: []string{id}, Kinds: []int64{protocol.KindPost}, Limit: 1})
 	done := map[string]bool{

@@ -209,7 +209,12 @@ func (m *Module) searchCapabilities(c echo.Context) error {
 	q.sort(out)
 	total := len(out)
 	out = out[:min(len(out), q.Limit)]
+	// An empty answer ("no publisher for this capability right now") is a
+	// negative answer: seed §12.9.4 keeps it short-lived.
 	ttl := ProfileTTL
+	if len(out) == 0 {
+		ttl = NegativeTTL
+	}
 	for _, r := range out {
 		if a, ok := m.dir.Agent(r.Provider); ok {
 			ttl = capabilityTTL(ttl, a.Capabilities)

@@ -134,13 +134,14 @@ func report(progress func(MirrorResult), res *MirrorResult) {
 }
 
 // fetchEvents reads events by id from the peer, revoked and hidden ones
-// included (the relay authenticates with its own key, D4).
+// and every branch's included (the relay authenticates with its own key,
+// D4).
 func (s *Module) fetchEvents(ctx context.Context, base string, ids [][32]byte) ([]*protocol.Event, error) {
 	hexIDs := make([]string, len(ids))
 	for i, id := range ids {
 		hexIDs[i] = hex.EncodeToString(id[:])
 	}
-	url := base + "/events?include_revoked=true&include_hidden=true&limit=1000&ids=" + strings.Join(hexIDs, ",")
+	url := base + "/events?branch=all&include_revoked=true&include_hidden=true&limit=1000&ids=" + strings.Join(hexIDs, ",")
 	body, err := s.peerGet(ctx, url, maxPageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("fetch from %s: %w", base, err)

@@ -144,7 +144,8 @@ func (m *Module) getFunding(c echo.Context) error {
 		"received_count": s.Received, "received_unique_donors": s.UniqueDonors,
 		"received_unverified_count": s.Unverified, "received_verified_count": 0,
 		"received_unverifiable_count": s.Unverifiable, "acknowledged_count": s.Acknowledged,
-		"externally_verified_count": s.ExternallyVerified, "donations": donations, "ignored": s.Ignored,
+		"received_unvalidated_chain_count": s.UnvalidatedChain,
+		"externally_verified_count":        s.ExternallyVerified, "donations": donations, "ignored": s.Ignored,
 		"verification_note": VerificationNote, "affects_trust": false,
 	}
 	if d := s.Declaration; d != nil {

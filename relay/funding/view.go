@@ -65,7 +65,10 @@ type Donation struct {
 	// Attestations counts the kind 17s grouped here; ConflictingDonors is
 	// true when sent attestations of the same transfer name different
 	// authors (the earliest is taken as the donor).
-	Attestations      int          `json:"attestations"`
+	Attestations int `json:"attestations"`
+	// UnvalidatedChain: the chain is not one the relay knows; its tx_hash
+	// and addresses were kept as given (§13.1, §13.3.3).
+	UnvalidatedChain  bool         `json:"unvalidated_chain,omitempty"`
 	ConflictingDonors bool         `json:"conflicting_donors"`
 	Verification      Verification `json:"verification"`
 	External          []External   `json:"external_attestations"`
@@ -99,7 +102,9 @@ type Summary struct {
 	UniqueDonors        int
 	Unverified          int
 	Unverifiable        int
-	Acknowledged        int
+	// UnvalidatedChain counts donations on chains the relay does not know.
+	UnvalidatedChain int
+	Acknowledged     int
 	// ExternallyVerified counts donations with a re-attestation claiming
 	// verified (a third party's claim, not the relay's).
 	ExternallyVerified int
@@ -136,6 +141,9 @@ func (f *Fold) Summary(agent string, since, until int64) Summary {
 		}
 		if g.Acknowledged {
 			s.Acknowledged++
+		}
+		if g.UnvalidatedChain {
+			s.UnvalidatedChain++
 		}
 		g.External = f.externals(g.ids, g.Donor, agent)
 		for _, x := range g.External {
@@ -275,7 +283,7 @@ func ackTarget(r *claimRec, byID, byTx map[string]*group) *group {
 func newGroup(r *claimRec, donor string) *group {
 	d := r.d
 	g := &group{Donation: Donation{EventID: r.ev.ID, Type: d.Type, Donor: donor, Chain: d.Chain, Asset: d.Asset,
-		Private: d.Private, TxHash: d.TxHash, CreatedAt: r.ev.CreatedAt, Verification: Stamp(d.Chain)}}
+		Private: d.Private, TxHash: d.TxHash, CreatedAt: r.ev.CreatedAt, Verification: Stamp(d.Chain), UnvalidatedChain: d.UnvalidatedChain}}
 	if !d.Private {
 		g.Amount = d.Amount
 	}

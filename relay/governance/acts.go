@@ -3,6 +3,7 @@ package governance
 import (
 	"cmp"
 	"encoding/json"
+	"math"
 	"slices"
 
 	"github.com/anp2net/relay/protocol"
@@ -92,9 +93,12 @@ type regime struct {
 	Stewards         []string `json:"stewards"`
 	StewardThreshold int      `json:"steward_threshold"`
 	// Since is when this regime began (0: genesis); By the kind 31 that
-	// began it.
+	// began it, or ByAutomatic when the dead-man switch fired on its own.
 	Since int64  `json:"since"`
 	By    string `json:"by,omitempty"`
+	// dormantFrom is, for an automatic regime, the last activity of the
+	// keys that went dormant (a kind 31 under it is judged against it).
+	dormantFrom int64
 }
 
 // signers returns e's author and valid cosigners whose post-quantum part,
@@ -206,10 +210,16 @@ type judgement struct {
 	regimes   []regime
 	// final is the regime after every act (stewards included).
 	final regime
+	// pending is the automatic dead-man transfer due after the last act
+	// (nil: none): in force from its Since.
+	pending *regime
 }
 
 // regimeAt returns the regime in force at t.
 func (j *judgement) regimeAt(t int64) *regime {
+	if j.pending != nil && j.pending.Since <= t {
+		return j.pending
+	}
 	rg := &j.regimes[0]
 	for i := range j.regimes {
 		if j.regimes[i].Since <= t {
@@ -217,6 +227,15 @@ func (j *judgement) regimeAt(t int64) *regime {
 		}
 	}
 	return rg
+}
+
+// finalAt is the regime after every act as of t: final, or the pending
+// automatic transfer once it is due.
+func (j *judgement) finalAt(t int64) regime {
+	if j.pending != nil && j.pending.Since <= t {
+		return *j.pending
+	}
+	return j.final
 }
 
 // judge returns every kind 21, 30 and 31 event of evs as governance judges
@@ -250,6 +269,10 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 	seen := map[[32]byte]string{}
 	var lastSov int64 // latest valid sovereign act
 	for _, e := range evs {
+		if next, ok := o.autoFire(activity, &rg, lastSov, e.CreatedAt); ok {
+			rg = next
+			j.regimes = append(j.regimes, rg)
+		}
 		a := &Act{ID: e.ID, Kind: e.Kind, Author: e.AgentID, CreatedAt: e.CreatedAt, Targets: []string{}, event: e}
 		sg := cache[e.ID]
 		if sg == nil {
@@ -277,6 +300,9 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 			}
 		case KindDeadMan:
 			last := max(lastSov, lastActivity(activity, rg.SovKeys, e.CreatedAt))
+			if rg.By == ByAutomatic {
+				last = rg.dormantFrom // it names the successor of the automatic transfer
+			}
 			if next, ok := o.judgeDeadMan(a, who, &rg, last); ok {
 				rg = next
 				j.regimes = append(j.regimes, rg)
@@ -293,6 +319,9 @@ func (o *Options) judgeCached(evs []*protocol.Event, activity map[string][]int64
 			}
 		}
 		j.acts = append(j.acts, a)
+	}
+	if next, ok := o.autoFire(activity, &rg, lastSov, math.MaxInt64); ok {
+		j.pending = &next
 	}
 	j.final = rg
 	return j

@@ -98,3 +98,48 @@ func (o *Options) judgeDeadMan(a *Act, who []string, rg *regime, last int64) (re
 	next.SovKeys, next.SovThreshold, next.Since, next.By = dm.NewKeys, dm.NewThreshold, e.CreatedAt, e.ID
 	return next, true
 }
+
+// ByAutomatic is a regime's By when the dead-man switch fired on its own.
+const ByAutomatic = "automatic"
+
+// autoFire is the dead-man switch firing on its own (seed §15.4: "an event
+// automatically fires"): once stewards are appointed, the first instant
+// at or before until at which the sovereign keys in force have shown no
+// activity (a valid sovereign act, or any stored event by one of them) for
+// DeadManAfter seconds, authority passes to the stewards at their
+// threshold. It is derived from the set of events and the options alone;
+// nothing is signed. ok is false when no such instant is ≤ until, or the
+// stewards already hold authority.
+func (o *Options) autoFire(activity map[string][]int64, rg *regime, lastSov, until int64) (regime, bool) {
+	if len(rg.Stewards) == 0 || rg.StewardThreshold < 1 || slices.Equal(rg.SovKeys, rg.Stewards) {
+		return regime{}, false
+	}
+	cur := max(lastSov, rg.Since)
+	var ts []int64
+	for _, k := range rg.SovKeys {
+		for _, t := range activity[k] {
+			if t > cur && t <= until {
+				ts = append(ts, t)
+			}
+		}
+	}
+	slices.Sort(ts)
+	fire, ok := int64(0), false
+	for _, t := range ts {
+		if t-cur >= o.DeadManAfter {
+			fire, ok = cur+o.DeadManAfter, true
+			break
+		}
+		cur = t
+	}
+	if !ok && until-cur >= o.DeadManAfter {
+		fire, ok = cur+o.DeadManAfter, true
+	}
+	if !ok {
+		return regime{}, false
+	}
+	next := *rg
+	next.SovKeys, next.SovThreshold = slices.Clone(rg.Stewards), rg.StewardThreshold
+	next.Since, next.By, next.dormantFrom = fire, ByAutomatic, fire-o.DeadManAfter
+	return next, true
+}

@@ -147,7 +147,7 @@ func (f *Fold) Sovereign(at int64) *Sovereign {
 // sovereign or seed threshold, or for a kind 31 the stewards'.
 func (f *Fold) Authorized(e *protocol.Event, now int64) bool {
 	j := f.judged()
-	rg := j.final
+	rg := j.finalAt(now)
 	rg.SeedActive = rg.SeedActive && (j.destroyed == 0 || e.CreatedAt < j.destroyed)
 	who, _, _ := f.opts.signers(e)
 	if e.Kind == KindDeadMan {

@@ -101,9 +101,14 @@ func TestFoldOrderIndependent(t *testing.T) {
 		got := m.Fold().(state.Digester).Digest(relaytest.VectorTime + 100)
 		if i == 0 {
 			want = got
-			s := m.Governance().Sovereign(relaytest.VectorTime + 100)
+			s := m.Governance().Sovereign(relaytest.VectorTime + 45)
 			if len(s.Stewards) != 1 || len(s.BannedAgents) != 1 || !s.Frozen || s.Regime.By != succession.ID {
 				t.Fatalf("state: %+v", s)
+			}
+			// The heir, silent for DeadManAfter, loses authority to the
+			// steward on its own (the switch fires without an event).
+			if s := m.Governance().Sovereign(relaytest.VectorTime + 100); s.Regime.By != governance.ByAutomatic || s.Regime.Since != relaytest.VectorTime+50 {
+				t.Fatalf("state at +100: %+v", s.Regime)
 			}
 			recs := m.Governance().Records()
 			if len(recs) != 1 || recs[0].Declared != "discussion" || len(recs[0].Supporters) != 2 {

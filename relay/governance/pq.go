@@ -15,6 +15,10 @@ const (
 	// SchemeDual is the scheme tag value of an act with ML-DSA-65
 	// signatures beside its Ed25519 ones.
 	SchemeDual = "ed25519+mldsa65"
+	// SchemeSeed is the seed's own name for the same dual scheme (seed
+	// §15.2, ["scheme", "ed25519+dilithium"]): CRYSTALS-Dilithium as
+	// standardised, FIPS 204 ML-DSA-65. Either value marks a dual act.
+	SchemeSeed = "ed25519+dilithium"
 	// pqContext is the ML-DSA context string (FIPS 204 ctx).
 	pqContext = "anp2-pq-v1"
 )
@@ -83,7 +87,9 @@ func (o *Options) pqVerify(e *protocol.Event, who []string) []PQCheck {
 	out := []PQCheck{}
 	var digest [32]byte
 	digested := false
-	dual := slices.ContainsFunc(e.Tags, func(t []string) bool { return len(t) >= 2 && t[0] == "scheme" && t[1] == SchemeDual })
+	dual := slices.ContainsFunc(e.Tags, func(t []string) bool {
+		return len(t) >= 2 && t[0] == "scheme" && (t[1] == SchemeDual || t[1] == SchemeSeed)
+	})
 	for _, w := range who {
 		pk, ok := o.pqPub[w]
 		if !ok {
@@ -100,11 +106,8 @@ func (o *Options) pqVerify(e *protocol.Event, who []string) []PQCheck {
 			digested = true
 		}
 		c.Reason = PQMissing
-		for _, t := range e.Tags {
-			if len(t) < 3 || t[0] != "pq_sig" || t[1] != w {
-				continue
-			}
-			sig, err := hex.DecodeString(strings.Join(t[2:], ""))
+		if hexSig, ok := pqSigOf(e, w); ok {
+			sig, err := hex.DecodeString(hexSig)
 			switch {
 			case err != nil || len(sig) != mldsa65.SignatureSize:
 				c.Reason = PQMalformed
@@ -113,9 +116,31 @@ func (o *Options) pqVerify(e *protocol.Event, who []string) []PQCheck {
 			default:
 				c.Reason = PQBadSignature
 			}
-			break
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// pqSigOf returns the hex of w's post-quantum signature on e, from the
+// first tag that carries one: ours, ["pq_sig", w, <hex chunk>…], or, for
+// e's author only, the seed's §15.2 form ["pq_sig", <hex chunk>…] (no
+// agent id: the signature is the author's). A tag whose second element
+// is a 64-hex agent id is always read as ours.
+func pqSigOf(e *protocol.Event, w string) (string, bool) {
+	for _, t := range e.Tags {
+		if len(t) < 2 || t[0] != "pq_sig" {
+			continue
+		}
+		if protocol.IsHex64(t[1]) {
+			if len(t) >= 3 && t[1] == w {
+				return strings.Join(t[2:], ""), true
+			}
+			continue
+		}
+		if w == e.AgentID {
+			return strings.Join(t[1:], ""), true
+		}
+	}
+	return "", false
 }

@@ -44,12 +44,14 @@ func (s *State) Digest(now int64) Digest {
 	s.digestMu.Lock()
 	defer s.digestMu.Unlock()
 	s.weights = s.Trust.At(at)
-	w := s.weights.Weight
+	mod := s.Moderation.ComputeWith(s.weights)
+	s.verifier = trust.VerifierWeight(s.weights, mod)
+	w := s.verifier
 	d := Digest{Seq: s.seq, Events: s.count, Revoked: len(s.revoked), At: at, Version: Version}
 	views := map[string][32]byte{
 		"events":     s.setDigest(),
 		"trust":      s.Trust.Digest(at),
-		"moderation": s.Moderation.Digest(at),
+		"moderation": mod.Digest(),
 		"tasks":      s.Tasks.Digest(at),
 		"credit":     s.Credit.Digest(at, w),
 	}

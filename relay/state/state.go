@@ -97,6 +97,9 @@ type State struct {
 
 	digestMu sync.Mutex
 	weights  *trust.Snapshot
+	// verifier is the verifier weight at the digest time: weights, and 0
+	// for a verifier whose collusion challenge holds (trust.VerifierWeight).
+	verifier func(agent string) float64
 
 	// version counts the Add calls completed, bumped after every fold has
 	// seen the event (see Version).
@@ -131,8 +134,8 @@ func New(opts Options) *State {
 	s.Trust = trust.NewGraph(opts.Trust)
 	s.Moderation = trust.NewModeration(s.Trust, opts.Moderation)
 	// The fold's own weight function only serves Digest, which runs under
-	// digestMu with s.weights set to the trust snapshot of the digest time.
-	s.Tasks = tasks.New(func(agent string) float64 { return s.weights.Weight(agent) })
+	// digestMu with s.verifier set to the verifier weight of the digest time.
+	s.Tasks = tasks.New(func(agent string) float64 { return s.verifier(agent) })
 	s.Credit = credit.New(s.Tasks, opts.Treasury)
 	s.folds = opts.Folds
 	return s
