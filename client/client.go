@@ -187,7 +187,11 @@ func (c *Client) doAuth(ctx context.Context, method, path, ct string, body []byt
 	if resp.StatusCode/100 != 2 {
 		return decodeError(resp.StatusCode, b)
 	}
-	if out == nil {
+	switch o := out.(type) {
+	case nil:
+		return nil
+	case *[]byte: // the body as it is (text answers)
+		*o = b
 		return nil
 	}
 	return json.Unmarshal(b, out)
