@@ -7,6 +7,9 @@ require github.com/anp2net/relay v0.0.0
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/mod v0.43.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 )
 
