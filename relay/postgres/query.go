@@ -248,6 +248,12 @@ func buildQuery(f Filter, refs bool) (string, []any) {
 			from += " JOIN events e ON e.seq = t.seq"
 		}
 		where = append(where, "t.name = "+p.add(names[0]), p.in("t.value", f.Tags[names[0]]))
+		if vals := f.Tags[names[0]]; len(vals) > 1 {
+			// An event carrying several of the values has a tag row for
+			// each: only the one with the least value stands for it.
+			where = append(where, "NOT EXISTS (SELECT 1 FROM tags t3 WHERE t3.name = t.name AND "+
+				p.in("t3.value", vals)+" AND t3.value < t.value AND t3.created_at = t.created_at AND t3.id = t.id)")
+		}
 		for _, n := range names[1:] {
 			where = append(where, "EXISTS (SELECT 1 FROM tags t2 WHERE t2.name = "+p.add(n)+" AND "+
 				p.in("t2.value", f.Tags[n])+" AND t2.created_at = t.created_at AND t2.id = t.id)")

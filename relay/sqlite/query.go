@@ -345,10 +345,16 @@ func buildQuery(f query, pending, refs bool) (string, []any) {
 		args = append(args, first)
 		if len(vals) == 1 {
 			where = append(where, "t.value = ?")
+			args = append(args, vals[0])
 		} else {
-			where = append(where, "t.value IN ("+placeholders(len(vals))+")")
+			// An event carrying several of the values has a tag row for
+			// each: only the one with the least value stands for it.
+			where = append(where, "t.value IN ("+placeholders(len(vals))+")",
+				"NOT EXISTS (SELECT 1 FROM "+tags+" t3 WHERE t3.name = t.name AND t3.value IN ("+placeholders(len(vals))+
+					") AND t3.value < t.value AND t3.created_at = t.created_at AND t3.seq = t.seq)")
+			args = append(args, anySlice(vals)...)
+			args = append(args, anySlice(vals)...)
 		}
-		args = append(args, anySlice(vals)...)
 		for _, n := range names[1:] {
 			vals := f.Tags[n]
 			where = append(where, "EXISTS (SELECT 1 FROM "+tags+" t2 WHERE t2.name = ? AND t2.value IN ("+

@@ -121,6 +121,9 @@ func CheckFilters(t *testing.T, l eventlog.Log, add func(...*protocol.Event)) {
 		{"all newest first", F{}, []string{e4.ID, e2.ID, e3.ID, e1.ID, e5.ID}},
 		{"tag t", F{Tags: map[string][]string{"t": {"weather"}}}, []string{e2.ID, e1.ID}},
 		{"tag t two values", F{Tags: map[string][]string{"t": {"weather", "news"}}}, []string{e2.ID, e3.ID, e1.ID, e5.ID}},
+		// e5 carries both values asked for: it is one match, not two.
+		{"tag t values an event carries both", F{Tags: map[string][]string{"t": {"news", "alerts"}}}, []string{e3.ID, e5.ID}},
+		{"tag t values, both, with limit", F{Tags: map[string][]string{"t": {"alerts", "news"}}, Limit: 2}, []string{e3.ID, e5.ID}},
 		{"tag e", F{Tags: map[string][]string{"e": {e1.ID}}}, []string{e3.ID}},
 		{"tags t and p", F{Tags: map[string][]string{"t": {"weather"}, "p": {p}}}, []string{e2.ID}},
 		// A repeated tag name narrows, and the limit counts matches: the
