@@ -64,7 +64,7 @@ func TestErrorHandlerStorageFull(t *testing.T) {
 		t.Fatalf("logged %d times in one episode, want once:\n%s", n, logs.String())
 	}
 	var out bytes.Buffer
-	m.write(&out, 0, 0, 0)
+	m.write(&out, 0, 0)
 	if !strings.Contains(out.String(), `anp2_events_rejected_total{code="storage_full"} 3`) {
 		t.Fatalf("metrics:\n%s", out.String())
 	}

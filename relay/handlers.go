@@ -349,7 +349,7 @@ func (s *Server) getMetrics(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4")
 	c.Response().WriteHeader(http.StatusOK)
-	s.metrics.write(c.Response(), st.Events, st.Bytes, 0)
+	s.metrics.write(c.Response(), st.Events, st.Bytes)
 	for _, h := range s.metricHooks {
 		h(c.Response())
 	}

@@ -48,7 +48,7 @@ func (m *metrics) observe(d time.Duration) {
 	m.count.Add(1)
 }
 
-func (m *metrics) write(w io.Writer, events, dbBytes int64, subscribers int) {
+func (m *metrics) write(w io.Writer, events, dbBytes int64) {
 	fmt.Fprintf(w, "# HELP anp2_events_accepted_total Events newly stored.\n# TYPE anp2_events_accepted_total counter\nanp2_events_accepted_total %d\n", m.accepted.Load())
 	fmt.Fprintf(w, "# HELP anp2_events_duplicate_total Copies of already stored events.\n# TYPE anp2_events_duplicate_total counter\nanp2_events_duplicate_total %d\n", m.duplicates.Load())
 	fmt.Fprintf(w, "# HELP anp2_events_rejected_total Events rejected, by error code.\n# TYPE anp2_events_rejected_total counter\n")
@@ -72,5 +72,4 @@ func (m *metrics) write(w io.Writer, events, dbBytes int64, subscribers int) {
 	fmt.Fprintf(w, "anp2_ingest_seconds_sum %g\nanp2_ingest_seconds_count %d\n", time.Duration(m.sum.Load()).Seconds(), m.count.Load())
 	fmt.Fprintf(w, "# HELP anp2_store_events Events in the log.\n# TYPE anp2_store_events gauge\nanp2_store_events %d\n", events)
 	fmt.Fprintf(w, "# HELP anp2_store_bytes Size of the SQLite database.\n# TYPE anp2_store_bytes gauge\nanp2_store_bytes %d\n", dbBytes)
-	fmt.Fprintf(w, "# HELP anp2_stream_subscribers Open stream subscribers.\n# TYPE anp2_stream_subscribers gauge\nanp2_stream_subscribers %d\n", subscribers)
 }

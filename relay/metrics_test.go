@@ -15,7 +15,7 @@ func TestIngestHistogramCumulative(t *testing.T) {
 		m.observe(d)
 	}
 	var out strings.Builder
-	m.write(&out, 0, 0, 0)
+	m.write(&out, 0, 0)
 	for _, want := range []string{
 		`anp2_ingest_seconds_bucket{le="0.0005"} 2` + "\n",
 		`anp2_ingest_seconds_bucket{le="0.001"} 2` + "\n",

@@ -92,6 +92,7 @@ func (m *Module) Mount(core *relay.Server) error {
 func (m *Module) writeMetrics(w io.Writer) {
 	st := m.hub.Stats()
 	rows, refused := m.hub.opts.ReadBudget.Counters()
+	fmt.Fprintf(w, "# HELP anp2_stream_subscribers Open stream subscribers.\n# TYPE anp2_stream_subscribers gauge\nanp2_stream_subscribers %d\n", st.Subscribers)
 	fmt.Fprintf(w, "# HELP anp2_stream_replay_rows_total Stored rows resumed streams were charged for reading.\n# TYPE anp2_stream_replay_rows_total counter\nanp2_stream_replay_rows_total %d\n", rows)
 	fmt.Fprintf(w, "# HELP anp2_stream_replay_refused_total Stream replays ended because their address's read budget ran out.\n# TYPE anp2_stream_replay_refused_total counter\nanp2_stream_replay_refused_total %d\n", refused)
 	fmt.Fprintf(w, "# HELP anp2_stream_dropped_slow_total Streams closed for falling behind.\n# TYPE anp2_stream_dropped_slow_total counter\nanp2_stream_dropped_slow_total %d\n", st.Dropped)

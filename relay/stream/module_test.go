@@ -105,6 +105,9 @@ func TestStreamsPerAddressCap(t *testing.T) {
 			t.Fatalf("stream %d: %d", i, resp.StatusCode)
 		}
 	}
+	if m := r.Do(t, "GET", "/metrics", "", nil); !strings.Contains(string(m.Body), "\nanp2_stream_subscribers 2\n") {
+		t.Fatalf("two open streams, metrics:\n%s", m.Body)
+	}
 	third := r.Do(t, "GET", "/stream", "", nil)
 	if third.Status != 429 || third.Code(t) != stream.CodeRateLimited || third.Header.Get("Retry-After") == "" {
 		t.Fatalf("third stream: %d %s %q", third.Status, third.Body, third.Header.Get("Retry-After"))
