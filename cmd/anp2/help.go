@@ -41,7 +41,7 @@ anp2 publish --key alice.key --content draft --dry-run                 # check w
 		examples: `anp2 get --t intro --limit 10
 anp2 get --kinds 0 --authors $(cat alice.id)`},
 	{name: "import", summary: "load JSON-lines events (an export, a dataset) into a log",
-		usage: "anp2 import [--db PATH|postgres://…] FILE.jsonl   (- for stdin)",
+		usage:    "anp2 import [--db PATH|postgres://…] FILE.jsonl   (- for stdin)",
 		examples: `curl -s http://127.0.0.1:8080/export > dump.jsonl && anp2 import --db copy.db dump.jsonl`},
 	{name: "replay", summary: "verify a log, rebuild every derived view and compare its digest with a relay's",
 		usage: "anp2 replay [--compare URL] [--at UNIX] SOURCE   (a database file or postgres:// URL, an export file, a relay URL, or - for stdin)",
@@ -54,7 +54,7 @@ anp2 replay --compare http://127.0.0.1:8080 http://127.0.0.1:8080   # download, 
 		usage:    "anp2 mirror [--db PATH|postgres://…] --peer URL…",
 		examples: `anp2 mirror --db ./copy.db --peer http://127.0.0.1:8080`},
 	{name: "cosign", summary: "endorse an event's content: print a cosign tag to attach with 'anp2 publish --cosign FILE'",
-		usage:    "anp2 cosign --key FILE --kind N (--content JSON | --content-file FILE) [--pq-key FILE]",
+		usage: "anp2 cosign --key FILE --kind N (--content JSON | --content-file FILE) [--pq-key FILE]",
 		examples: `anp2 cosign --key seed1.key --kind 12 --content-file cp.json > seed1.cosign
 anp2 publish --key seed2.key --kind 12 --content "$(cat cp.json)" --cosign seed1.cosign`},
 	{name: "pqkey", summary: "create an ML-DSA-65 key beside an agent key, for --pq-keys",
