@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"net/url"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // commandDoc is what 'anp2 help' says about one subcommand.
@@ -321,4 +326,37 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 		out += " revision unknown (built with -buildvcs=false or outside a git checkout)"
 	}
 	return out + " " + bi.GoVersion
+}
+
+// nextStep says what to do after command cmd failed with err, for the
+// line main prints under the error; "" when the error already says it.
+func nextStep(cmd string, err error) string {
+	msg := err.Error()
+	helpCmd := "run 'anp2 help " + cmd + "' for examples and every flag"
+	if _, ok := commands[cmd]; !ok {
+		helpCmd = "run 'anp2 help' for the list of commands"
+	}
+	var urlErr *url.Error
+	var opErr *net.OpError
+	var af *auditFailure
+	switch {
+	case errors.Is(err, context.Canceled), errors.As(err, &af),
+		strings.Contains(msg, "anp2 repair"), strings.Contains(msg, "stop that process"), strings.Contains(msg, "anp2 help"):
+		return "" // interrupted, an audit's verdict, or the message already says what to do
+	case errors.Is(err, fs.ErrExist):
+		return "pass --force to overwrite it, or choose another path"
+	case errors.Is(err, fs.ErrNotExist) && strings.Contains(msg, "key"):
+		return "create a key with 'anp2 keygen --key FILE', or pass --key with the path of yours"
+	case errors.Is(err, fs.ErrNotExist):
+		return "check the path; " + helpCmd
+	case errors.Is(err, fs.ErrPermission):
+		return "check the file's owner and mode, or run as the user that owns it"
+	case errors.As(err, &urlErr), errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED):
+		return "is a relay running at that URL? start one with 'anp2 serve', or pass --relay URL"
+	case strings.Contains(msg, "relay answered") && cmd == "publish":
+		return "the code and detail are the relay's (SPEC.md lists every code); 'anp2 publish --dry-run' lists every violation of the event"
+	case strings.Contains(msg, "relay answered"):
+		return "the code and detail are the relay's (SPEC.md lists every code); " + helpCmd
+	}
+	return helpCmd
 }

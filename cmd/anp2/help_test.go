@@ -190,3 +190,35 @@ func flagNames(fs *flag.FlagSet) []string {
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	return names
 }
+
+// TestErrorsSayWhatNext: a failing command's last line on stderr says
+// what to do next.
+func TestErrorsSayWhatNext(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k.key")
+	if out, err := exec.Command(binary, "keygen", "--key", key).CombinedOutput(); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keygen", "--key", key}, "--force"},
+		{[]string{"publish", "--key", filepath.Join(dir, "missing.key"), "--content", "x"}, "anp2 keygen"},
+		{[]string{"publish", "--relay", "http://127.0.0.1:1", "--key", key, "--content", "x"}, "anp2 serve"},
+		{[]string{"publish", "--no-such-flag"}, "anp2 help publish"},
+		{[]string{"replay"}, "anp2 help replay"},
+		{[]string{"import", "--db", filepath.Join(dir, "x.db"), filepath.Join(dir, "missing.jsonl")}, "check the path"},
+		{[]string{"no-such-command"}, "anp2 help"},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		if err == nil {
+			t.Errorf("anp2 %v succeeded, want a failure", c.args)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if last := lines[len(lines)-1]; !strings.Contains(last, c.want) {
+			t.Errorf("anp2 %v: last line %q does not say what to do next (want %q)", c.args, last, c.want)
+		}
+	}
+}

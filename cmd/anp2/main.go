@@ -44,6 +44,13 @@ func main() {
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "anp2:", err)
+			name := ""
+			if len(os.Args) > 1 {
+				name = os.Args[1]
+			}
+			if next := nextStep(name, err); next != "" {
+				fmt.Fprintln(os.Stderr, "anp2: next:", next)
+			}
 		}
 		os.Exit(1)
 	}
