@@ -182,3 +182,66 @@ func docsAlertRules(t *testing.T, path string) map[string]map[string]string {
 	}
 	return rules
 }
+
+// TestDocsLinksResolve: every relative link in README.md and docs/*.md
+// names a file of the tree, and every #anchor into a Markdown page names
+// one of its headings; the README's screenshots stay under 300 KB.
+func TestDocsLinksResolve(t *testing.T) {
+	pages, _ := filepath.Glob("../../docs/*.md")
+	pages = append(pages, "../../README.md")
+	linkRe := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headRe := regexp.MustCompile(`(?m)^#+ (.*)$`)
+	slug := func(h string) string {
+		h = strings.ToLower(h)
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		return b.String()
+	}
+	links := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRe.FindAllStringSubmatch(string(b), -1) {
+			l := m[1]
+			if strings.Contains(l, "://") || strings.HasPrefix(l, "mailto:") {
+				continue
+			}
+			links++
+			path, anchor, _ := strings.Cut(l, "#")
+			target := page
+			if path != "" {
+				target = filepath.Join(filepath.Dir(page), path)
+			}
+			st, err := os.Stat(target)
+			if err != nil {
+				t.Errorf("%s links to %s, which does not exist", page, l)
+				continue
+			}
+			if strings.HasSuffix(target, ".png") && st.Size() > 300_000 {
+				t.Errorf("%s: image %s is %d bytes, over 300 KB", page, l, st.Size())
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") {
+				tb, _ := os.ReadFile(target)
+				found := false
+				for _, h := range headRe.FindAllStringSubmatch(string(tb), -1) {
+					found = found || slug(h[1]) == anchor
+				}
+				if !found {
+					t.Errorf("%s links to %s: no such heading", page, l)
+				}
+			}
+		}
+	}
+	if links < 20 {
+		t.Fatalf("found only %d relative links", links)
+	}
+}
