@@ -1,5 +1,7 @@
 package main
 
+//go:generate sh -c "go run . help --markdown > ../../docs/configuration.md"
+
 import (
 	"context"
 	"errors"
