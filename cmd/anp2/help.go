@@ -108,9 +108,9 @@ var envOnly = []struct{ name, def, meaning string }{
 	{"ANP2_STREAM_QUEUE_BYTES", "4194304", "bytes waiting for one GET /stream reader"},
 	{"ANP2_STREAM_QUEUE_BYTES_TOTAL", "134217728", "bytes waiting for all GET /stream readers"},
 	{"ANP2_STREAM_REPLAY_ROWS", "50000", "stored rows one client address's resumed streams may read a minute"},
-	{"ANP2_KEY", "", "client library: the agent's private key (hex), instead of a key file"},
-	{"ANP2_KEY_FILE", "", "client library: the agent's key file"},
-	{"ANP2_PASSPHRASE", "", "client library: the passphrase of an encrypted key file"},
+	{"ANP2_KEY", "", "Go SDK (client.KeyFromEnv): the agent's Ed25519 seed in 64 hex; for the anp2 commands ANP2_KEY is --key, a key file's path"},
+	{"ANP2_KEY_FILE", "", "Go SDK (client.KeyFromEnv): the agent's key file, when ANP2_KEY is unset"},
+	{"ANP2_PASSPHRASE", "", "Go SDK (client.KeyFromEnv): derive the agent's key from this passphrase (the Python SDK's derivation), when neither ANP2_KEY nor ANP2_KEY_FILE is set"},
 	{"ANP2_PUSH_TRACE", "", "bench --push: write a per-event delivery trace to this file"},
 }
 
