@@ -38,55 +38,39 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"audit":      func(o, e io.Writer) command { return &auditCmd{out: o, progress: newProgress(e)} },
 }
 
-const usage = `anp2 — ANP2 relay and tools
-
-  anp2 serve    start the relay (SQLite log at --db, default ./anp2.db, or
-                PostgreSQL with --db postgres://…)
-  anp2 keygen   create an Ed25519 key file and print its agent_id
-  anp2 publish  build, mine, sign and post an event
-  anp2 get      query events and print them as JSON lines
-  anp2 import   load JSON-lines events (an export, a dataset) into a log
-  anp2 replay   verify a log (file, database or relay URL), rebuild every
-                derived view and compare its state digest with a relay's
-  anp2 migrate  copy a log between SQLite and PostgreSQL: --from DB --to DB
-  anp2 mirror   reconcile a local log with peer relays (fetch and push)
-  anp2 cosign   endorse an event's content: print a cosign tag to attach
-                with 'anp2 publish --cosign FILE' (--pq-key adds a pq_sig)
-  anp2 pqkey    create an ML-DSA-65 key beside an agent key, for --pq-keys
-  anp2 checkpoint  print the kind 12 content of a relay or a database at
-                --at T, for the high-trust agents to cosign
-  anp2 dm       send and read private messages (kind 3), sealed and
-                opened on this side: 'anp2 dm send', 'anp2 dm read'
-  anp2 repair   salvage a damaged log into a fresh one, verifying every
-                event, and fetch what was unreadable from --peer relays
-  anp2 audit    check a relay's transparency log: its signed checkpoint,
-                consistency with the last audit (--state FILE), and that its
-                entries hash to the root and are /export's ids in order
-  anp2 bench    measure ingest and query speed against the machine's ceiling
-
-Run 'anp2 <command> -h' for its flags. Every flag also reads ANP2_<FLAG>
-from the environment (dashes become underscores). ANP2_CPUPROFILE=FILE
-writes a CPU profile of the whole command to FILE (go tool pprof).`
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "anp2:", err)
+			name := ""
+			if len(os.Args) > 1 {
+				name = os.Args[1]
+			}
+			if next := nextStep(name, err); next != "" {
+				fmt.Fprintln(os.Stderr, "anp2: next:", next)
+			}
 		}
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, usage)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		writeOverview(stderr)
+		return nil
+	}
+	switch args[0] {
+	case "help":
+		return runHelp(args[1:], stdout)
+	case "version", "--version":
+		fmt.Fprintln(stdout, versionString())
 		return nil
 	}
 	mk, ok := commands[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
+		return fmt.Errorf("unknown command %q: run 'anp2 help' for the list of commands", args[0])
 	}
 	cmd := mk(stdout, stderr)
 	if err := cmd.ParseFlags(args[1:]); err != nil {
@@ -123,6 +107,9 @@ func envDefaults(fs *flag.FlagSet) error {
 
 // parse applies environment defaults, then args.
 func parse(fs *flag.FlagSet, args []string) error {
+	if len(args) == 1 && args[0] == flagsProbe {
+		return flagsProbed{fs}
+	}
 	if err := envDefaults(fs); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package explorer_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -88,4 +89,114 @@ func TestLiveShowsNewEvent(t *testing.T) {
 	if count != 2 {
 		t.Fatalf("the feed holds %d rows, want 2 (no duplicate at the resume)", count)
 	}
+}
+
+// liveRows returns the data-id of every row of the live feed, top first,
+// and how many of them came from the stored query.
+func liveRows(t *testing.T, ctx context.Context) (ids []string, stored int) {
+	t.Helper()
+	if err := chromedp.Run(ctx,
+		chromedp.Evaluate(`[...document.querySelectorAll('#live-feed li')].map((li) => li.dataset.id)`, &ids),
+		chromedp.Evaluate(`document.querySelectorAll('#live-feed li[data-stored]').length`, &stored)); err != nil {
+		t.Fatal(err)
+	}
+	return ids, stored
+}
+
+// TestLiveOpensWithNewest: the live page opens with the newest 50 stored
+// events its filter matches, newest first, then streams; a filter=
+// clause repeated on one axis narrows the stored rows as it narrows the
+// stream.
+func TestLiveOpensWithNewest(t *testing.T) {
+	needBrowser(t)
+	w := bt.w
+	now := time.Now().Unix()
+	var evs []*protocol.Event
+	var both []string
+	for i := range 60 {
+		tags := [][]string{{"t", "explorer-recent"}}
+		if i%12 == 0 {
+			tags = append(tags, []string{"t", "explorer-recent-b"})
+		}
+		e := w.erin.Sign(protocol.KindPost, now-300+int64(i), fmt.Sprintf("stored %d", i), tags...)
+		post(t, bt.base, e)
+		evs = append(evs, e)
+		if i%12 == 0 {
+			both = append([]string{e.ID}, both...)
+		}
+	}
+	ctx := tab(t)
+	open(t, ctx, "live?t=explorer-recent", "live")
+	ids, stored := liveRows(t, ctx)
+	if stored != 50 || len(ids) != 50 {
+		t.Fatalf("the page opened with %d rows, %d stored, want the newest 50 stored", len(ids), stored)
+	}
+	for i, id := range ids {
+		if want := evs[59-i].ID; id != want {
+			t.Fatalf("row %d is %s, want %s (the newest 50, newest first)", i, id, want)
+		}
+	}
+	fresh := w.erin.Sign(protocol.KindPost, now+1, "after the page opened", []string{"t", "explorer-recent"})
+	post(t, bt.base, fresh)
+	if _, ok := waitFor(10*time.Second, func() bool { ids, _ := liveRows(t, ctx); return len(ids) > 0 && ids[0] == fresh.ID }); !ok {
+		t.Fatal("an event published after the page opened did not come to the top")
+	}
+	ids, _ = liveRows(t, ctx)
+	if len(ids) != 51 {
+		t.Fatalf("the feed holds %d rows, want 51", len(ids))
+	}
+
+	ctx2 := tab(t)
+	open(t, ctx2, `live?filter=t:explorer-recent,t:explorer-recent-b`, "live")
+	ids, stored = liveRows(t, ctx2)
+	if fmt.Sprint(ids) != fmt.Sprint(both) || stored != len(both) {
+		t.Fatalf("filter=t:a,t:b opened with %v (%d stored), want only the events tagged with both, %v", ids, stored, both)
+	}
+}
+
+// TestLiveHandOverNoGapNoDuplicate: events published while the page is
+// opening (between its stored query and its stream) each show exactly
+// once: the stream resumes at the log's end read before the query.
+func TestLiveHandOverNoGapNoDuplicate(t *testing.T) {
+	needBrowser(t)
+	w := bt.w
+	now := time.Now().Unix()
+	var sent []*protocol.Event
+	for i := range 40 {
+		sent = append(sent, w.dave.Sign(protocol.KindPost, now+10+int64(i), fmt.Sprintf("hand-over %d", i), []string{"t", "explorer-handover"}))
+	}
+	ctx := tab(t)
+	done := make(chan error, 1)
+	go func() {
+		for _, e := range sent {
+			if err := publish(bt.base, e); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	open(t, ctx, "live?t=explorer-handover", "live")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := waitFor(15*time.Second, func() bool { ids, _ := liveRows(t, ctx); return len(ids) >= len(sent) }); !ok {
+		ids, _ := liveRows(t, ctx)
+		t.Fatalf("the feed shows %d of the %d events published while it opened", len(ids), len(sent))
+	}
+	ids, stored := liveRows(t, ctx)
+	count := map[string]int{}
+	for _, id := range ids {
+		count[id]++
+	}
+	for _, e := range sent {
+		if count[e.ID] != 1 {
+			t.Errorf("event %s shown %d times, want once", e.ID, count[e.ID])
+		}
+	}
+	if len(ids) != len(sent) {
+		t.Errorf("the feed holds %d rows, want %d", len(ids), len(sent))
+	}
+	t.Logf("%d of %d events came from the stored query, the rest from the stream", stored, len(sent))
 }

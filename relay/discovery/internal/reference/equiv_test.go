@@ -1,4 +1,4 @@
-package discovery_test
+package reference
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/discovery"
-	"github.com/anp2net/relay/relay/discovery/internal/reference"
 	"github.com/anp2net/relay/relay/state/statetest"
 )
 
@@ -189,7 +188,7 @@ func equivCorpus(seed uint64, agents, n int, base int64) ([]*protocol.Event, []s
 // pair is the new fold and the reference fed the same calls.
 type pair struct {
 	f *discovery.Fold
-	r *reference.Fold
+	r *Fold
 }
 
 func (p pair) add(e *protocol.Event)    { p.f.Add(e); p.r.Add(e) }
@@ -221,7 +220,7 @@ func (p pair) compare(t *testing.T, what string, ids []string, evs []*protocol.E
 		check("discoverability "+a, f.Discoverability(a), r.Discoverability(a))
 		check("following "+a, j(f.Following(a, true), f.Following(a, false)), j(r.Following(a, true), r.Following(a, false)))
 		check("followers "+a, j(f.Followers(discovery.TargetAgent, a, true), f.Followers(discovery.TargetAgent, a, false)),
-			j(r.Followers(reference.TargetAgent, a, true), r.Followers(reference.TargetAgent, a, false)))
+			j(r.Followers(TargetAgent, a, true), r.Followers(TargetAgent, a, false)))
 		for _, w := range []int64{3600, 7 * 86400, 90 * 86400} {
 			check(fmt.Sprint("copresence ", w, a), j(f.Copresence(a, now, w, 50), f.CopresenceScores(a, now, w, 3)),
 				j(r.Copresence(a, now, w, 50), r.CopresenceScores(a, now, w, 3)))
@@ -240,16 +239,16 @@ func (p pair) compare(t *testing.T, what string, ids []string, evs []*protocol.E
 		check("recent "+a, j(f.Recent([]string{a, other}, []string{ta, tb}, now-7*86400, now, 40), f.Recent([]string{a}, nil, now-90*86400, now, 300)),
 			j(r.Recent([]string{a, other}, []string{ta, tb}, now-7*86400, now, 40), r.Recent([]string{a}, nil, now-90*86400, now, 300)))
 		fq, fn := f.Active(discovery.BeaconQuery{Author: a}, now)
-		rq, rn := r.Active(reference.BeaconQuery{Author: a}, now)
+		rq, rn := r.Active(BeaconQuery{Author: a}, now)
 		check("beacons "+a, j(fq, fn), j(rq, rn))
 	}
 	for _, tp := range topics {
-		check("topic followers "+tp, j(f.Followers(discovery.TargetTopic, tp, true)), j(r.Followers(reference.TargetTopic, tp, true)))
+		check("topic followers "+tp, j(f.Followers(discovery.TargetTopic, tp, true)), j(r.Followers(TargetTopic, tp, true)))
 		fq, fn := f.Active(discovery.BeaconQuery{Topic: tp, Limit: 5}, now)
-		rq, rn := r.Active(reference.BeaconQuery{Topic: tp, Limit: 5}, now)
+		rq, rn := r.Active(BeaconQuery{Topic: tp, Limit: 5}, now)
 		check("beacons on "+tp, j(fq, fn), j(rq, rn))
 		fq, fn = f.Active(discovery.BeaconQuery{CapWanted: tp}, now)
-		rq, rn = r.Active(reference.BeaconQuery{CapWanted: tp}, now)
+		rq, rn = r.Active(BeaconQuery{CapWanted: tp}, now)
 		check("beacons wanting "+tp, j(fq, fn), j(rq, rn))
 	}
 	for i, e := range evs {
@@ -273,7 +272,7 @@ func TestFoldEqualsReference(t *testing.T) {
 		evs, ids := equivCorpus(seed, 4+int(seed)*4, 1500, base)
 		rng := rand.New(rand.NewPCG(seed, 3))
 		rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
-		p := pair{discovery.New(), reference.New()}
+		p := pair{discovery.New(), New()}
 		var added []*protocol.Event
 		now := int64(base)
 		for i, e := range evs {
@@ -311,7 +310,7 @@ func TestFoldEqualsReferenceStateCorpus(t *testing.T) {
 	const base = 1763800000
 	for seed := range uint64(3) {
 		evs := statetest.Corpus(seed, 12, 20, base, 5*86400)
-		p := pair{discovery.New(), reference.New()}
+		p := pair{discovery.New(), New()}
 		var ids []string
 		seen := map[string]bool{}
 		for _, e := range evs {
@@ -333,7 +332,7 @@ func TestFoldEqualsReferenceStateCorpus(t *testing.T) {
 // meanwhile. The neighbour answers equal the reference's at each stage.
 func TestFoldEqualsReferenceCommonWords(t *testing.T) {
 	const base, agents, kept = 1763800000, 700, 60
-	p := pair{discovery.New(), reference.New()}
+	p := pair{discovery.New(), New()}
 	ids := make([]string, agents)
 	var first []*protocol.Event
 	post := func(i, j int, text string) *protocol.Event {
