@@ -391,8 +391,8 @@ func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList, warns *warn
 // ParseTaskAccept parses and checks a kind 51 (§18.4): the accept tag (and
 // root, or the accept tag names the task), content with price_quote
 // {currency, amount}; eta_unix and terms_hash are typed when present. A
-// missing p tag, and a missing price_quote or empty content (an accept of
-// the offered reward), are warnings.
+// missing p tag, a missing price_quote or empty content (an accept of the
+// offered reward), and a terms_hash that is not a hash are warnings.
 func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 	var errs errList
 	ok := true
@@ -426,8 +426,12 @@ func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 		}
 	}
 	if v, present := obj["terms_hash"]; present {
-		if s, ok := jsonString(v); !ok || s != "" && !IsHex64(s) {
-			errs.add(CodeInvalidTaskContent, "terms_hash must be 64 lowercase hex characters")
+		if s, ok := jsonString(v); !ok {
+			errs.add(CodeInvalidTaskContent, "terms_hash must be a string")
+		} else if s != "" && !IsHex64(s) {
+			// The seed providers (timenow, jsonformat, summarize, demoecho)
+			// write labels such as "free-no-terms"; nothing reads the hash.
+			warns.add(WarnTermsHash, "terms_hash is not 64 lowercase hex characters: kept as a label, nothing reads it")
 		}
 	}
 	if len(errs) > 0 {

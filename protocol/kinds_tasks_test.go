@@ -160,6 +160,8 @@ func TestTaskAcceptRule(t *testing.T) {
 		{"valid", good, tags, nil, nil},
 		{"with t tag and task_id", patch(good, "task_id", taskID), append(tags, []string{"t", "x"}), nil, nil},
 		{"empty terms hash", patch(good, "terms_hash", ""), tags, nil, nil},
+		{"seed providers' terms label", patch(good, "terms_hash", "free-no-terms"), tags, nil, []string{WarnTermsHash}},
+		{"terms hash not a string", patchRaw(good, "terms_hash", "7"), tags, []string{CodeInvalidTaskContent}, nil},
 		{"no root: the accept tag names the task", good, lifecycleTags("accept"), nil, []string{WarnRootInferred}},
 		{"browser extension accept", "", [][]string{{"e", taskID, "accept"}}, nil, []string{WarnRootInferred, WarnMissingP, WarnNoQuote}},
 		{"no root, bad accept tag", good, [][]string{{"e", "xyz", "accept"}, {"p", someAgnt}}, []string{CodeInvalidTag, CodeMissingTag}, nil},

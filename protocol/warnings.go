@@ -31,6 +31,9 @@ const (
 	// WarnQuoteUnbounded: a kind 51 whose quote no bound of its request
 	// applies to (another currency): the quote does not count.
 	WarnQuoteUnbounded = "quote_not_compared"
+	// WarnTermsHash: a kind 51 whose terms_hash is a string but not 64
+	// lowercase hex (the seed providers' "free-no-terms").
+	WarnTermsHash = "terms_hash_nonstandard"
 	// WarnVerifyNoResult: a kind 53 without the ["e", result, "result"] tag.
 	WarnVerifyNoResult = "verify_result_inferred"
 	// WarnSchema: an event of a kind outside 1000–1999 whose content breaks

@@ -59,6 +59,15 @@ func MCPAccept(a Agent, at int64, task *protocol.Event) *protocol.Event {
 		[]string{"t", Capability}, []string{"p", task.AgentID})
 }
 
+// SeedProviderAccept is the kind 51 of the seed providers timenow,
+// jsonformat, summarize and demoecho (through the SDK's accept_task): a
+// free USD quote and a terms_hash that is a label, not a hash.
+func SeedProviderAccept(a Agent, at int64, task *protocol.Event) *protocol.Event {
+	content := fmt.Sprintf(`{"eta_unix":%d,"price_quote":{"currency":"USD","amount":0},"terms_hash":"free-no-terms"}`, at+5)
+	return a.Sign(protocol.KindTaskAccept, at, content, root(task), []string{"e", task.ID, "accept"},
+		[]string{"t", Capability}, []string{"p", task.AgentID})
+}
+
 // ExtensionAccept is the browser extension's buildAccept: one
 // ["e", task, "accept"] tag and empty content.
 func ExtensionAccept(a Agent, at int64, task *protocol.Event) *protocol.Event {
