@@ -36,6 +36,7 @@ type serveCmd struct {
 	newAgentTiers                bool
 	standing                     tiers.StandingOptions
 	gov                          govFlags
+	scale                        scaleFlags
 	now                          func() time.Time
 
 	store eventlog.Log
@@ -74,8 +75,12 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.standing.MinVerifiers, "standing-min-verifiers", 1, "distinct neutral verifiers of positive trust that must pass a task for it to count toward standing (2 or more: multi-verifier consensus)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
+	c.scale.register(fs)
 	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §17.5)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.scale.validate(); err != nil {
 		return err
 	}
 	if !branches.ValidBranchID(c.branch) {
@@ -172,6 +177,11 @@ func (c *serveCmd) Start() error {
 		return damaged(c.db, err)
 	}
 	c.srv = srv
+	if err := c.scale.startDebug(c.log); err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
 	if a, ok := st.(interface{ Announce(...string) error }); ok { // SQLite's writer lock names its holder
 		a.Announce("addr=" + ln.Addr().String())
@@ -195,6 +205,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 
 // Close releases the log.
 func (c *serveCmd) Close() error {
+	c.scale.closeDebug()
 	if c.store == nil {
 		return nil
 	}
