@@ -92,6 +92,10 @@ func (c *serveCmd) ParseFlags(args []string) error {
 // Start opens the log and begins listening; Run waits for ctx to end.
 func (c *serveCmd) Start() error {
 	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
+	stateDir, err := c.scale.stateDirFor(c.db)
+	if err != nil {
+		return err
+	}
 	st, err := openLog(context.Background(), c.db, func(work string) {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
@@ -101,6 +105,7 @@ func (c *serveCmd) Start() error {
 	c.store = st
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
+	cfg.StateDir = stateDir
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
 	cfg.AgentRates = agentRates(st)
 	if c.proxies != "" {
@@ -198,7 +203,11 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
+	go c.scale.saveEvery(ctx, c.srv, c.log)
 	err := c.srv.Serve(ctx, c.ln)
+	if serr := c.srv.SaveState(); serr != nil { // a clean stop saves
+		c.log.Error("saving derived state", "err", serr)
+	}
 	c.log.Info("relay stopped")
 	return err
 }

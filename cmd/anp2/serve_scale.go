@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,13 +9,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
+
+	"github.com/anp2net/relay/relay"
 )
 
 // scaleFlags are serve's flags for operating a large relay: the loopback
 // profiling listener.
 type scaleFlags struct {
-	debugAddr string
+	debugAddr  string
+	stateDir   string
+	stateEvery time.Duration
 
 	debugSrv *http.Server
 	// debugBound is the profiling listener's address once listening.
@@ -22,16 +28,57 @@ type scaleFlags struct {
 }
 
 func (f *scaleFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.stateDir, "state-dir", "", "directory of saved derived state, resumed at start (default <db>.state beside a SQLite log; none: fold the whole log at every start; refused with PostgreSQL)")
+	fs.DurationVar(&f.stateEvery, "state-every", 10*time.Minute, "save the derived state this often while serving, when the log grew (0: only at a clean stop)")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060, on a listener of its own (default off; other addresses are refused)")
 }
 
 // validate refuses a --debug-addr that is not a loopback IP literal or
 // localhost: profiles expose memory contents and must not be public.
 func (f *scaleFlags) validate() error {
+	if f.stateEvery < 0 {
+		return fmt.Errorf("--state-every %s is negative", f.stateEvery)
+	}
 	if f.debugAddr == "" {
 		return nil
 	}
 	return loopbackOnly(f.debugAddr)
+}
+
+// stateDirFor returns the state directory for the log db ("" for none).
+func (f *scaleFlags) stateDirFor(db string) (string, error) {
+	if isPostgres(db) {
+		if f.stateDir != "" && f.stateDir != "none" {
+			return "", fmt.Errorf("--state-dir needs the SQLite log: several processes over one PostgreSQL log commit out of seq order, so no process can name a position its saved state is complete up to (SPEC §2.1)")
+		}
+		return "", nil
+	}
+	switch f.stateDir {
+	case "none":
+		return "", nil
+	case "":
+		return strings.TrimPrefix(db, "sqlite:") + ".state", nil
+	}
+	return f.stateDir, nil
+}
+
+// saveEvery saves srv's derived state every --state-every until ctx ends.
+func (f *scaleFlags) saveEvery(ctx context.Context, srv *relay.Server, log *slog.Logger) {
+	if f.stateEvery <= 0 {
+		return
+	}
+	t := time.NewTicker(f.stateEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := srv.SaveState(); err != nil {
+				log.Error("saving derived state", "err", err)
+			}
+		}
+	}
 }
 
 // loopbackOnly returns an error unless addr is host:port with a loopback

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/state/statetest"
+)
+
+// scaleBuf is a goroutine-safe log sink.
+type scaleBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *scaleBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *scaleBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// scaleRelay is an in-process anp2 serve over a database file.
+type scaleRelay struct {
+	c      *serveCmd
+	log    *scaleBuf
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// scaleStart starts serve on db with args; Run (which saves the state at a
+// clean stop) when run is set, else Start and Serve (no save at the end).
+func scaleStart(t *testing.T, db string, run bool, args ...string) *scaleRelay {
+	t.Helper()
+	r := &scaleRelay{log: &scaleBuf{}, done: make(chan error, 1)}
+	r.c = newServe(os.Stdout, r.log)
+	all := append([]string{"--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0", "--state-every", "0", "--public-base-url", "http://relay.test"}, args...)
+	if err := r.c.ParseFlags(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.Start(); err != nil {
+		t.Fatalf("start: %v\n%s", err, r.log)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	if run {
+		// Run calls Start again: stop the first listener and log first.
+		r.c.ln.Close()
+		r.c.Close()
+		go func() { r.done <- r.c.Run(ctx) }()
+		scaleWait(t, r)
+	} else {
+		go func() { r.done <- r.c.srv.Serve(ctx, r.c.ln) }()
+	}
+	return r
+}
+
+// scaleWait waits until a Run relay has started listening.
+func scaleWait(t *testing.T, r *scaleRelay) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(r.log.String(), "relay listening") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("relay did not start:\n%s", r.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop ends the relay: cleanly (Run saves) or, for a Start relay, without
+// saving.
+func (r *scaleRelay) stop(t *testing.T, run bool) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil && !strings.Contains(err.Error(), "closed") {
+		t.Logf("serve: %v", err)
+	}
+	if !run {
+		r.c.Close()
+	}
+}
+
+func (r *scaleRelay) base() string { return "http://" + r.c.Addr() }
+
+// scaleDigest fetches /state at at.
+func scaleDigest(t *testing.T, base string, at int64) state.Digest {
+	t.Helper()
+	var d state.Digest
+	if err := client.New(base).GetJSON(context.Background(), "/state", url.Values{"at": {strconv.FormatInt(at, 10)}}, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func scalePublish(t *testing.T, base string, evs []*protocol.Event) {
+	t.Helper()
+	cl := client.New(base)
+	for _, e := range evs {
+		if _, err := cl.Publish(context.Background(), e, false); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+}
+
+// scaleSame fails unless a and b have the same digest and view digests.
+func scaleSame(t *testing.T, what string, a, b state.Digest) {
+	t.Helper()
+	ja, _ := json.Marshal(a.Views)
+	jb, _ := json.Marshal(b.Views)
+	if a.Digest != b.Digest || a.Events != b.Events || a.Revoked != b.Revoked || !bytes.Equal(ja, jb) {
+		t.Fatalf("%s: digests differ:\n%s %d/%d %s\n%s %d/%d %s", what, a.Digest, a.Events, a.Revoked, ja, b.Digest, b.Events, b.Revoked, jb)
+	}
+}
+
+// scaleCorpus is a random, shuffled (out-of-order) corpus with votes,
+// flags, revocations and task lifecycles.
+func scaleCorpus(t *testing.T, seed uint64, now int64) []*protocol.Event {
+	evs := statetest.Corpus(seed, 10, 0, now-3000, 2400)
+	for i := range 4 {
+		evs = append(evs, minedLifecycle(t, i+int(seed)*10, now-1000+int64(i)*10)...)
+	}
+	rand.New(rand.NewPCG(seed, 99)).Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	return evs
+}
+
+// snapDir returns the newest snapshot directory under db's state dir.
+func snapDir(t *testing.T, db string) string {
+	t.Helper()
+	m, _ := filepath.Glob(db + ".state/snap-*")
+	if len(m) == 0 {
+		t.Fatalf("no snapshot beside %s", db)
+	}
+	return m[len(m)-1]
+}
+
+// TestStateResumeNeverTrusted drives three paths over random logs — a
+// relay resumed from its saved state and the log's tail, a relay that
+// folds the same log from empty, and anp2 replay — and requires one /state
+// for every view; then damages the saved state four ways (a flipped byte,
+// another version, ahead of the log, a damaged composition) and requires
+// the same /state from a relay that refolded what it could not trust.
+func TestStateResumeNeverTrusted(t *testing.T) {
+	now := time.Now().Unix()
+	at := now + 10
+	for _, seed := range []uint64{1, 2} {
+		dir := t.TempDir()
+		db := filepath.Join(dir, "relay.db")
+		evs := scaleCorpus(t, seed, now)
+		half := len(evs) / 2
+		// Phase 1: the first half, then a clean stop that saves.
+		r := scaleStart(t, db, true)
+		scalePublish(t, r.base(), evs[:half])
+		r.stop(t, true)
+		if !strings.Contains(r.log.String(), "derived state saved") {
+			t.Fatalf("no save at the clean stop:\n%s", r.log)
+		}
+		// Phase 2: resumed; the rest of the log, then a stop that does
+		// not save: the saved state is now half a log behind.
+		r = scaleStart(t, db, false)
+		if !strings.Contains(r.log.String(), "saved state restored") {
+			t.Fatalf("phase 2 did not resume:\n%s", r.log)
+		}
+		scalePublish(t, r.base(), evs[half:])
+		r.stop(t, false)
+		// Resumed from the old save plus the tail.
+		r = scaleStart(t, db, false)
+		lg := r.log.String()
+		if !strings.Contains(lg, "saved state restored") || !strings.Contains(lg, "tail_events=") || strings.Contains(lg, "tail_events=0 ") {
+			t.Fatalf("resume with a tail: log\n%s", lg)
+		}
+		resumed := scaleDigest(t, r.base(), at)
+		out := runCLI(t, "replay", "--at="+strconv.FormatInt(at, 10), "--compare", r.base(), db)
+		if !strings.Contains(out, "match: ") {
+			t.Fatalf("replay --compare the resumed relay: %s", out)
+		}
+		r.stop(t, false)
+		if resumed.Events < int64(len(evs)) || resumed.Revoked == 0 {
+			t.Fatalf("resumed relay holds %d events (%d revoked), want %d and some revoked", resumed.Events, resumed.Revoked, len(evs))
+		}
+		r = scaleStart(t, db, false, "--state-dir", "none")
+		scaleSame(t, "resumed vs folded from empty", resumed, scaleDigest(t, r.base(), at))
+		r.stop(t, false)
+
+		// Save at the log's end (clean stop), then damage it.
+		r = scaleStart(t, db, true)
+		r.stop(t, true)
+		for _, damage := range []struct {
+			name, want string
+			do         func(snap string)
+		}{
+			{"flipped byte", "checksum mismatch", func(snap string) {
+				p := filepath.Join(snap, "trust.snap")
+				b, _ := os.ReadFile(p)
+				b[len(b)/2] ^= 0x40
+				os.WriteFile(p, b, 0o600)
+			}},
+			{"another version", "version", func(snap string) {
+				p := filepath.Join(snap, "MANIFEST")
+				b, _ := os.ReadFile(p)
+				os.WriteFile(p, bytes.Replace(b, []byte("trust.moderation/1"), []byte("trust.moderation/0"), 1), 0o600)
+			}},
+			{"ahead of the log", "does not match the log", func(snap string) {
+				p := filepath.Join(snap, "MANIFEST")
+				var m state.Manifest
+				b, _ := os.ReadFile(p)
+				json.Unmarshal(b, &m)
+				m.Seq += 1000
+				b, _ = json.Marshal(m)
+				os.WriteFile(p, b, 0o600)
+				os.Rename(snap, filepath.Join(filepath.Dir(snap), fmt.Sprintf("snap-%020d", m.Seq)))
+			}},
+			{"damaged composition", "folding the whole log", func(snap string) {
+				p := filepath.Join(snap, state.CompositionView+".snap")
+				b, _ := os.ReadFile(p)
+				b[0] ^= 1
+				os.WriteFile(p, b, 0o600)
+			}},
+		} {
+			r = scaleStart(t, db, true) // a clean save of the whole log
+			r.stop(t, true)
+			damage.do(snapDir(t, db))
+			r = scaleStart(t, db, false)
+			if lg := r.log.String(); !strings.Contains(lg, damage.want) {
+				t.Fatalf("%s: the log does not say %q:\n%s", damage.name, damage.want, lg)
+			}
+			scaleSame(t, damage.name, resumed, scaleDigest(t, r.base(), at))
+			r.stop(t, false)
+		}
+	}
+}
