@@ -27,8 +27,12 @@ type scaleBuf struct {
 	b  bytes.Buffer
 }
 
-func (s *scaleBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *scaleBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *scaleBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *scaleBuf) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // scaleRelay is an in-process anp2 serve over a database file.
 type scaleRelay struct {
