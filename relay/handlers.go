@@ -351,7 +351,7 @@ func (s *Server) getMetrics(c echo.Context) error {
 	c.Response().WriteHeader(http.StatusOK)
 	s.metrics.write(c.Response(), st.Events, st.Bytes, 0)
 	writeRuntime(c.Response())
-	writeFolds(c.Response(), s.state.Sizes(), s.snapshotBytes())
+	writeFolds(c.Response(), s.state.Sizes(), s.snapshotBytes(), s.resumedSeq())
 	for _, h := range s.metricHooks {
 		h(c.Response())
 	}

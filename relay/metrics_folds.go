@@ -10,7 +10,10 @@ import (
 // writeFolds appends a gauge per derived view of its entries and bytes in
 // memory (views that report them, state.Sizer) and, for views with saved
 // state, the bytes of their snapshot on disk (disk: view name → bytes).
-func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64) {
+func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64, resumed int64) {
+	if resumed != noStateDir {
+		gauge(w, "anp2_state_resumed_seq", "Log position the derived state resumed from at start (-1: folded the whole log).", float64(resumed))
+	}
 	fmt.Fprintf(w, "# HELP anp2_fold_entries Records a derived view holds in memory.\n# TYPE anp2_fold_entries gauge\n")
 	for _, z := range sizes {
 		if z.Sized {
@@ -27,3 +30,6 @@ func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64) {
 		}
 	}
 }
+
+// noStateDir is writeFolds' resumed figure for a relay without saved state.
+const noStateDir = -2

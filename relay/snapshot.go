@@ -94,6 +94,7 @@ func resume(ctx context.Context, log eventlog.Log, opts state.Options, dir *stat
 	if err != nil {
 		return nil, err
 	}
+	dir.SetResumed(m.Seq)
 	lg.Info("derived state resumed", "from_seq", m.Seq, "tail_events", tail, "seconds", time.Since(t0).Seconds())
 	return st, nil
 }
@@ -195,3 +196,12 @@ func (s *Server) snapshotBytes() map[string]int64 {
 }
 
 func noStart(int64) error { return nil }
+
+// resumedSeq is the log position the state resumed from, -1 when it folded
+// the whole log, noStateDir without a state directory.
+func (s *Server) resumedSeq() int64 {
+	if s.stateDir == nil {
+		return noStateDir
+	}
+	return s.stateDir.Resumed()
+}

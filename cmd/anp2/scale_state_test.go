@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,4 +242,59 @@ func TestStateResumeNeverTrusted(t *testing.T) {
 			r.stop(t, false)
 		}
 	}
+}
+
+// TestStateKill9WhileSaving runs a real anp2 serve process that saves its
+// derived state every millisecond while events arrive, kills it with
+// SIGKILL mid-way (likely while a save is being written), restarts it, and
+// requires the /state of a relay folding the log from empty and of anp2
+// replay; the restarted relay reports its saved state's bytes on disk.
+func TestStateKill9WhileSaving(t *testing.T) {
+	now := time.Now().Unix()
+	at := now + 10
+	dir := t.TempDir()
+	db := filepath.Join(dir, "relay.db")
+	args := []string{"--rate-agent", "0", "--rate-ip", "0", "--public-base-url", "http://relay.test", "--state-every", "1ms"}
+	evs := scaleCorpus(t, 3, now)
+	cuts := []int{len(evs) / 3, 2 * len(evs) / 3, len(evs)}
+	from := 0
+	for _, cut := range cuts {
+		p := startProc(t, db, args...)
+		scalePublish(t, p.base, evs[from:cut])
+		from = cut
+		p.cmd.Process.Kill() // SIGKILL
+		p.cmd.Wait()
+	}
+	p := startProc(t, db, args...)
+	resumed := scaleDigest(t, p.base, at)
+	if resumed.Events < int64(len(evs)) {
+		t.Fatalf("restarted relay holds %d events, want %d", resumed.Events, len(evs))
+	}
+	_, metrics := scaleGet(t, p.base+"/metrics")
+	if v, ok := metricValue([]byte(metrics), `anp2_fold_bytes{fold="trust",where="disk"}`); !ok || v <= 0 {
+		t.Fatalf("no saved state on disk after the restart:\n%s", metrics)
+	}
+	if v, ok := metricValue([]byte(metrics), "anp2_state_resumed_seq"); !ok || v <= 0 {
+		t.Fatalf("the restarted relay did not resume from saved state (anp2_state_resumed_seq %v, %v)", v, ok)
+	} else {
+		t.Logf("resumed from seq %v of %d events", v, resumed.Events)
+	}
+	if out := runCLI(t, "replay", "--at="+strconv.FormatInt(at, 10), "--compare", p.base, db); !strings.Contains(out, "match: ") {
+		t.Fatalf("replay --compare the restarted relay: %s", out)
+	}
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	full := startProc(t, db, append(args, "--state-dir", "none")...)
+	scaleSame(t, "restarted after kill -9 vs folded from empty", resumed, scaleDigest(t, full.base, at))
+}
+
+// metricValue returns the value of the sample named line (name with its
+// labels, as written) in a /metrics body; false when absent.
+func metricValue(body []byte, line string) (float64, bool) {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	return v, err == nil
 }

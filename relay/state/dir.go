@@ -50,6 +50,9 @@ type Dir struct {
 	// last is the manifest this process saved last; loaded the one read
 	// at start.
 	last, loaded *Manifest
+	// resumed is the log position the relay resumed from (-1: folded the
+	// whole log).
+	resumed int64
 }
 
 // OpenDir returns the state directory at path, creating it.
@@ -57,8 +60,15 @@ func OpenDir(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	return &Dir{path: path}, nil
+	return &Dir{path: path, resumed: -1}, nil
 }
+
+// SetResumed records the log position the relay resumed from (-1: it
+// folded the whole log).
+func (d *Dir) SetResumed(seq int64) { d.mu.Lock(); d.resumed = seq; d.mu.Unlock() }
+
+// Resumed returns what SetResumed recorded.
+func (d *Dir) Resumed() int64 { d.mu.Lock(); defer d.mu.Unlock(); return d.resumed }
 
 // Path is the directory's path.
 func (d *Dir) Path() string { return d.path }
