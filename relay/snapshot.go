@@ -88,6 +88,7 @@ func resume(ctx context.Context, log eventlog.Log, opts state.Options, dir *stat
 			return fmt.Errorf("resume: event at seq %d: %w", seq, err)
 		}
 		st.Add(seq, e, lookup)
+		index.Add(ItemOf(e)) // idempotent: Items may have listed it
 		tail++
 		return nil
 	})
@@ -166,6 +167,9 @@ func feedHead(ctx context.Context, log eventlog.Log, st *state.State, through in
 func (s *Server) SaveState() error {
 	if s.stateDir == nil {
 		return nil
+	}
+	if s.stateDir.Saved(s.state.Seq()) {
+		return nil // the log has not grown since
 	}
 	t0 := time.Now()
 	c, err := s.state.Capture()

@@ -28,7 +28,7 @@ type scaleFlags struct {
 }
 
 func (f *scaleFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.stateDir, "state-dir", "", "directory of saved derived state, resumed at start (default <db>.state beside a SQLite log; none: fold the whole log at every start; refused with PostgreSQL)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "directory of saved derived state, resumed at start (default <db>.state beside a SQLite log, none with PostgreSQL: give each process its own; none: fold the whole log at every start)")
 	fs.DurationVar(&f.stateEvery, "state-every", 10*time.Minute, "save the derived state this often while serving, when the log grew (0: only at a clean stop)")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060, on a listener of its own (default off; other addresses are refused)")
 }
@@ -47,11 +47,8 @@ func (f *scaleFlags) validate() error {
 
 // stateDirFor returns the state directory for the log db ("" for none).
 func (f *scaleFlags) stateDirFor(db string) (string, error) {
-	if isPostgres(db) {
-		if f.stateDir != "" && f.stateDir != "none" {
-			return "", fmt.Errorf("--state-dir needs the SQLite log: several processes over one PostgreSQL log commit out of seq order, so no process can name a position its saved state is complete up to (SPEC §2.1)")
-		}
-		return "", nil
+	if isPostgres(db) && f.stateDir == "" {
+		return "", nil // no file beside the log to name it after (SPEC §2.1)
 	}
 	switch f.stateDir {
 	case "none":

@@ -63,6 +63,13 @@ func OpenDir(path string) (*Dir, error) {
 	return &Dir{path: path, resumed: -1}, nil
 }
 
+// Saved reports whether this process already saved a snapshot at seq.
+func (d *Dir) Saved(seq int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last != nil && d.last.Seq == seq
+}
+
 // SetResumed records the log position the relay resumed from (-1: it
 // folded the whole log).
 func (d *Dir) SetResumed(seq int64) { d.mu.Lock(); d.resumed = seq; d.mu.Unlock() }
