@@ -82,12 +82,15 @@ func resume(ctx context.Context, log eventlog.Log, opts state.Options, dir *stat
 		return nil, fmt.Errorf("resume: index: %w", err)
 	}
 	var tail int64
+	folded := m.Seq
+	tailLookup := foldedLookup(log, &folded)
 	err = log.Export(ctx, m.Seq, noStart, func(seq int64, body []byte) error {
 		e, err := protocol.DecodeJSON(body)
 		if err != nil {
 			return fmt.Errorf("resume: event at seq %d: %w", seq, err)
 		}
-		st.Add(seq, e, lookup)
+		folded = seq
+		st.Add(seq, e, tailLookup)
 		index.Add(ItemOf(e)) // idempotent: Items may have listed it
 		tail++
 		return nil
