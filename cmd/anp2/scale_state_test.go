@@ -151,6 +151,19 @@ func scaleCorpus(t *testing.T, seed uint64, now int64) []*protocol.Event {
 	for i := range 4 {
 		evs = append(evs, minedLifecycle(t, i+int(seed)*10, now-1000+int64(i)*10)...)
 	}
+	// Funding and governance events, one of each revoked by its author.
+	pool := statetest.Agents(4)
+	for i, a := range pool {
+		at := now - 900 + int64(i)
+		fund := a.Sign(protocol.KindFunding, at, map[string]any{"addresses": []any{map[string]any{"chain": "ETH", "address": "0x52908400098527886e0f7030069857d2e4169ee7"}}, "disclose_totals": i%2 == 0}, []string{"chain", "ETH"})
+		don := a.Sign(protocol.KindDonation, at+1, map[string]any{"type": "sent", "chain": "BTC", "tx_hash": strings.Repeat(fmt.Sprintf("%02x", i+int(seed)*8), 32),
+			"amount": "0.001"}, []string{"p", pool[(i+1)%len(pool)].ID}, []string{"chain", "BTC"})
+		pip := a.Sign(20, at+2, map[string]any{"pip_number": fmt.Sprint(100 + i), "title": fmt.Sprint("pip ", i, " seed ", seed)})
+		evs = append(evs, fund, don, pip)
+		if i == 0 {
+			evs = append(evs, a.Sign(protocol.KindRevoke, at+5, "", []string{"e", fund.ID}), a.Sign(protocol.KindRevoke, at+6, "", []string{"e", pip.ID}))
+		}
+	}
 	rand.New(rand.NewPCG(seed, 99)).Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 	return evs
 }
