@@ -98,7 +98,11 @@ func resume(ctx context.Context, log eventlog.Log, opts state.Options, dir *stat
 	if err != nil {
 		return nil, err
 	}
-	dir.SetResumed(m.Seq)
+	current := true
+	for _, r := range why {
+		current = current && r == state.NoSnapshotSupport
+	}
+	dir.SetResumed(m.Seq, current)
 	lg.Info("derived state resumed", "from_seq", m.Seq, "tail_events", tail, "seconds", time.Since(t0).Seconds())
 	return st, nil
 }

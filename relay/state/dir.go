@@ -71,8 +71,17 @@ func (d *Dir) Saved(seq int64) bool {
 }
 
 // SetResumed records the log position the relay resumed from (-1: it
-// folded the whole log).
-func (d *Dir) SetResumed(seq int64) { d.mu.Lock(); d.resumed = seq; d.mu.Unlock() }
+// folded the whole log); current reports that the snapshot read at start
+// holds every view that has a saved form, valid, so that saving again at
+// that position would write the same snapshot.
+func (d *Dir) SetResumed(seq int64, current bool) {
+	d.mu.Lock()
+	d.resumed = seq
+	if current && d.loaded != nil && d.loaded.Seq == seq {
+		d.last = d.loaded
+	}
+	d.mu.Unlock()
+}
 
 // Resumed returns what SetResumed recorded.
 func (d *Dir) Resumed() int64 { d.mu.Lock(); defer d.mu.Unlock(); return d.resumed }

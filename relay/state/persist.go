@@ -28,6 +28,9 @@ type Snapshotter interface {
 	Restore(r io.Reader, lookup func(id string) *protocol.Event) error
 }
 
+// NoSnapshotSupport is Resume's reason for a view that has no saved form.
+const NoSnapshotSupport = "no snapshot support"
+
 // CompositionView is the name of the composition's own saved state (the
 // set fingerprint, the log position and the revocations) among a
 // snapshot's views.
@@ -180,7 +183,7 @@ func (s *State) Resume(sv *Saved, lookup func(id string) *protocol.Event) (resto
 		sn, ok := v.Fold.(Snapshotter)
 		switch {
 		case !ok:
-			why[v.Name] = "no snapshot support"
+			why[v.Name] = NoSnapshotSupport
 		case sv.Bad[v.Name] != "":
 			why[v.Name] = sv.Bad[v.Name]
 		case sv.Data[v.Name] == nil && sv.Versions[v.Name] == "":
