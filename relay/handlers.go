@@ -350,6 +350,8 @@ func (s *Server) getMetrics(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4")
 	c.Response().WriteHeader(http.StatusOK)
 	s.metrics.write(c.Response(), st.Events, st.Bytes)
+	writeRuntime(c.Response())
+	writeFolds(c.Response(), s.state.Sizes(), s.snapshotBytes(), s.resumedSeq())
 	for _, h := range s.metricHooks {
 		h(c.Response())
 	}

@@ -86,6 +86,9 @@ type Config struct {
 	// Modules are the capability modules this relay runs (see Module);
 	// cmd/anp2 lists them in one place.
 	Modules []Module
+	// StateDir, when set, is the directory of saved derived state: New
+	// resumes from it and SaveState writes it (SPEC §2.2).
+	StateDir string
 }
 
 // DefaultConfig returns the seed's limits: 60 events per agent and 300 per IP
@@ -146,6 +149,8 @@ type Server struct {
 	powBypass PoWBypass
 	// warners add modules' warnings to publish answers (OnPublishWarn).
 	warners []func(e *protocol.Event, now int64) []protocol.Warning
+	// stateDir holds saved derived state (Config.StateDir); nil: none.
+	stateDir *state.Dir
 }
 
 // New builds a relay over store: it folds the stored log into the derived
@@ -171,8 +176,7 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
 		Folds: Folds(cfg.Modules)}
-	st, err := rebuild(context.Background(), store, opts, cfg.OnRebuild,
-		func(e *protocol.Event) { s.index.Add(ItemOf(e)) })
+	st, err := s.buildState(context.Background(), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 // reports progress (done, total) every few thousand events.
 func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress func(done, total int64), also func(*protocol.Event)) (*state.State, error) {
 	s := state.New(opts)
-	lookup := storeLookup(st)
+	var folded int64
+	lookup := foldedLookup(st, &folded)
 	var total, done int64
 	err := st.Export(ctx, 0, func(through int64) error { total = through; return nil },
 		func(seq int64, body []byte) error {
@@ -25,6 +26,7 @@ func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress 
 			if err != nil {
 				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
 			}
+			folded = seq
 			s.Add(seq, e, lookup)
 			also(e)
 			done++
@@ -42,6 +44,25 @@ func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress 
 	return s, nil
 }
 
+// foldedLookup is storeLookup for a fold of the stored log in seq order:
+// it finds only the events at or before *folded, as a live relay's lookup
+// finds only the events committed (and folded) before. A later event is
+// not there yet: the revocation is then applied when it is added, and no
+// view is asked to remove an event it never saw.
+func foldedLookup(st eventlog.Log, folded *int64) state.Lookup {
+	return func(id string) *protocol.Event {
+		se, err := st.Get(context.Background(), id)
+		if err != nil || se.Seq > *folded {
+			return nil
+		}
+		e, err := protocol.DecodeJSON(se.Body)
+		if err != nil {
+			return nil
+		}
+		return e
+	}
+}
+
 // storeLookup fetches stored events for revocations (rare: kind 9 only).
 func storeLookup(st eventlog.Log) state.Lookup {
 	return func(id string) *protocol.Event {
@@ -56,8 +77,12 @@ func storeLookup(st eventlog.Log) state.Lookup {
 // apply is the store's commit hook: it folds newly committed events into
 // the derived state before their publishers are answered.
 func (s *Server) apply(batch []eventlog.Committed) {
-	lookup := storeLookup(s.store)
+	// A batch is committed at once: a kind 9 must not find a target that
+	// comes after it in the batch before that target is folded.
+	var folded int64
+	lookup := foldedLookup(s.store, &folded)
 	for _, c := range batch {
+		folded = c.Seq
 		s.state.Add(c.Seq, c.Event, lookup)
 		s.index.Add(ItemOf(c.Event))
 	}

@@ -41,6 +41,7 @@ type serveCmd struct {
 	newAgentTiers                bool
 	standing                     tiers.StandingOptions
 	gov                          govFlags
+	scale                        scaleFlags
 	now                          func() time.Time
 
 	store eventlog.Log
@@ -84,6 +85,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.standing.MinVerifiers, "standing-min-verifiers", 1, "distinct neutral verifiers of positive trust that must pass a task for it to count toward standing (2 or more: multi-verifier consensus)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
+	c.scale.register(fs)
 	fs.StringVar(&c.branch, "branch", "main", "the branch served by default and announced as preferred (main, pre-rollback-<hex>, b-<hex>; SPEC §17.5)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -94,6 +96,9 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	if c.idleTimeout == 0 || c.bodyTimeout == 0 {
 		return fmt.Errorf("--idle-timeout and --body-timeout must not be 0 (a negative value means no limit)")
 	}
+	if err := c.scale.validate(); err != nil {
+		return err
+	}
 	if !branches.ValidBranchID(c.branch) {
 		return fmt.Errorf("--branch %q is not main, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", c.branch)
 	}
@@ -103,6 +108,10 @@ func (c *serveCmd) ParseFlags(args []string) error {
 // Start opens the log and begins listening; Run waits for ctx to end.
 func (c *serveCmd) Start() error {
 	c.log = slog.New(slog.NewTextHandler(c.errw, nil))
+	stateDir, err := c.scale.stateDirFor(c.db)
+	if err != nil {
+		return err
+	}
 	st, err := openLog(context.Background(), c.db, func(work string) {
 		c.log.Info("repairing the log before serving", "db", c.db, "work", work)
 	})
@@ -112,6 +121,7 @@ func (c *serveCmd) Start() error {
 	c.store = st
 	cfg := relay.DefaultConfig()
 	cfg.Now, cfg.Logger = c.now, c.log
+	cfg.StateDir = stateDir
 	cfg.RatePerAgent, cfg.RatePerIP, cfg.RatePerAuth = c.rateAgent, c.rateIP, c.rateAuth
 	cfg.AgentRates = agentRates(st)
 	cfg.IPv6Prefix, cfg.IdleTimeout, cfg.BodyTimeout = c.ipv6Prefix, c.idleTimeout, c.bodyTimeout
@@ -211,6 +221,11 @@ func (c *serveCmd) Start() error {
 		return damaged(c.db, err)
 	}
 	c.srv = srv
+	if err := c.scale.startDebug(c.log); err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
 	if a, ok := st.(interface{ Announce(...string) error }); ok { // SQLite's writer lock names its holder
 		a.Announce("addr=" + ln.Addr().String())
@@ -227,13 +242,18 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
+	go c.scale.saveEvery(ctx, c.srv, c.log)
 	err := c.srv.Serve(ctx, c.ln)
+	if serr := c.srv.SaveState(); serr != nil { // a clean stop saves
+		c.log.Error("saving derived state", "err", serr)
+	}
 	c.log.Info("relay stopped")
 	return err
 }
 
 // Close releases the log.
 func (c *serveCmd) Close() error {
+	c.scale.closeDebug()
 	if c.store == nil {
 		return nil
 	}

@@ -87,8 +87,10 @@ type State struct {
 	// ids as 256-bit little-endian integers mod 2^256.
 	count int64
 	sum   [4]uint64
-	// seq is the highest log sequence added.
-	seq int64
+	// seq is the highest log sequence added, lastID the id of the event
+	// added at seq (saved state names the log position by both).
+	seq    int64
+	lastID string
 	// revoked counts the distinct events excluded by a revocation.
 	revoked map[string]struct{}
 	// revMu guards revoked for readers (Revoked runs per event on the
@@ -167,7 +169,9 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.version.Add(1) // after every fold, before the unlock
-	s.seq = max(s.seq, seq)
+	if seq >= s.seq {
+		s.seq, s.lastID = seq, ev.ID
+	}
 	s.count++
 	addID(&s.sum, ev.ID)
 	if ev.Kind == protocol.KindRevoke {
