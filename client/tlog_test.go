@@ -5,9 +5,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"strings"
 	"testing"
 

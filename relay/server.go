@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
@@ -367,12 +368,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	// Publish time-driven moderation changes (debounced transitions, decay)
 	// even when nobody reads.
+	// Serve returns only once the background work it started has ended
+	// (or 10 s after it was told to), so whatever closes the modules and
+	// the log afterwards finds nobody still writing.
 	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 250*time.Millisecond)
+	var running sync.WaitGroup
+	defer func() {
+		stop()
+		done := make(chan struct{})
+		go func() { running.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cfg.Logger.Warn("background work still running 10 s after the relay stopped")
+		}
+	}()
+	running.Go(func() { s.state.Moderation.Run(rctx, func() int64 { return s.cfg.Now().Unix() }, 250*time.Millisecond) })
 	for _, m := range s.cfg.Modules {
 		if r, ok := m.(Runner); ok {
-			go r.Run(rctx)
+			running.Go(func() { r.Run(rctx) })
 		}
 	}
 	select {

@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/anp2net/relay/protocol"
@@ -19,6 +20,8 @@ import (
 type graphSaved struct {
 	Names []string
 	Pairs []pairSaved
+	// Seen is each agent's sorted first-seen times (the new-agent ramp).
+	Seen [][]int64
 }
 
 type pairSaved struct {
@@ -35,7 +38,7 @@ type voteSaved struct {
 }
 
 // SnapshotVersion names the Graph's saved form.
-func (g *Graph) SnapshotVersion() string { return "trust.graph/1" }
+func (g *Graph) SnapshotVersion() string { return "trust.graph/2" }
 
 // Snapshot writes g's votes and agent table to w.
 func (g *Graph) Snapshot(w io.Writer) error {
@@ -47,6 +50,10 @@ func (g *Graph) Snapshot(w io.Writer) error {
 			ps.Recs[j] = voteSaved{r.id, r.createdAt, r.score, r.reason}
 		}
 		sv.Pairs[i] = ps
+	}
+	sv.Seen = make([][]int64, len(g.seen))
+	for i, t := range g.seen {
+		sv.Seen[i] = append([]int64(nil), t...)
 	}
 	g.mu.RUnlock()
 	return gob.NewEncoder(w).Encode(&sv)
@@ -85,8 +92,16 @@ func (g *Graph) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
 		pairs[i] = p
 		inbound[k.target] = append(inbound[k.target], k.voter)
 	}
+	if len(sv.Seen) > len(sv.Names) {
+		return fmt.Errorf("trust graph: first-seen times of %d agents, %d named", len(sv.Seen), len(sv.Names))
+	}
+	for i, t := range sv.Seen {
+		if !slices.IsSorted(t) {
+			return fmt.Errorf("trust graph: first-seen times of agent %d out of order", i)
+		}
+	}
 	g.mu.Lock()
-	g.agents, g.pairIdx, g.pairs, g.inbound = agents, pairIdx, pairs, inbound
+	g.agents, g.pairIdx, g.pairs, g.inbound, g.seen = agents, pairIdx, pairs, inbound, sv.Seen
 	g.mu.Unlock()
 	g.version.Add(1)
 	return nil
@@ -109,10 +124,11 @@ type flagSaved struct {
 	Category, Reason string
 	Override, Appeal bool
 	Cosigners        []int32
+	Signed           []int32 // cosigners whose signature verified (§7.5)
 }
 
 // SnapshotVersion names the Moderation's saved form.
-func (m *Moderation) SnapshotVersion() string { return "trust.moderation/1" }
+func (m *Moderation) SnapshotVersion() string { return "trust.moderation/2" }
 
 // Snapshot writes m's per-event records, activity and flags to w.
 func (m *Moderation) Snapshot(w io.Writer) error {
@@ -134,7 +150,7 @@ func (m *Moderation) Snapshot(w io.Writer) error {
 	sv.Flags = make([][]flagSaved, len(sv.Targets))
 	for i, t := range sv.Targets {
 		for _, f := range m.targets[t] {
-			sv.Flags[i] = append(sv.Flags[i], flagSaved{f.id, f.flagger, f.createdAt, f.category, f.reason, f.override, f.appeal, f.cosigners})
+			sv.Flags[i] = append(sv.Flags[i], flagSaved{f.id, f.flagger, f.createdAt, f.category, f.reason, f.override, f.appeal, f.cosigners, f.signed})
 		}
 	}
 	m.mu.RUnlock()
@@ -174,13 +190,13 @@ func (m *Moderation) Restore(r io.Reader, _ func(id string) *protocol.Event) err
 			if !inRange(f.Flagger) {
 				return fmt.Errorf("moderation: flagger out of range")
 			}
-			for _, c := range f.Cosigners {
+			for _, c := range append(f.Cosigners[:len(f.Cosigners):len(f.Cosigners)], f.Signed...) {
 				if !inRange(c) {
 					return fmt.Errorf("moderation: cosigner out of range")
 				}
 			}
 			recs[j] = flagRec{id: f.ID, flagger: f.Flagger, createdAt: f.CreatedAt, category: f.Category,
-				reason: f.Reason, override: f.Override, appeal: f.Appeal, cosigners: f.Cosigners}
+				reason: f.Reason, override: f.Override, appeal: f.Appeal, cosigners: f.Cosigners, signed: f.Signed}
 		}
 		targets[t] = recs
 	}

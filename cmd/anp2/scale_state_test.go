@@ -254,7 +254,7 @@ func TestStateResumeNeverTrusted(t *testing.T) {
 			{"another version", "version", func(snap string) {
 				p := filepath.Join(snap, "MANIFEST")
 				b, _ := os.ReadFile(p)
-				os.WriteFile(p, bytes.Replace(b, []byte("trust.moderation/1"), []byte("trust.moderation/0"), 1), 0o600)
+				os.WriteFile(p, bytes.Replace(b, []byte("trust.moderation/"), []byte("trust.moderation/0-"), 1), 0o600)
 			}},
 			{"ahead of the log", "does not match the log", func(snap string) {
 				p := filepath.Join(snap, "MANIFEST")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,10 +46,12 @@ type serveCmd struct {
 	now                          func() time.Time
 
 	store eventlog.Log
-	ln    net.Listener
-	srv   *relay.Server
-	fed   *federation.Module // the federation module (mirroring)
-	log   *slog.Logger
+	// mods are the modules the relay runs (closed by Close).
+	mods []relay.Module
+	ln   net.Listener
+	srv  *relay.Server
+	fed  *federation.Module // the federation module (mirroring)
+	log  *slog.Logger
 }
 
 func newServe(out, errw io.Writer) *serveCmd { return &serveCmd{out: out, errw: errw, now: time.Now} }
@@ -163,7 +166,7 @@ func (c *serveCmd) Start() error {
 		st.Close()
 		return err
 	}
-	cfg.Modules, c.fed = mods.all, mods.federation
+	cfg.Modules, c.fed, c.mods = mods.all, mods.federation, mods.all
 	var witnesses []tlog.Witness
 	for _, w := range c.tlogWitness {
 		u, k, ok := strings.Cut(w, "=")
@@ -251,13 +254,21 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the log.
+// Close releases the modules' files (a module that is an io.Closer, such
+// as the transparency log's tree) and then the log.
 func (c *serveCmd) Close() error {
 	c.scale.closeDebug()
-	if c.store == nil {
-		return nil
+	var err error
+	for _, m := range c.mods {
+		if cl, ok := m.(io.Closer); ok {
+			err = errors.Join(err, cl.Close())
+		}
 	}
-	return c.store.Close()
+	c.mods = nil
+	if c.store == nil {
+		return err
+	}
+	return errors.Join(err, c.store.Close())
 }
 
 // checkStanding refuses the standing-based PoW bypass without

@@ -21,10 +21,13 @@ type saved struct {
 	RoomTimes [][]int64
 	Kinds     []int64
 	Counts    []int
+	// Ever lists the agents (indexes into Agents) that have published a
+	// kind 0, revoked since or not (registered "true thereafter").
+	Ever []int
 }
 
 // SnapshotVersion names the Directory's saved form.
-func (d *Directory) SnapshotVersion() string { return "directory/1" }
+func (d *Directory) SnapshotVersion() string { return "directory/2" }
 
 // Snapshot writes d's records to w.
 func (d *Directory) Snapshot(w io.Writer) error {
@@ -34,8 +37,11 @@ func (d *Directory) Snapshot(w io.Writer) error {
 		sv.Agents = append(sv.Agents, id)
 	}
 	sort.Strings(sv.Agents)
-	for _, id := range sv.Agents {
+	for i, id := range sv.Agents {
 		a := d.agents[id]
+		if a.everProfile {
+			sv.Ever = append(sv.Ever, i)
+		}
 		sv.Times = append(sv.Times, a.times)
 		sv.Profiles = append(sv.Profiles, eventIDs(a.profiles))
 		sv.Caps = append(sv.Caps, eventIDs(a.caps))
@@ -103,6 +109,12 @@ func (d *Directory) Restore(r io.Reader, lookup func(id string) *protocol.Event)
 			return fmt.Errorf("directory: agent times out of order")
 		}
 		agents[id] = a
+	}
+	for _, i := range sv.Ever {
+		if i < 0 || i >= n {
+			return fmt.Errorf("directory: registered agent %d out of range", i)
+		}
+		agents[sv.Agents[i]].everProfile = true
 	}
 	rooms := make(map[string]*roomRec, len(sv.Rooms))
 	for i, t := range sv.Rooms {
