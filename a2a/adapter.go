@@ -75,6 +75,10 @@ type Options struct {
 	// config belongs to its task's requester, so the push-config methods
 	// ask it; nil takes every caller as anonymous.
 	Reader func(echo.Context) (string, error)
+	// Shared, when set, keeps A2A-originated tasks where every relay
+	// process over the same log reads them (Module sets it to the log
+	// when the log implements SharedTasks: PostgreSQL).
+	Shared SharedTasks
 }
 
 // Adapter serves the A2A surface. It is safe for concurrent use.
@@ -118,7 +122,9 @@ func New(opts Options) *Adapter {
 	opts.Organization = cmpOr(opts.Organization, "ANP2 network")
 	opts.Version = cmpOr(opts.Version, "0.1.3")
 	opts.PublicBaseURL = strings.TrimRight(opts.PublicBaseURL, "/")
-	return &Adapter{opts: opts, store: newStore(opts.MaxTasks), closed: make(chan struct{}), pushSignal: make(chan struct{}, 1)}
+	st := newStore(opts.MaxTasks)
+	st.shared, st.log = opts.Shared, opts.Logger
+	return &Adapter{opts: opts, store: st, closed: make(chan struct{}), pushSignal: make(chan struct{}, 1)}
 }
 
 // Close ends every open stream without a final frame (clients resubscribe

@@ -45,6 +45,9 @@ func (m *Module) Mount(core *relay.Server) error {
 		opts.Reader = core.Reader
 	}
 	opts.Tasks = core.NativeTasks()
+	if sh, ok := core.Log().(SharedTasks); ok && opts.Shared == nil {
+		opts.Shared = sh
+	}
 	opts.Branch = func(branch string) (Tasks, error) {
 		src, err := core.NativeTasksIn(context.Background(), branch)
 		return src, err

@@ -44,6 +44,7 @@ var statusOf = map[string]int{
 	CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
 	CodeBodyTimeout:         http.StatusRequestTimeout,
 	CodeUnsupportedType:     http.StatusUnsupportedMediaType,
+	CodeUnsupportedEncoding: http.StatusUnsupportedMediaType,
 	CodeMethod:              http.StatusMethodNotAllowed,
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeUnauthorized:        http.StatusUnauthorized,

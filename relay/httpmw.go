@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -24,7 +25,7 @@ func cors() echo.MiddlewareFunc {
 		AllowOrigins: []string{"*"},
 		AllowMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch, http.MethodDelete, http.MethodOptions},
 		AllowHeaders: []string{echo.HeaderContentType, echo.HeaderAuthorization, echo.HeaderAccept,
-			"Last-Event-ID", echo.HeaderAcceptEncoding},
+			"Last-Event-ID", echo.HeaderAcceptEncoding, echo.HeaderContentEncoding},
 		ExposeHeaders: []string{echo.HeaderRetryAfter, "X-ANP2-Through-Seq", "X-ANP2-Hidden-Count",
 			"X-ANP2-Hidden-Included", "X-ANP2-Hidden-Omitted", "X-ANP2-Restricted"},
 		MaxAge: 86400,
@@ -37,7 +38,9 @@ func cors() echo.MiddlewareFunc {
 // body_timeout and the connection is closed after the answer; one over
 // the body limit is a 413 body_too_large. The handler reads the same
 // bytes again from Request().Body (or, in the core, takes them without a
-// copy: readBodyWithin). A protocol upgrade (GET /ws) has no body to wait
+// copy: readBodyWithin). A body sent with Content-Encoding gzip or zstd
+// is decoded here, its decoded size capped by the same body limit
+// (bodyDecoder). A protocol upgrade (GET /ws) has no body to wait
 // for.
 func (s *Server) readBodies() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -48,6 +51,9 @@ func (s *Server) readBodies() echo.MiddlewareFunc {
 			}
 			body, err := readBodyWithin(c, s.cfg.BodyTimeout)
 			if err != nil {
+				return err
+			}
+			if body, err = s.bodies.decodeRequestBody(c, body); err != nil {
 				return err
 			}
 			r.Body = newWholeBody(body)
@@ -102,22 +108,29 @@ func chain(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 // gzip framing costs more than it saves.
 const compressMinLength = 1024
 
-// compress gzips answers for clients that accept it (transport compression,
-// seed §9.1 tier 1), /export and /stream included: the writer flushes
-// through the compressor, so streamed events are not held back. Level 1
-// (fastest): on JSON it keeps most of the saving of the default level at a
-// fraction of the CPU, which matters when a mirror reads a whole export.
-// A protocol upgrade (GET /ws) is skipped: the gzip writer would hold
-// back its 101 answer.
+// compress compresses answers for clients that accept it (transport
+// compression, seed §9.1 tier 1): zstd for `Accept-Encoding: zstd`, else
+// gzip for `gzip`; /export and /stream included: the writer flushes
+// through the compressor, so streamed events are not held back. The
+// fastest level of each: on JSON it keeps most of the saving of the
+// default level at a fraction of the CPU, which matters when a mirror
+// reads a whole export. zstd uses a 256 KiB window, so a long-lived
+// stream holds a small encoder. A protocol upgrade (GET /ws) is skipped:
+// the writer would hold back its 101 answer.
 //
-// It answers exactly as Echo's middleware.Gzip with MinLength (the same
-// headers and bytes), but takes a gzip writer only once an answer proves
-// long enough to compress: Echo's resets one for every request that
-// accepts gzip and closes it into io.Discard after a short answer, which
-// cost every publish a few microseconds.
+// Its gzip answers are exactly Echo's middleware.Gzip with MinLength (the
+// same headers and bytes), but it takes a compressor only once an answer
+// proves long enough to compress: Echo's resets one for every request
+// that accepts gzip and closes it into io.Discard after a short answer,
+// which cost every publish a few microseconds.
 func compress() echo.MiddlewareFunc {
-	zpool := sync.Pool{New: func() any {
+	gzpool := sync.Pool{New: func() any {
 		w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+		return w
+	}}
+	zstdpool := sync.Pool{New: func() any {
+		w, _ := zstd.NewWriter(io.Discard, zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdAnswerWindow), zstd.WithLowerEncoderMem(true))
 		return w
 	}}
 	bpool := sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -129,13 +142,18 @@ func compress() echo.MiddlewareFunc {
 			}
 			res := c.Response()
 			res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-			if !strings.Contains(req.Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+			enc := answerEncoding(req.Header.Get(echo.HeaderAcceptEncoding))
+			if enc == "" {
 				return next(c)
+			}
+			pool := &gzpool
+			if enc == "zstd" {
+				pool = &zstdpool
 			}
 			buf := bpool.Get().(*bytes.Buffer)
 			buf.Reset()
 			rw := res.Writer
-			gw := &gzipWriter{ResponseWriter: rw, pool: &zpool, buffer: buf}
+			gw := &gzipWriter{ResponseWriter: rw, pool: pool, encoding: enc, buffer: buf}
 			defer func() {
 				gw.finish(res, rw)
 				bpool.Put(buf)
@@ -146,13 +164,74 @@ func compress() echo.MiddlewareFunc {
 	}
 }
 
-// gzipWriter is compress's response writer: it holds an answer back until
+// zstdAnswerWindow is the zstd window of compressed answers.
+const zstdAnswerWindow = 256 << 10
+
+// answerEncoding returns the content coding to answer with for the
+// Accept-Encoding header value ae: "zstd" when it accepts zstd, else
+// "gzip" when it accepts gzip, else "" (identity). A coding listed with
+// q=0 is refused, as RFC 9110 §12.5.3 says; other weights are not ranked
+// (zstd is preferred whenever both are accepted).
+func answerEncoding(ae string) string {
+	if ae == "" {
+		return ""
+	}
+	gz, zs := false, false
+	for part := range strings.SplitSeq(ae, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name != "gzip" && name != "zstd" && name != "x-gzip" {
+			continue
+		}
+		if refusedQ(params) {
+			continue
+		}
+		if name == "zstd" {
+			zs = true
+		} else {
+			gz = true
+		}
+	}
+	switch {
+	case zs:
+		return "zstd"
+	case gz:
+		return "gzip"
+	}
+	return ""
+}
+
+// refusedQ reports whether the parameters of one Accept-Encoding element
+// give it weight q=0.
+func refusedQ(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+			continue
+		}
+		v = strings.TrimRight(strings.TrimSpace(v), "0")
+		return v == "" || v == "." || v == "0."
+	}
+	return false
+}
+
+// encoder is what compress needs of a compressor: *gzip.Writer and
+// *zstd.Encoder both are one.
+type encoder interface {
+	io.Writer
+	Flush() error
+	Close() error
+	Reset(io.Writer)
+}
+
+// gzipWriter is compress's response writer (gzip or zstd): it holds an answer back until
 // it reaches compressMinLength bytes (or is flushed), then compresses it
 // and what follows; a shorter answer goes out as it is.
 type gzipWriter struct {
 	http.ResponseWriter
-	pool              *sync.Pool
-	zw                *gzip.Writer // nil until the answer is compressed
+	pool              *sync.Pool // of encoders of this encoding
+	encoding          string     // "gzip" or "zstd"
+	zw                encoder    // nil until the answer is compressed
 	buffer            *bytes.Buffer
 	code              int
 	wroteHeader       bool
@@ -161,9 +240,9 @@ type gzipWriter struct {
 }
 
 // gz returns the compressor, taking one writing to the client first.
-func (w *gzipWriter) gz() *gzip.Writer {
+func (w *gzipWriter) gz() encoder {
 	if w.zw == nil {
-		w.zw = w.pool.Get().(*gzip.Writer)
+		w.zw = w.pool.Get().(encoder)
 		w.zw.Reset(w.ResponseWriter)
 	}
 	return w.zw
@@ -194,7 +273,7 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 // startCompressing marks the answer as compressed and sends its header.
 func (w *gzipWriter) startCompressing() {
 	w.minLengthExceeded = true
-	w.Header().Set(echo.HeaderContentEncoding, "gzip")
+	w.Header().Set(echo.HeaderContentEncoding, w.encoding)
 	if w.wroteHeader {
 		w.ResponseWriter.WriteHeader(w.code)
 	}
@@ -240,7 +319,7 @@ func (w *gzipWriter) Push(target string, opts *http.PushOptions) error {
 func (w *gzipWriter) finish(res *echo.Response, rw http.ResponseWriter) {
 	switch {
 	case !w.wroteBody:
-		if res.Header().Get(echo.HeaderContentEncoding) == "gzip" {
+		if res.Header().Get(echo.HeaderContentEncoding) == w.encoding {
 			res.Header().Del(echo.HeaderContentEncoding)
 		}
 		if w.wroteHeader {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -110,4 +111,51 @@ func equalHeaders(a, b http.Header) bool {
 		}
 	}
 	return true
+}
+
+// TestCompressZstdStreamFlushes: a streamed answer compressed with zstd
+// reaches the client event by event: the handler sends its second event
+// only after the client decoded the first, so a compressor that held
+// flushed bytes back would hang the test.
+func TestCompressZstdStreamFlushes(t *testing.T) {
+	read := make(chan struct{})
+	e := echo.New()
+	e.Use(compress())
+	e.GET("/s", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, "text/event-stream")
+		c.Response().WriteHeader(http.StatusOK)
+		c.Response().Write([]byte("data: one\n\n"))
+		c.Response().Flush()
+		<-read
+		c.Response().Write([]byte("data: two\n\n"))
+		return nil
+	})
+	ts := httptest.NewServer(e)
+	defer ts.Close()
+	req, _ := http.NewRequest("GET", ts.URL+"/s", nil)
+	req.Header.Set("Accept-Encoding", "gzip;q=0.5, zstd")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "zstd" {
+		close(read)
+		t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	zr, err := zstd.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	first := make([]byte, len("data: one\n\n"))
+	if _, err := io.ReadFull(zr, first); err != nil || string(first) != "data: one\n\n" {
+		close(read)
+		t.Fatalf("first event %q: %v", first, err)
+	}
+	close(read)
+	rest, err := io.ReadAll(zr)
+	if err != nil || string(rest) != "data: two\n\n" {
+		t.Fatalf("rest %q: %v", rest, err)
+	}
 }

@@ -112,6 +112,8 @@ type Server struct {
 	byAuth  *Limiter
 	// seen holds the D4 headers accepted and not yet expired (single use).
 	seen *seenIDs
+	// bodies decodes gzip- and zstd-encoded request bodies (readBodies).
+	bodies *bodyDecoder
 	// baseHost and basePath are the public base URL's host:port and path
 	// that D4 u tags must name ("" host: the connection's local address).
 	baseHost, basePath string
@@ -173,6 +175,11 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 		started: cfg.Now(),
 	}
 	s.baseHost, s.basePath = baseHostOf(cfg.PublicBaseURL)
+	bodies, err := newBodyDecoder(cfg.MaxBody)
+	if err != nil {
+		return nil, err
+	}
+	s.bodies = bodies
 	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},

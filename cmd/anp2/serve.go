@@ -39,6 +39,7 @@ type serveCmd struct {
 	mirrorEvery, operatorReport  time.Duration
 	infraCosts, seedWhitelist    string
 	operatorFunding, branch      string
+	topics                       string
 	newAgentTiers                bool
 	standing                     tiers.StandingOptions
 	gov                          govFlags
@@ -75,6 +76,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; a --peer relay's key is read from its own GET /relays)")
 	fs.Var(&c.tlogWitness, "tlog-witness", "URL=KEY: a witness asked to cosign each new checkpoint of this relay's transparency log, KEY its GET /tlog/witness/key (repeatable)")
 	fs.Var(&c.tlogWitnessed, "tlog-witnessed", "the GET /tlog/key of a relay whose checkpoints this relay witnesses at POST /tlog/witness/add-checkpoint (repeatable)")
+	fs.StringVar(&c.topics, "topics", "", fmt.Sprintf("comma-separated topics or capabilities this relay specialises in, announced in its kind 10 so other relays resolve agents of those capabilities here first (seed §12.9.2 topic relay; at most %d, each at most %d bytes)", federation.MaxTopics, federation.MaxTopicLen))
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key; with PostgreSQL ./anp2.relay-key: give every process over one database the same file)")
 	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
@@ -154,6 +156,7 @@ func (c *serveCmd) Start() error {
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate
+	fed.Topics = splitTopics(c.topics)
 	gov, err := c.gov.options()
 	if err != nil {
 		ln.Close()
@@ -292,4 +295,16 @@ func (c *serveCmd) whitelist() string {
 		return c.seedWhitelist
 	}
 	return os.Getenv("SEED_AGENT_WHITELIST")
+}
+
+// splitTopics reads --topics: comma-separated, blanks trimmed, empty
+// entries dropped (the federation module checks the rest).
+func splitTopics(s string) []string {
+	var out []string
+	for t := range strings.SplitSeq(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

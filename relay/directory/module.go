@@ -266,7 +266,7 @@ func (m *Module) getHome(c echo.Context) error {
 		return err
 	}
 	mine := capNames(a.Capabilities)
-	open := m.openTasks(id, mine, now, w, int(limit))
+	open := m.openTasks(c.Request().Context(), id, mine, now, w, int(limit))
 	pending := m.pendingSettlements(id, now, w, int(limit))
 	votes := m.core.Views().Trust.TrustReceived(id, 0, -1, int(limit)).Votes
 	base := m.core.BaseURL(c)
@@ -279,6 +279,8 @@ func (m *Module) getHome(c echo.Context) error {
 		"open_tasks_all":   base + "/tasks?status=pending",
 		"agent_card":       base + "/.well-known/agent-card.json",
 		"stream":           base + "/stream?p=" + id,
+		"spec":             base + "/openapi.json",
+		"heartbeat":        base + "/heartbeat.md",
 	}
 	if a.Registered {
 		links["my_profile"] = base + "/agents/" + id
@@ -318,20 +320,58 @@ func (m *Module) mentions(c echo.Context, id string, limit int) ([]map[string]an
 	return out, nil
 }
 
-func (m *Module) openTasks(id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
-	out := []map[string]any{}
+// openTasks lists pending tasks of others for id's home: the ones whose
+// kind 50 carries ["bootstrap_for", id] first (§18.11: posted to onboard
+// this agent; bootstrap_for_you), then the rest newest first. all_topics is
+// the capability and the request's t tags. A failed log read only loses
+// the bootstrap order and the topics.
+func (m *Module) openTasks(ctx context.Context, id string, mine []string, now int64, w tasks.WeightFunc, limit int) []map[string]any {
+	forYou := map[string]bool{}
+	bodies, _ := m.core.Log().Query(ctx, eventlog.Filter{Kinds: []int64{protocol.KindTaskRequest},
+		Tags: map[string][]string{"bootstrap_for": {id}}, Limit: maxBootstrapLookup})
+	for _, b := range bodies {
+		var e protocol.Event
+		if json.Unmarshal(b, &e) == nil {
+			forYou[e.ID] = true
+		}
+	}
+	var first, rest []tasks.TaskView
 	for _, t := range m.core.Views().Tasks.List(tasks.Filter{Status: tasks.StatusPending}, now, w) {
-		if t.Requester == id {
-			continue
+		switch {
+		case t.Requester == id:
+		case forYou[t.TaskID]:
+			first = append(first, t)
+		case len(first)+len(rest) < limit:
+			rest = append(rest, t)
+		}
+	}
+	list := append(first, rest...)
+	list = list[:min(len(list), limit)]
+	ids := make([]string, len(list))
+	for i, t := range list {
+		ids[i] = t.TaskID
+	}
+	requests, _ := m.core.EventsByID(ctx, ids)
+	out := []map[string]any{}
+	for _, t := range list {
+		topics := []string{t.Capability}
+		if e := requests[t.TaskID]; e != nil {
+			for _, v := range e.TagValues("t") {
+				if !slices.Contains(topics, v) {
+					topics = append(topics, v)
+				}
+			}
 		}
 		out = append(out, map[string]any{"task_id": t.TaskID, "requested_by": t.Requester, "capability": t.Capability,
-			"all_topics": []string{t.Capability}, "bootstrap_for_you": slices.Contains(mine, t.Capability), "created_at": t.CreatedAt})
-		if len(out) == limit {
-			break
-		}
+			"all_topics": topics, "bootstrap_for_you": forYou[t.TaskID],
+			"matches_your_capabilities": slices.Contains(mine, t.Capability), "created_at": t.CreatedAt})
 	}
 	return out
 }
+
+// maxBootstrapLookup caps the bootstrap_for tasks /api/home reads for one
+// agent: an operator posts one per newcomer.
+const maxBootstrapLookup = 100
 
 // pendingSettlements lists the agent's tasks, as requester or provider,
 // that hold credit until a verdict settles them.

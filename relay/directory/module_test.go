@@ -112,12 +112,13 @@ func TestDirectoryAndHome(t *testing.T) {
 		Open []struct {
 			TaskID    string `json:"task_id"`
 			Bootstrap bool   `json:"bootstrap_for_you"`
+			Matches   bool   `json:"matches_your_capabilities"`
 		} `json:"open_tasks"`
 		Votes []any             `json:"recent_trust_votes"`
 		Links map[string]string `json:"quick_links"`
 	}
 	get("/api/home?agent_id="+alice.ID, &home)
-	if !home.Account.Registered || len(home.Mentions) != 1 || len(home.Open) != 1 || !home.Open[0].Bootstrap || len(home.Votes) != 1 {
+	if !home.Account.Registered || len(home.Mentions) != 1 || len(home.Open) != 1 || !home.Open[0].Matches || home.Open[0].Bootstrap || len(home.Votes) != 1 {
 		t.Fatalf("home: %+v", home)
 	}
 	for _, m := range home.Mentions {

@@ -30,6 +30,9 @@ type announcement struct {
 	URL             string   `json:"url"`
 	PreferredBranch string   `json:"preferred_branch"`
 	ServedBranches  []string `json:"served_branches"`
+	// Topics are the topics the relay specialises in (Options.Topics);
+	// left out when it names none, so such a relay's kind 10 is unchanged.
+	Topics []string `json:"topics,omitempty"`
 }
 
 // Announce publishes the relay's signed kind 10 unless the latest one it
@@ -45,7 +48,8 @@ func (s *Module) Announce(ctx context.Context) error {
 	if ids := s.core.BranchIDs(); len(ids) > 0 { // every branch it can answer for (§17.5)
 		served = ids[:min(len(ids), MaxServedBranches)]
 	}
-	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: preferred, ServedBranches: served})
+	content, _ := json.Marshal(announcement{URL: s.cfg.PublicBaseURL, PreferredBranch: preferred, ServedBranches: served,
+		Topics: s.opts.Topics})
 	self := protocol.AgentIDOf(s.cfg.RelayKey)
 	bodies, err := s.core.Log().Query(ctx, eventlog.Filter{Authors: []string{self}, Kinds: []int64{protocol.KindRelayAnnounce}, Limit: 1})
 	if err != nil {

@@ -45,6 +45,10 @@ type Options struct {
 	// a relay's pushes are never a peer's (they get POST /events' rules)
 	// and it is not mirrored.
 	RevokedRelay func(keyOrURL string, now int64) bool
+	// Topics are the topics or capabilities this relay specialises in
+	// (seed §12.9.2 topic relay), announced in its kind 10: at most
+	// MaxTopics, each 1 to MaxTopicLen bytes of printable ASCII.
+	Topics []string
 }
 
 // DefaultOptions are the serve command's defaults.
@@ -94,6 +98,11 @@ func NewModule(opts Options) (*Module, error) {
 	for i, p := range m.opts.Peers {
 		m.opts.Peers[i] = strings.TrimRight(p, "/")
 	}
+	topics, err := checkTopics(opts.Topics)
+	if err != nil {
+		return nil, err
+	}
+	m.opts.Topics = topics
 	return m, nil
 }
 

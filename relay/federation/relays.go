@@ -45,6 +45,7 @@ type knownRelay struct {
 	URL             string   `json:"url"`
 	PreferredBranch string   `json:"preferred_branch"`
 	ServedBranches  []string `json:"served_branches"`
+	Topics          []string `json:"topics,omitempty"`
 	AnnouncedAt     int64    `json:"announced_at"`
 	Standing        string   `json:"standing"`
 	Trust           float64  `json:"trust"`
@@ -107,8 +108,9 @@ func (s *Module) knownRelays(ctx context.Context) ([]knownRelay, error) {
 		if json.Unmarshal([]byte(e.Content), &a) != nil || s.revoked(agent) || s.revoked(strings.TrimRight(a.URL, "/")) {
 			continue // governance revoked this relay: its announcements no longer count
 		}
+		topics, _ := checkTopics(a.Topics) // a malformed list names no topic
 		r := knownRelay{AgentID: agent, URL: a.URL, PreferredBranch: a.PreferredBranch, ServedBranches: a.ServedBranches,
-			AnnouncedAt: e.CreatedAt, Standing: standingAnnounced, Trust: snap.WeightedScore(agent)}
+			Topics: topics, AnnouncedAt: e.CreatedAt, Standing: standingAnnounced, Trust: snap.WeightedScore(agent)}
 		switch {
 		case agent == self:
 			r.Standing = standingSelf

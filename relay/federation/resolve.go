@@ -29,7 +29,8 @@ var ErrNotResolved = errors.New("no allowed relay holds a valid profile of this 
 
 // ResolveAgent fetches agent's latest kind 0 from its home relays (seed
 // §12.9.2 authoritative resolution), or, when homeRelays is empty, from
-// the configured peers (the bootstrap relays). Only allowed relays are
+// the configured peers (the bootstrap relays); before them, a topic relay
+// announcing one of the agent's capabilities (topicRelays). Only allowed relays are
 // asked (AllowedRelay); at most ResolveRelays, each within ResolveTimeout,
 // each answer read up to ResolveBodyLimit. Every profile fetched is hostile
 // input: it is checked with the mirrored-event rules and stored through
@@ -46,6 +47,9 @@ func (s *Module) ResolveAgent(ctx context.Context, agent string, homeRelays []st
 	if len(queue) == 0 {
 		queue = s.opts.Peers
 	}
+	// Topic relays first (seed §12.9.2: query, topic relay, then the
+	// authoritative home relay), within the same bound.
+	queue = append(s.topicRelays(ctx, agent), queue...)
 	var best *protocol.Event
 	var asked []string
 	var lastErr error = ErrNotResolved

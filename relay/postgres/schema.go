@@ -63,6 +63,15 @@ CREATE TABLE rate_tat (
 	key text   PRIMARY KEY,
 	tat bigint NOT NULL
 );`,
+	// 3: the A2A-originated tasks every process serves (see A2ATasks):
+	// the task's JSON by its id, the newest a2aTaskRows kept.
+	3: `
+CREATE TABLE a2a_tasks (
+	id         text   PRIMARY KEY,
+	body       bytea  NOT NULL,
+	created_at bigint NOT NULL
+);
+CREATE INDEX a2a_tasks_created ON a2a_tasks(created_at);`,
 }
 
 // migrateLock is the advisory lock key under which a starting process

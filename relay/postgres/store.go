@@ -85,6 +85,7 @@ type Store struct {
 
 	maxBatch, bulkBatch int
 	bulk                atomic.Int64
+	a2aWrites           atomic.Int64 // PutA2ATask calls, to prune now and then
 
 	// deliverMu serialises deliveries to the hook; delivered is the
 	// highest seq delivered (or, before a hook is set, the point from

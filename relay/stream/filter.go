@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"sort"
@@ -42,6 +43,12 @@ type Filter struct {
 	// require are further tests every event must pass: the branch
 	// membership (SetBranch) and modules' extra parameters (Require).
 	require []func(*protocol.Event) bool
+	// never is set by a forward-compatible clause (org:, tool:) that
+	// parses but matches no event yet (seed 001 §8).
+	never bool
+	// contentType is a content_type:json or content_type:text clause's
+	// value ("" when there is none).
+	contentType string
 
 	ids, authors map[string]struct{}
 	kinds        map[int64]struct{}
@@ -110,6 +117,12 @@ func ParseFilter(v url.Values) (*Filter, error) {
 	f.compile()
 	return f, nil
 }
+
+// Never reports whether f can match no event at all: it holds an org: or
+// tool: clause, which seed 001 §8 has parse and match nothing until the
+// relay implements the scope they name. A reader of the stored log may
+// skip the read.
+func (f *Filter) Never() bool { return f.never }
 
 // SetBranch makes f keep only the events in wants (nil: every event).
 // The stream module sets it from the relay's branch selection for
@@ -225,6 +238,9 @@ func (f *Filter) clauses(expr string) error {
 	return nil
 }
 
+// knownAxes names the filter= axes in error details.
+const knownAxes = "kind, author, sender, id, e, p, t, cap, content_type, org, tool"
+
 // clause applies one axis:value clause.
 func (f *Filter) clause(axis, val string) error {
 	switch axis {
@@ -234,22 +250,66 @@ func (f *Filter) clause(axis, val string) error {
 			return err
 		}
 		return intersect(&f.Kinds, []int64{n}, "kind")
-	case "author", "id":
+	case "author", "sender", "id":
 		if !protocol.IsHex64(val) {
 			return protocol.Errorf(CodeFilterValueInvalid, "%s must be 64 lowercase hex characters, got %q", axis, clip(val))
 		}
 		if axis == "id" {
 			return intersect(&f.IDs, []string{val}, axis)
 		}
-		return intersect(&f.Authors, []string{val}, axis)
+		return intersect(&f.Authors, []string{val}, "author")
 	case "e", "p", "t", "cap":
 		if err := checkTagValue(axis, val); err != nil {
 			return err
 		}
 		f.Tags = append(f.Tags, TagCond{Name: axis, Values: []string{val}})
 		return nil
+	case "content_type":
+		return f.contentTypeClause(val)
+	case "org", "tool":
+		if err := checkTagValue(axis, val); err != nil {
+			return err
+		}
+		f.never = true
+		return nil
 	}
-	return protocol.Errorf(CodeFilterAxisUnknown, "unknown filter axis %q (known: kind, author, id, e, p, t, cap)", clip(axis))
+	return protocol.Errorf(CodeFilterAxisUnknown, "unknown filter axis %q (known: %s)", clip(axis), knownAxes)
+}
+
+// contentTypeClause applies content_type:<value> (§7): json holds for an
+// event whose content is a JSON object, text for any other content, and
+// any other value names a schema, held by an event that carries an
+// ["s", value] tag (seed 003 §9.3); an event without one does not match.
+func (f *Filter) contentTypeClause(val string) error {
+	switch val {
+	case "json", "text":
+		if f.contentType != "" && f.contentType != val {
+			return protocol.Errorf(CodeFilterValueInvalid, "content_type:%s contradicts content_type:%s; the stream could never match", val, f.contentType)
+		}
+		if f.contentType == "" {
+			f.contentType = val
+			f.Require(func(e *protocol.Event) bool { return (ContentType(e.Content) == "json") == (val == "json") })
+		}
+		return nil
+	}
+	if err := checkTagValue("content_type", val); err != nil {
+		return err
+	}
+	f.Tags = append(f.Tags, TagCond{Name: "s", Values: []string{val}})
+	return nil
+}
+
+// ContentType returns "json" when content is a JSON object, else "text":
+// the content_type axis's reading of an event's content (§7).
+func ContentType(content string) string {
+	i := 0
+	for i < len(content) && (content[i] == ' ' || content[i] == '\t' || content[i] == '\n' || content[i] == '\r') {
+		i++
+	}
+	if i < len(content) && content[i] == '{' && json.Valid([]byte(content)) {
+		return "json"
+	}
+	return "text"
 }
 
 // intersect narrows *dst (nil: unconstrained) to the values also in vals and
@@ -342,6 +402,9 @@ func has[T comparable](list []T, set map[T]struct{}, v T) bool {
 
 // Match reports whether e satisfies every condition of f.
 func (f *Filter) Match(e *protocol.Event) bool {
+	if f.never {
+		return false
+	}
 	for _, ok := range f.require {
 		if !ok(e) {
 			return false

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -21,6 +22,8 @@ func FuzzParseFilter(f *testing.F) {
 		"filter=p:" + s.a + ",e:" + s.ev[2].ID, "authors=" + s.a + "," + s.b + "&filter=author:" + s.b,
 		"filter=color:red", "filter=kind:1,kind:2", "cap=translate&since=1001&until=2000", "after=5&x=y",
 		"ids=" + s.ev[0].ID + "&filter=id:" + s.ev[0].ID, "filter=t:weather,t:news", "kinds=1&filter=kind:2",
+		"filter=sender:" + s.a + ",content_type:json", "filter=content_type:anp.heartbeat.v1,org:acme",
+		"filter=tool:x,content_type:text,content_type:json",
 	} {
 		f.Add(q)
 	}
@@ -55,7 +58,7 @@ func naiveMatch(v url.Values, e *protocol.Event) bool {
 		switch name {
 		case "after":
 			ok = true
-		case "kinds":
+		case "kinds", "kind":
 			ok = slices.Contains(list, strconv.FormatInt(e.Kind, 10)) || slices.ContainsFunc(list, func(k string) bool {
 				n, _ := strconv.ParseInt(k, 10, 64)
 				return n == e.Kind // leading zeros
@@ -88,10 +91,19 @@ func naiveClause(axis, val string, e *protocol.Event) bool {
 	case "kind":
 		n, _ := strconv.ParseInt(val, 10, 64)
 		return n == e.Kind
-	case "author":
+	case "author", "sender":
 		return val == e.AgentID
 	case "id":
 		return val == e.ID
+	case "org", "tool":
+		return false
+	case "content_type":
+		if val == "json" || val == "text" {
+			var obj map[string]any
+			isObj := json.Unmarshal([]byte(e.Content), &obj) == nil && obj != nil
+			return isObj == (val == "json")
+		}
+		return hasTag(e, "s", val)
 	}
 	return hasTag(e, axis, val)
 }

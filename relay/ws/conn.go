@@ -468,6 +468,9 @@ func (c *conn) storeFilter(f *stream.Filter, limit int) eventlog.Filter {
 // reserved before each query; when it cannot pay, the REQ fails with a
 // *spentError and nothing is sent.
 func (c *conn) stored(ctx context.Context, w *subWriter, f *stream.Filter, limit int, s *stream.Subscription) (map[string]struct{}, error) {
+	if f.Never() { // an org: or tool: clause: no stored event can match
+		return map[string]struct{}{}, nil
+	}
 	q := c.storeFilter(f, limit)
 	var out [][]byte
 	var ids []string
