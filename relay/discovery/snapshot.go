@@ -19,7 +19,7 @@ var _ state.Snapshotter = (*Fold)(nil)
 // snapshotVersion names the Fold's saved form (SPEC §2.2): the feed
 // index's horizon, then every event the fold holds in (created_at, id)
 // order, in binary — kind, created_at, id, agent_id, sig, content and
-// tags — with lowercase hex (ids, keys, signatures) as its bytes. Restore
+// tags — with short lowercase hex (ids, keys, signatures) as its bytes. Restore
 // folds them into a fresh Fold: no JSON to decode and no log to read.
 const snapshotVersion = "discovery.events/1"
 
@@ -94,9 +94,10 @@ func (f *Fold) Snapshot(w io.Writer) error {
 }
 
 // appendText appends s: a uvarint 2n+1 and n bytes for lowercase hex of
-// even length n×2 (its bytes), else 2×len(s) and s.
+// even length n×2 up to 128 (ids, keys, signatures: their bytes), else
+// 2×len(s) and s.
 func appendText(b []byte, s string) []byte {
-	if len(s) > 0 && len(s)%2 == 0 && isLowerHex(s) {
+	if len(s) > 0 && len(s) <= 128 && len(s)%2 == 0 && isLowerHex(s) {
 		b = binary.AppendUvarint(b, uint64(len(s)/2)<<1|1)
 		n := len(b)
 		b = append(b, make([]byte, len(s)/2)...)
@@ -226,7 +227,8 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 		if r.err != nil {
 			return r.err
 		}
-		if !protocol.IsHex64(e.ID) || !protocol.IsHex64(e.AgentID) || ignored(e) {
+		if !protocol.IsHex64(e.ID) || !protocol.IsHex64(e.AgentID) || ignored(e) ||
+			e.CreatedAt < 0 || e.CreatedAt > protocol.MaxSafeInteger || e.Kind < 0 || e.Kind > protocol.MaxSafeInteger {
 			return fmt.Errorf("%w: event %d", errSaved, len(evs))
 		}
 		evs = append(evs, e)
@@ -235,7 +237,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 		return errSaved
 	}
 	g := New()
-	g.recent.horizon = horizon
+	g.recent.horizon, g.held = horizon, make(map[string]*protocol.Event, len(evs))
 	g.replay(evs)
 	f.mu.Lock()
 	defer f.mu.Unlock()
