@@ -39,6 +39,10 @@ type Fold struct {
 	caps     map[string][]*protocol.Event // every kind 4 revision
 	relays   map[string]int               // non-revoked kind 10 announcements per relay key
 	recent   recentIndex                  // the feed's candidates by author and topic
+	// held is every event folded in and not removed, by id, as its saved
+	// form needs it (snapshot.go): the event itself for the kinds the
+	// fold keeps whole, a copy without its signature for the others.
+	held map[string]*protocol.Event
 	// invite counts the invite_only agents, read without the lock: while
 	// it is 0 the reader rule (§12.8) restricts nothing.
 	invite atomic.Int64
@@ -50,7 +54,7 @@ func New() *Fold {
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
 		ctx: newContexts(), emb: newEmbeddings(),
 		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
-		relays: map[string]int{}, recent: newRecentIndex(),
+		relays: map[string]int{}, recent: newRecentIndex(), held: map[string]*protocol.Event{},
 	}
 }
 
@@ -78,6 +82,25 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.hold(e, add)
+	f.applyKind(e, add)
+	// Each index below reads e's topics and references: parsed once.
+	topics := topicsOf(e)
+	var refs map[string][]string
+	if mayCite(e) {
+		refs = refsOf(e)
+	}
+	f.cites.apply(e, refs, add)
+	f.ctx.apply(e, topics, refs, add)
+	f.recent.apply(e, topics, add)
+	if isPost(e) {
+		f.emb.apply(e, topics, add)
+	}
+}
+
+// applyKind folds e into the indexes of its own kind: profiles,
+// relays, capabilities, beacons and subscriptions.
+func (f *Fold) applyKind(e *protocol.Event, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile:
 		before := latest(f.profiles[e.AgentID])
@@ -111,18 +134,6 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 		f.foldBeacon(e, add)
 	case protocol.KindSubscribe:
 		f.subs.apply(e, add)
-	}
-	// Each index below reads e's topics and references: parsed once.
-	topics := topicsOf(e)
-	var refs map[string][]string
-	if mayCite(e) {
-		refs = refsOf(e)
-	}
-	f.cites.apply(e, refs, add)
-	f.ctx.apply(e, topics, refs, add)
-	f.recent.apply(e, topics, add)
-	if isPost(e) {
-		f.emb.apply(e, topics, add)
 	}
 }
 
