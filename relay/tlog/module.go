@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -422,6 +423,16 @@ func writeFileAtomic(path string, data []byte) error {
 
 // Size is the tree's current size (leaves).
 func (m *Module) Size() int64 { return m.tree.Size() }
+
+// Latest reports the size and base64 root of the latest signed
+// checkpoint (ok false before the first).
+func (m *Module) Latest() (size int64, root string, ok bool) {
+	c := m.latest.Load()
+	if c == nil {
+		return 0, "", false
+	}
+	return c.Size, base64.StdEncoding.EncodeToString(c.Root[:]), true
+}
 
 // VerifierKey is the note verifier key of the checkpoints.
 func (m *Module) VerifierKey() string { return m.vkey }

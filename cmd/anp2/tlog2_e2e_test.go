@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+)
+
+// tlog2Announcements returns the relay's kind 10 events once there are
+// at least n.
+func tlog2Announcements(t *testing.T, base string, n int) []protocol.Event {
+	t.Helper()
+	var events []protocol.Event
+	tlogEventually(t, fmt.Sprint(n, " kind 10"), func() bool { events = tlog2Fetch(t, base); return len(events) >= n })
+	return events
+}
+
+func tlog2Fetch(t *testing.T, base string) []protocol.Event {
+	t.Helper()
+	body, _ := tlogGet(t, base, "/events?kinds=10")
+	var events []protocol.Event
+	if err := json.Unmarshal(body, &events); err != nil {
+		t.Fatalf("/events?kinds=10: %v: %s", err, body)
+	}
+	return events
+}
+
+// tlog2Tag returns the ["tlog", size, root] tag of a kind 10.
+func tlog2Tag(t *testing.T, e protocol.Event) (int64, string) {
+	t.Helper()
+	for _, tag := range e.Tags {
+		if len(tag) == 3 && tag[0] == "tlog" {
+			n, err := strconv.ParseInt(tag[1], 10, 64)
+			if err != nil {
+				t.Fatalf("tlog tag %q", tag)
+			}
+			return n, tag[2]
+		}
+	}
+	t.Fatalf("kind 10 %s has no tlog tag: %v", e.ID, e.Tags)
+	return 0, ""
+}
+
+// TestTlogAnnouncementCarriesCheckpoint: the relay's kind 10 carries the
+// checkpoint signed when it is published, and its root is the root the
+// relay's own consistency route gives for that size; a restart that
+// changes nothing else publishes no new kind 10 (the checkpoint alone
+// never does).
+func TestTlogAnnouncementCarriesCheckpoint(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ann.db")
+	at := []string{"--addr", tlogFreeAddr(t), "--public-base-url", "http://ann.example", "--rate-agent", "0", "--rate-ip", "0"}
+	p := startProc(t, db, at...)
+	first := tlog2Announcements(t, p.base, 1)
+	if len(first) != 1 {
+		t.Fatalf("%d kind 10 at start, want 1", len(first))
+	}
+	tlog2Tag(t, first[0]) // the checkpoint known at start
+	tlogPublish(t, client.New(p.base), tlogKeys(2), rand.New(rand.NewPCG(34, 10)), 40)
+	tlogVerifyAll(t, p.base)
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+
+	q := startProc(t, db, append(at, "--topics", "weather")...)
+	anns := tlog2Announcements(t, q.base, 2)
+	if len(anns) != 2 {
+		t.Fatalf("%d kind 10 after a restart with new topics, want 2", len(anns))
+	}
+	newest := anns[0]
+	for _, e := range anns {
+		if strings.Contains(e.Content, "weather") {
+			newest = e
+		}
+	}
+	size, root := tlog2Tag(t, newest)
+	if size < 41 {
+		t.Fatalf("kind 10 names a tree of %d entries, the log held at least 41", size)
+	}
+	body, _ := tlogGet(t, q.base, fmt.Sprintf("/tlog/consistency?from=%d", size))
+	var c struct {
+		FromRoot string `json:"from_root"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(root)
+	if fmt.Sprintf("%x", raw) != c.FromRoot {
+		t.Fatalf("kind 10 root %s (%x), the tree of %d has %s", root, raw, size, c.FromRoot)
+	}
+	q.cmd.Process.Kill()
+	q.cmd.Wait()
+
+	r := startProc(t, db, append(at, "--topics", "weather")...)
+	tlogPublish(t, client.New(r.base), tlogKeys(1), rand.New(rand.NewPCG(34, 11)), 1) // past the start's announcement
+	if n := len(tlog2Fetch(t, r.base)); n != 2 {
+		t.Fatalf("%d kind 10 after a restart that changed nothing, want 2: %+v", n, tlog2Fetch(t, r.base))
+	}
+}
