@@ -56,6 +56,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	var tl *tlog.Module
 	// The kind 10 carries the transparency log's latest checkpoint (§6.1).
 	fed.TlogCheckpoint = func() (int64, string, bool) { return tl.Latest() }
+	// GET /relays shows the witness's alarms against a relay (§21.5).
+	fed.TlogAlarms = func(url string) int { return tl.Alarms(url) }
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err

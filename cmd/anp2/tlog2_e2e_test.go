@@ -181,3 +181,31 @@ func TestTlogReplayCompareChecksTree(t *testing.T) {
 		t.Fatalf("replay of an earlier, reordered export: ok %v\n%s", ok, out)
 	}
 }
+
+// tlog2PeerAlarms returns the tlog_alarms /relays shows for the outbound
+// peer at peer (checking tlog_alarm says the same).
+func tlog2PeerAlarms(t *testing.T, base, peer string) int {
+	t.Helper()
+	body, _ := tlogGet(t, base, "/relays")
+	var ans struct {
+		Peers []struct {
+			Peer       string `json:"peer"`
+			Direction  string `json:"direction"`
+			TlogAlarm  bool   `json:"tlog_alarm"`
+			TlogAlarms int    `json:"tlog_alarms"`
+		} `json:"peers"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ans.Peers {
+		if p.Direction == "outbound" && p.Peer == peer {
+			if p.TlogAlarm != (p.TlogAlarms > 0) {
+				t.Fatalf("/relays peer %s: tlog_alarm %v, tlog_alarms %d", peer, p.TlogAlarm, p.TlogAlarms)
+			}
+			return p.TlogAlarms
+		}
+	}
+	t.Fatalf("/relays lists no outbound peer %s: %s", peer, body)
+	return 0
+}

@@ -98,6 +98,9 @@ type peerStats struct {
 	Duplicate     int64  `json:"duplicate"`
 	Invalid       int64  `json:"invalid"`
 	Pushed        int64  `json:"pushed"`
+	// TlogAlarm and TlogAlarms, as in knownRelay (an outbound peer).
+	TlogAlarm  bool `json:"tlog_alarm,omitempty"`
+	TlogAlarms int  `json:"tlog_alarms,omitempty"`
 }
 
 // peers tracks peer traffic for GET /relays.
@@ -333,5 +336,18 @@ func (s *Module) getRelays(c echo.Context) error {
 	if s.cfg.RelayKey != nil {
 		self["agent_id"] = protocol.AgentIDOf(s.cfg.RelayKey)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"self": self, "relays": relays, "peers": s.peers.list()})
+	peers := s.peers.list()
+	if alarms := s.opts.TlogAlarms; alarms != nil {
+		for i := range relays {
+			relays[i].TlogAlarms = alarms(relays[i].URL)
+			relays[i].TlogAlarm = relays[i].TlogAlarms > 0
+		}
+		for i := range peers {
+			if peers[i].Direction == "outbound" {
+				peers[i].TlogAlarms = alarms(peers[i].Peer)
+				peers[i].TlogAlarm = peers[i].TlogAlarms > 0
+			}
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"self": self, "relays": relays, "peers": peers})
 }

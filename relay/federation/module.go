@@ -53,6 +53,10 @@ type Options struct {
 	// relay's transparency log (SPEC §21): its size and base64 root. The
 	// kind 10 carries it as a ["tlog", size, root] tag when published.
 	TlogCheckpoint func() (size int64, root string, ok bool)
+	// TlogAlarms, when set, reports how many transparency-log alarms this
+	// relay's witness holds against the relay at a URL (SPEC §21.5);
+	// GET /relays shows them.
+	TlogAlarms func(url string) int
 }
 
 // DefaultOptions are the serve command's defaults.
