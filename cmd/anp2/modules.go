@@ -53,6 +53,11 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		return slices.ContainsFunc(revoked, func(r string) bool { return strings.TrimRight(r, "/") == keyOrURL })
 	}
 	fed.RevokedRelay = revokedRelay
+	var tl *tlog.Module
+	// The kind 10 carries the transparency log's latest checkpoint (§6.1).
+	fed.TlogCheckpoint = func() (int64, string, bool) { return tl.Latest() }
+	// GET /relays shows the witness's alarms against a relay (§21.5).
+	fed.TlogAlarms = func(url string) int { return tl.Alarms(url) }
 	f, err := federation.NewModule(fed)
 	if err != nil {
 		return relayModules{}, err
@@ -94,7 +99,7 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	}
 	st := stream.NewModuleWith(streamOpts)
 	disc := discovery.NewModule()
-	tl := tlog.NewModule(tlog.Options{Path: tlogPath})
+	tl = tlog.NewModule(tlog.Options{Path: tlogPath})
 	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation

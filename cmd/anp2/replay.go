@@ -33,6 +33,7 @@ type replayCmd struct {
 	progress *progress
 	source   string
 	compare  string
+	tree     bool
 	at       int64
 	treasury string
 	verbose  bool
@@ -49,6 +50,7 @@ var errMismatch = errors.New("state mismatch")
 func (c *replayCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
+	fs.BoolVar(&c.tree, "tree", true, "with --compare, also check that the replayed log hashes to the compared relay's signed transparency-log checkpoint (SPEC §21); not for a log downloaded from another relay, whose order differs")
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
@@ -126,13 +128,19 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	if remote == nil {
 		return nil
 	}
+	var treeErr error
+	if c.tree && (sameRelay(c.compare, c.source) || !strings.Contains(c.source, "://") || isPostgres(c.source)) {
+		if treeErr = c.verifyTree(ctx, path); treeErr != nil && !errors.Is(treeErr, errTreeMismatch) {
+			return treeErr
+		}
+	}
 	if view := state.FirstDifference(d, *remote); view != "" || d.Digest != remote.Digest {
 		fmt.Fprintf(c.out, "MISMATCH with %s: first differing view %q (replay %s, relay %s)\n",
 			c.compare, view, d.Views[view], remote.Views[view])
 		return errMismatch
 	}
 	fmt.Fprintf(c.out, "match: %s serves the same state (seq %d, %d events)\n", c.compare, remote.Seq, remote.Events)
-	return nil
+	return treeErr
 }
 
 func (c *replayCmd) report(s offline.ReplayStats, d state.Digest, elapsed time.Duration) {

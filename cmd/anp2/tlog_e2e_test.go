@@ -760,6 +760,9 @@ func TestTlogWitnessCatchesRewrite(t *testing.T) {
 		m, _ := tlogGet(t, a.base, "/metrics")
 		return bytes.Contains(m, []byte(want))
 	})
+	if n := tlog2PeerAlarms(t, a.base, "http://"+addrB); n != 0 {
+		t.Fatalf("/relays shows %d alarms against B before any", n)
+	}
 	b.cmd.Process.Kill()
 	b.cmd.Wait()
 	tlogRewrite(t, dbB, 10)
@@ -772,6 +775,9 @@ func TestTlogWitnessCatchesRewrite(t *testing.T) {
 		m, _ := tlogGet(t, a.base, "/metrics")
 		return bytes.Contains(m, []byte("anp2_tlog_witness_alarms_total 1"))
 	})
+	if n := tlog2PeerAlarms(t, a.base, "http://"+addrB); n != 1 {
+		t.Fatalf("/relays shows %d alarms against B, want 1", n)
+	}
 	tlogEventually(t, "A's kind 24 report", func() bool {
 		body, _ := tlogGet(t, a.base, "/events?kinds=24")
 		return bytes.Contains(body, []byte(`b.example/tlog`)) && bytes.Contains(body, []byte(`"kind":24`))

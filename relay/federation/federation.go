@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,7 +38,11 @@ type announcement struct {
 }
 
 // Announce publishes the relay's signed kind 10 unless the latest one it
-// stored already says the same.
+// stored already says the same. The kind 10 carries the transparency log's
+// latest checkpoint (a ["tlog", size, root] tag) as it stands when the
+// kind 10 is published; a checkpoint alone never causes a new kind 10
+// (the log grows all the time), except once when the latest stored one
+// carries none (a relay upgraded from a version without the tree).
 func (s *Module) Announce(ctx context.Context) error {
 	if s.cfg.RelayKey == nil {
 		return nil
@@ -55,14 +61,24 @@ func (s *Module) Announce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var tlogTag []string
+	if s.opts.TlogCheckpoint != nil {
+		if size, root, ok := s.opts.TlogCheckpoint(); ok {
+			tlogTag = []string{"tlog", strconv.FormatInt(size, 10), root}
+		}
+	}
 	if len(bodies) == 1 {
 		var last protocol.Event
-		if json.Unmarshal(bodies[0], &last) == nil && last.Content == string(content) {
+		if json.Unmarshal(bodies[0], &last) == nil && last.Content == string(content) &&
+			(tlogTag == nil || slices.ContainsFunc(last.Tags, func(t []string) bool { return len(t) > 0 && t[0] == "tlog" })) {
 			return nil
 		}
 	}
-	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content),
-		Tags: [][]string{{"branch", preferred}}}
+	tags := [][]string{{"branch", preferred}}
+	if tlogTag != nil {
+		tags = append(tags, tlogTag)
+	}
+	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content), Tags: tags}
 	e.Sign(s.cfg.RelayKey)
 	if _, rejected, err := s.core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
 		return fmt.Errorf("relay announcement not stored (rejected %d): %v", rejected, err)
@@ -82,6 +98,9 @@ type peerStats struct {
 	Duplicate     int64  `json:"duplicate"`
 	Invalid       int64  `json:"invalid"`
 	Pushed        int64  `json:"pushed"`
+	// TlogAlarm and TlogAlarms, as in knownRelay (an outbound peer).
+	TlogAlarm  bool `json:"tlog_alarm,omitempty"`
+	TlogAlarms int  `json:"tlog_alarms,omitempty"`
 }
 
 // peers tracks peer traffic for GET /relays.
@@ -317,5 +336,18 @@ func (s *Module) getRelays(c echo.Context) error {
 	if s.cfg.RelayKey != nil {
 		self["agent_id"] = protocol.AgentIDOf(s.cfg.RelayKey)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"self": self, "relays": relays, "peers": s.peers.list()})
+	peers := s.peers.list()
+	if alarms := s.opts.TlogAlarms; alarms != nil {
+		for i := range relays {
+			relays[i].TlogAlarms = alarms(relays[i].URL)
+			relays[i].TlogAlarm = relays[i].TlogAlarms > 0
+		}
+		for i := range peers {
+			if peers[i].Direction == "outbound" {
+				peers[i].TlogAlarms = alarms(peers[i].Peer)
+				peers[i].TlogAlarm = peers[i].TlogAlarms > 0
+			}
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"self": self, "relays": relays, "peers": peers})
 }

@@ -49,6 +49,14 @@ type Options struct {
 	// (seed §12.9.2 topic relay), announced in its kind 10: at most
 	// MaxTopics, each 1 to MaxTopicLen bytes of printable ASCII.
 	Topics []string
+	// TlogCheckpoint, when set, reports the latest signed checkpoint of the
+	// relay's transparency log (SPEC §21): its size and base64 root. The
+	// kind 10 carries it as a ["tlog", size, root] tag when published.
+	TlogCheckpoint func() (size int64, root string, ok bool)
+	// TlogAlarms, when set, reports how many transparency-log alarms this
+	// relay's witness holds against the relay at a URL (SPEC §21.5);
+	// GET /relays shows them.
+	TlogAlarms func(url string) int
 }
 
 // DefaultOptions are the serve command's defaults.

@@ -49,6 +49,11 @@ type knownRelay struct {
 	AnnouncedAt     int64    `json:"announced_at"`
 	Standing        string   `json:"standing"`
 	Trust           float64  `json:"trust"`
+	// TlogAlarm and TlogAlarms: this relay, witnessing that relay's
+	// transparency log, holds signed checkpoints of it that cannot both
+	// be true (SPEC §21.5).
+	TlogAlarm  bool `json:"tlog_alarm,omitempty"`
+	TlogAlarms int  `json:"tlog_alarms,omitempty"`
 }
 
 // knownRelays returns the directory at now (see the comment above), best

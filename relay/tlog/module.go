@@ -16,10 +16,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +82,9 @@ type Module struct {
 	wkey     string
 	cosigned []atomic.Int64
 	asked    int64 // the size last sent to the witnesses (Run)
+	// peerOrigins maps an observed peer's URL (Options.Observe) to the
+	// origin of its log, as its key names it.
+	peerOrigins sync.Map
 	// witnessLimit charges add-checkpoint requests by address.
 	witnessLimit *relay.Limiter
 }
@@ -422,6 +428,41 @@ func writeFileAtomic(path string, data []byte) error {
 
 // Size is the tree's current size (leaves).
 func (m *Module) Size() int64 { return m.tree.Size() }
+
+// Latest reports the size and base64 root of the latest signed
+// checkpoint (ok false before the first).
+func (m *Module) Latest() (size int64, root string, ok bool) {
+	c := m.latest.Load()
+	if c == nil {
+		return 0, "", false
+	}
+	return c.Size, base64.StdEncoding.EncodeToString(c.Root[:]), true
+}
+
+// Alarms reports how many alarms (SPEC §21.5, at most the first 64 kept
+// as evidence) this witness holds against the log of the relay at url:
+// a peer it observes, by the origin its key names, or any relay by the
+// origin of its public URL.
+func (m *Module) Alarms(url string) int {
+	if m.witness == nil {
+		return 0
+	}
+	url = strings.TrimRight(url, "/")
+	origins := []string{OriginOf(url)}
+	if o, ok := m.peerOrigins.Load(url); ok {
+		origins = append(origins, o.(string))
+	}
+	w := m.witness
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, a := range w.state.Alarms {
+		if slices.Contains(origins, a.Origin) {
+			n++
+		}
+	}
+	return n
+}
 
 // VerifierKey is the note verifier key of the checkpoints.
 func (m *Module) VerifierKey() string { return m.vkey }

@@ -55,6 +55,7 @@ func (m *Module) observe(ctx context.Context, peer string) error {
 		return fmt.Errorf("key %q: %w", vkey, err)
 	}
 	origin := v.Name()
+	m.peerOrigins.Store(strings.TrimRight(peer, "/"), origin)
 	w.mu.Lock()
 	known := w.logs[origin]
 	if known == nil {
