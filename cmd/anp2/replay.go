@@ -34,6 +34,7 @@ type replayCmd struct {
 	source   string
 	compare  string
 	tree     bool
+	treeSet  bool // --tree was given
 	at       int64
 	treasury string
 	verbose  bool
@@ -50,7 +51,7 @@ var errMismatch = errors.New("state mismatch")
 func (c *replayCmd) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.StringVar(&c.compare, "compare", "", "relay URL whose GET /state must equal the replay's")
-	fs.BoolVar(&c.tree, "tree", true, "with --compare, also check that the replayed log hashes to the compared relay's signed transparency-log checkpoint (SPEC §21); not for a log downloaded from another relay, whose order differs")
+	fs.BoolVar(&c.tree, "tree", false, "with --compare, also check that the replayed log hashes to the compared relay's signed transparency-log checkpoint (SPEC §21) when SOURCE is a database or file of that relay's log (a copy of another relay's log has another order); when SOURCE is the compared relay itself the check runs unless --tree=false")
 	fs.Int64Var(&c.at, "at", 0, "evaluation time, unix seconds (default now)")
 	fs.StringVar(&c.treasury, "treasury", "", "credit treasury agent_id (default the public network's)")
 	c.gov.register(fs)
@@ -65,6 +66,8 @@ func (c *replayCmd) ParseFlags(args []string) error {
 		return fmt.Errorf("usage: anp2 replay [--compare URL] [--at UNIX] SOURCE (a database file or postgres:// URL, an export file, a relay URL, or - for stdin)")
 	}
 	c.source = fs.Arg(0)
+	c.treeSet = false
+	fs.Visit(func(f *flag.Flag) { c.treeSet = c.treeSet || f.Name == "tree" })
 	return nil
 }
 
@@ -129,7 +132,12 @@ func (c *replayCmd) Run(ctx context.Context) error {
 		return nil
 	}
 	var treeErr error
-	if c.tree && (sameRelay(c.compare, c.source) || !strings.Contains(c.source, "://") || isPostgres(c.source)) {
+	// The relay's own log is checked unless told not to; a database or a
+	// file only when asked (it may be a copy of another relay's log, in
+	// another order, whose state still matches).
+	ownLog := sameRelay(c.compare, c.source) && (c.tree || !c.treeSet)
+	copyAsked := c.tree && (!strings.Contains(c.source, "://") || isPostgres(c.source))
+	if ownLog || copyAsked {
 		if treeErr = c.verifyTree(ctx, path); treeErr != nil && !errors.Is(treeErr, errTreeMismatch) {
 			return treeErr
 		}

@@ -155,15 +155,16 @@ func TestTlogReplayCompareChecksTree(t *testing.T) {
 	size, _ := tlogVerifyAll(t, p.base)
 	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
 
-	for _, src := range []string{p.base, db} {
-		out, ok := tlog2Replay(t, at, "--compare", p.base, src)
+	for _, args := range [][]string{{p.base}, {"--tree", db}} {
+		src := args[len(args)-1]
+		out, ok := tlog2Replay(t, append([]string{at, "--compare", p.base}, args...)...)
 		if !ok || !strings.Contains(out, "match: ") || !strings.Contains(out, fmt.Sprintf("tree: the first %d of %d replayed entries hash to the root", size, size)) {
 			t.Fatalf("replay %s: ok %v\n%s", src, ok, out)
 		}
 	}
 	swapped := filepath.Join(dir, "swapped.jsonl")
 	tlog2Export(t, p.base, swapped, 5, 20)
-	out, ok := tlog2Replay(t, at, "--compare", p.base, swapped)
+	out, ok := tlog2Replay(t, at, "--tree", "--compare", p.base, swapped)
 	if ok || !strings.Contains(out, "match: ") || !strings.Contains(out, "TREE MISMATCH") {
 		t.Fatalf("replay of a reordered log: ok %v\n%s", ok, out)
 	}
@@ -172,11 +173,15 @@ func TestTlogReplayCompareChecksTree(t *testing.T) {
 	}
 	// The early exports' state differs from the relay's now (a state
 	// mismatch either way); the tree line says whether they are a prefix.
-	out, _ = tlog2Replay(t, at, "--compare", p.base, early)
+	// Without --tree a file is not checked: it may be another relay's log.
+	if out, ok := tlog2Replay(t, at, "--compare", p.base, swapped); !ok || strings.Contains(out, "tree:") || strings.Contains(out, "TREE") {
+		t.Fatalf("replay of a file without --tree: ok %v\n%s", ok, out)
+	}
+	out, _ = tlog2Replay(t, at, "--tree", "--compare", p.base, early)
 	if !strings.Contains(out, "proven a prefix of") || strings.Contains(out, "TREE MISMATCH") {
 		t.Fatalf("replay of an earlier export:\n%s", out)
 	}
-	out, ok = tlog2Replay(t, at, "--compare", p.base, earlySwapped)
+	out, ok = tlog2Replay(t, at, "--tree", "--compare", p.base, earlySwapped)
 	if ok || !strings.Contains(out, "TREE MISMATCH") || !strings.Contains(out, "does not extend") {
 		t.Fatalf("replay of an earlier, reordered export: ok %v\n%s", ok, out)
 	}
