@@ -23,6 +23,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	rtlog "github.com/anp2net/relay/relay/tlog"
+
 	"github.com/anp2net/relay/protocol"
 )
 
@@ -155,19 +157,14 @@ func openCheckpoint(raw []byte, v note.Verifier) (int64, tlog.Hash, error) {
 	if err != nil {
 		return 0, tlog.Hash{}, err
 	}
-	lines := strings.SplitN(n.Text, "\n", 4)
-	if len(lines) < 4 || lines[0] != v.Name() {
-		return 0, tlog.Hash{}, fmt.Errorf("origin %q is not the key's name %q", lines[0], v.Name())
+	origin, size, root, err := rtlog.ParseCheckpoint(n.Text)
+	if err != nil {
+		return 0, tlog.Hash{}, err
 	}
-	size, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil || size < 0 {
-		return 0, tlog.Hash{}, fmt.Errorf("size %q", lines[1])
+	if origin != v.Name() {
+		return 0, tlog.Hash{}, fmt.Errorf("origin %q is not the key's name %q", origin, v.Name())
 	}
-	h, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil || len(h) != tlog.HashSize {
-		return 0, tlog.Hash{}, fmt.Errorf("root %q", lines[2])
-	}
-	return size, tlog.Hash(h), nil
+	return size, root, nil
 }
 
 // cosigned checks the checkpoint carries a valid cosignature of every
@@ -251,20 +248,10 @@ func (c *auditCmd) consistent(ctx context.Context, saved string, v note.Verifier
 	if err != nil {
 		return err
 	}
-	var ans struct{ Proof []string }
-	if err := json.Unmarshal(b, &ans); err != nil {
-		return failf("consistency answer: %v", err)
-	}
-	p := make(tlog.TreeProof, len(ans.Proof))
-	for i, s := range ans.Proof {
-		h, err := hex.DecodeString(s)
-		if err != nil || len(h) != tlog.HashSize {
-			return failf("consistency proof hash %q", s)
-		}
-		p[i] = tlog.Hash(h)
-	}
-	if err := tlog.CheckTree(p, size, root, m, mroot); err != nil {
+	if err := rtlog.CheckConsistencyAnswer(b, m, mroot, size, root); errors.Is(err, rtlog.ErrInconsistent) {
 		return failf("the checkpoint of %d entries is not consistent with the one of %d seen at the last audit (the past was rewritten or a different history shown): %v", size, m, err)
+	} else if err != nil {
+		return failf("%v", err)
 	}
 	fmt.Fprintf(c.out, "consistent with the last audit's checkpoint (%d entries)\n", m)
 	return nil

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	rtlog "github.com/anp2net/relay/relay/tlog"
 )
 
 // errTreeMismatch is returned when --compare finds that the replayed log
@@ -99,22 +101,12 @@ func (c *replayCmd) verifyTree(ctx context.Context, path string) error {
 		if err != nil {
 			return err
 		}
-		var ans struct{ Proof []string }
-		if err := json.Unmarshal(b, &ans); err != nil {
-			return fmt.Errorf("consistency answer: %w", err)
-		}
-		p := make(tlog.TreeProof, len(ans.Proof))
-		for i, s := range ans.Proof {
-			h, err := hex.DecodeString(s)
-			if err != nil || len(h) != tlog.HashSize {
-				return fmt.Errorf("consistency proof hash %q", s)
-			}
-			p[i] = tlog.Hash(h)
-		}
-		if err := tlog.CheckTree(p, size, root, n, mine); err != nil {
+		if err := rtlog.CheckConsistencyAnswer(b, n, mine, size, root); errors.Is(err, rtlog.ErrInconsistent) {
 			fmt.Fprintf(c.out, "TREE MISMATCH: the %d replayed entries hash to %s, which %s's signed checkpoint of %d entries does not extend: %v\n",
 				n, b64(mine), v.Name(), size, err)
 			return errTreeMismatch
+		} else if err != nil {
+			return err
 		}
 		fmt.Fprintf(c.out, "tree: the %d replayed entries hash to %s, proven a prefix of %s's signed checkpoint of %d entries\n",
 			n, b64(mine), v.Name(), size)

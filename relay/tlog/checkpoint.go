@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,4 +111,32 @@ func idOf(body []byte) ([32]byte, error) {
 		return id, fmt.Errorf("stored event id: %w", err)
 	}
 	return id, nil
+}
+
+// ErrInconsistent: a consistency proof does not show that one tree
+// extends the other.
+var ErrInconsistent = errors.New("the trees are not consistent")
+
+// CheckConsistencyAnswer checks the body of a GET /tlog/consistency
+// answer (SPEC §21.4, its proof in hex): the proof must show that the
+// tree of to entries with root toRoot extends the tree of from entries
+// with root fromRoot. A malformed body is an error of its own; a proof
+// that does not hold wraps ErrInconsistent.
+func CheckConsistencyAnswer(body []byte, from int64, fromRoot tlog.Hash, to int64, toRoot tlog.Hash) error {
+	var ans struct{ Proof []string }
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return fmt.Errorf("consistency answer: %w", err)
+	}
+	p := make(tlog.TreeProof, len(ans.Proof))
+	for i, s := range ans.Proof {
+		h, err := hex.DecodeString(s)
+		if err != nil || len(h) != tlog.HashSize {
+			return fmt.Errorf("consistency proof hash %q", s)
+		}
+		p[i] = tlog.Hash(h)
+	}
+	if err := tlog.CheckTree(p, to, toRoot, from, fromRoot); err != nil {
+		return fmt.Errorf("%w: %v", ErrInconsistent, err)
+	}
+	return nil
 }

@@ -2,8 +2,6 @@ package tlog
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -124,20 +122,8 @@ func (m *Module) peerConsistent(ctx context.Context, peer string, prev *witnesse
 	if err != nil {
 		return fmt.Errorf("no consistency proof from %d to %d: %w", from, to, err)
 	}
-	var ans struct{ Proof []string }
-	if err := json.Unmarshal(b, &ans); err != nil {
-		return fmt.Errorf("consistency answer: %w", err)
-	}
-	p := make(tlog.TreeProof, len(ans.Proof))
-	for i, s := range ans.Proof {
-		h, err := hex.DecodeString(s)
-		if err != nil || len(h) != tlog.HashSize {
-			return fmt.Errorf("consistency proof hash %q", s)
-		}
-		p[i] = tlog.Hash(h)
-	}
-	if err := tlog.CheckTree(p, to, toRoot, from, fromRoot); err != nil {
-		return fmt.Errorf("the checkpoints of %d and %d entries are not consistent: %w", from, to, err)
+	if err := CheckConsistencyAnswer(b, from, fromRoot, to, toRoot); err != nil {
+		return fmt.Errorf("the checkpoints of %d and %d entries: %w", from, to, err)
 	}
 	return nil
 }
