@@ -92,17 +92,3 @@ func TestCheckpointNotResignedWithoutGrowth(t *testing.T) {
 		}
 	}
 }
-
-func TestAddrKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"192.0.2.7":            "192.0.2.7",
-		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
-		"::ffff:192.0.2.7":     "::ffff:192.0.2.7",
-		"not an address":       "not an address",
-	} {
-		if got := addrKey(in); got != want {
-			t.Errorf("addrKey(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -114,23 +113,13 @@ type witnessError struct {
 	body   string
 }
 
-// witnessRate bounds the add-checkpoint requests of one address (an IPv6
-// address by its /64) per minute: each costs a signature check.
+// witnessRate bounds the add-checkpoint requests of one client address
+// (the core's ClientKey: an IPv6 client by its network) per minute: each costs a signature check.
 const witnessRate = 600
-
-// addrKey is the rate key of an address: itself, or its /64 for IPv6.
-func addrKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil || !a.Is6() || a.Is4In6() {
-		return ip
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
-}
 
 // addCheckpoint handles POST /tlog/witness/add-checkpoint.
 func (m *Module) addCheckpoint(c echo.Context) error {
-	if ok, wait := m.witnessLimit.AllowN(addrKey(c.RealIP()), time.Now(), 1); !ok {
+	if ok, wait := m.witnessLimit.AllowN(m.core.ClientKey(c), time.Now(), 1); !ok {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return c.String(http.StatusTooManyRequests, "rate limited\n")
 	}
