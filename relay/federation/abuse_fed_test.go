@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
@@ -305,6 +307,44 @@ func TestAbuseFedDirectoryEclipse(t *testing.T) {
 	for _, u := range []string{"https://peer.example", "https://trusted.example"} {
 		if _, _, ok := m.AllowedRelay(u); !ok {
 			t.Fatalf("resolution may no longer ask %s", u)
+		}
+	}
+}
+
+// TestAnnounceSupersedesWithinASecond: a relay that changes what it
+// announces within the second of its last kind 10 (a quick restart with new
+// topics) dates the new one a second later, so the overwrite order, which
+// breaks ties by id, cannot keep the old one as the latest.
+func TestAnnounceSupersedesWithinASecond(t *testing.T) {
+	at := time.Unix(1_790_000_000, 0)
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "relay.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := taskstest.NewAgent("fed-quick").Key
+	tweak := func(c *relay.Config) {
+		c.RelayKey, c.PublicBaseURL, c.Now = key, "https://quick.example", func() time.Time { return at }
+	}
+	for i, topics := range [][]string{nil, {"weather"}, {"maps", "weather"}} {
+		r := startOn(t, st, Options{Topics: topics}, tweak)
+		if err := r.fed.Announce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fed.Announce(context.Background()); err != nil { // unchanged: no new kind 10
+			t.Fatal(err)
+		}
+		a := r.Do(t, "GET", "/events?kinds=10", "", nil)
+		var evs []protocol.Event
+		if err := json.Unmarshal(a.Body, &evs); err != nil || len(evs) != i+1 {
+			t.Fatalf("round %d: %v, %d kind 10, want %d", i, err, len(evs), i+1)
+		}
+		latest := r.Do(t, "GET", "/events?kinds=10&limit=1", "", nil)
+		var top []protocol.Event
+		var content announcement
+		if json.Unmarshal(latest.Body, &top) != nil || len(top) != 1 || json.Unmarshal([]byte(top[0].Content), &content) != nil ||
+			top[0].CreatedAt != at.Unix()+int64(i) || !slices.Equal(content.Topics, topics) {
+			t.Fatalf("round %d: latest kind 10 %.300s", i, latest.Body)
 		}
 	}
 }

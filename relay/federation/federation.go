@@ -67,9 +67,16 @@ func (s *Module) Announce(ctx context.Context) error {
 			tlogTag = []string{"tlog", strconv.FormatInt(size, 10), root}
 		}
 	}
+	createdAt := s.now()
 	if len(bodies) == 1 {
 		var last protocol.Event
-		if json.Unmarshal(bodies[0], &last) == nil && last.Content == string(content) &&
+		if json.Unmarshal(bodies[0], &last) != nil {
+			last = protocol.Event{}
+		}
+		// A new kind 10 must supersede the last one: within the same second
+		// the overwrite order breaks the tie by id, which may keep the old.
+		createdAt = max(createdAt, last.CreatedAt+1)
+		if last.Content == string(content) &&
 			(tlogTag == nil || slices.ContainsFunc(last.Tags, func(t []string) bool { return len(t) > 0 && t[0] == "tlog" })) {
 			return nil
 		}
@@ -78,7 +85,7 @@ func (s *Module) Announce(ctx context.Context) error {
 	if tlogTag != nil {
 		tags = append(tags, tlogTag)
 	}
-	e := &protocol.Event{CreatedAt: s.now(), Kind: protocol.KindRelayAnnounce, Content: string(content), Tags: tags}
+	e := &protocol.Event{CreatedAt: createdAt, Kind: protocol.KindRelayAnnounce, Content: string(content), Tags: tags}
 	e.Sign(s.cfg.RelayKey)
 	if _, rejected, err := s.core.IngestMirrored(ctx, []*protocol.Event{e}); err != nil || rejected > 0 {
 		return fmt.Errorf("relay announcement not stored (rejected %d): %v", rejected, err)
