@@ -2,7 +2,7 @@
 // derivation of package tasks; it has no rules of its own about task status.
 //
 // Rules. Only tasks whose kind 50 reward has payment_method anp2_credit move
-// credit; their amount is a JSON integer 0..2^53-1 (protocol.ParseTaskRequest).
+// credit; their amount is a whole number 0..2^53-1 (protocol.ParseTaskRequest).
 // When a task's consensus verdict is passed (tasks.Settlement.Passed), the
 // requester is debited the amount, the provider (author of the winning
 // accept) credited amount − fee and the treasury credited fee, with

@@ -221,12 +221,13 @@ func roleValue(e *Event, role string) (string, bool) {
 // violation: invalid_task_content, invalid_reward, missing_tag.
 //
 // Required: capability (non-empty string; the live network's "cap" is read
-// when "capability" is absent), input (any JSON value), reward.currency
-// (non-empty string) and reward.amount. Read with a warning when absent
-// (the network's clients' shapes, TaskRequest.Warnings): constraints
-// (as {}), constraints.max_cost_usd (no USD cap), constraints.deadline_unix
-// (created_at + deadline_sec, else NoDeadline), reward.payment_method (no
-// credit moves), and the tags ["t", <capability>] and ["cap_wanted",
+// when "capability" is absent), reward.currency (non-empty string) and
+// reward.amount. Read with a warning when absent (the network's clients'
+// shapes, TaskRequest.Warnings): input (the quickstart's "payload"),
+// constraints (as {}), constraints.max_cost_usd (no USD cap),
+// constraints.deadline_unix (created_at + deadline_sec, else the
+// quickstart's top-level deadline_at, else NoDeadline),
+// reward.payment_method (no credit moves), and the tags ["t", <capability>] and ["cap_wanted",
 // <capability>] (not wanted with the "cap" alias, whose publishers tag
 // ["t", "task.request"]; other t tags are always allowed). Typed when
 // present: max_cost_usd (non-negative decimal string or JSON number),
@@ -234,9 +235,10 @@ func roleValue(e *Event, role string) (string, bool) {
 // payment_method (enum). Optional but
 // typed when present: accept_languages (array of strings), min_provider_trust
 // (number), high_stakes (boolean), reward.escrow_method (enum; the §18.11
-// credit reward has none). With payment_method anp2_credit the amount must be
-// a JSON integer literal 0..2^53-1 (a string such as "10" is rejected, so a
-// credit amount has exactly one spelling); otherwise a non-negative decimal
+// credit reward has none). With payment_method anp2_credit the amount is
+// a JSON integer literal 0..2^53-1; as on the reference relay, a
+// non-negative fraction (truncated) or a string of digits is read too, with
+// the warning credit_amount_nonstandard; otherwise a non-negative decimal
 // string or JSON number.
 func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 	var errs errList
@@ -254,11 +256,15 @@ func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 	} else {
 		r.Capability = s
 	}
-	if len(obj["input"]) == 0 {
-		errs.add(CodeInvalidTaskContent, "input is required")
-	}
 	var warns warnList
-	parseConstraints(e, obj["constraints"], r, &errs, &warns)
+	if len(obj["input"]) == 0 { // the reference relay reads no input (the quickstart's "payload")
+		if len(obj["payload"]) > 0 {
+			warns.add(WarnNoInput, "no input: content.payload is read as the task's input")
+		} else {
+			warns.add(WarnNoInput, "no input: the task's input is empty")
+		}
+	}
+	parseConstraints(e, obj, r, &errs, &warns)
 	parseReward(obj["reward"], r, &errs, &warns)
 	if r.Capability != "" && !r.CapAlias {
 		for _, name := range []string{"t", "cap_wanted"} {
@@ -274,7 +280,8 @@ func ParseTaskRequest(e *Event) (*TaskRequest, []error) {
 	return r, nil
 }
 
-func parseConstraints(e *Event, raw json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
+func parseConstraints(e *Event, top map[string]json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
+	raw := top["constraints"]
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}") // the reference relay reads absent constraints as none
 	}
@@ -291,7 +298,7 @@ func parseConstraints(e *Event, raw json.RawMessage, r *TaskRequest, errs *errLi
 	} else {
 		errs.add(CodeInvalidTaskContent, "constraints.max_cost_usd must be a non-negative decimal string")
 	}
-	parseDeadline(e, c, r, errs, warns)
+	parseDeadline(e, c, top, r, errs, warns)
 	if v, present := c["accept_languages"]; present && !isStringArray(v) {
 		errs.add(CodeInvalidTaskContent, "constraints.accept_languages must be an array of strings")
 	}
@@ -312,9 +319,9 @@ func parseConstraints(e *Event, raw json.RawMessage, r *TaskRequest, errs *errLi
 }
 
 // parseDeadline reads constraints.deadline_unix; without it, the
-// LangChain tools' deadline_sec (seconds after created_at), else none
-// (NoDeadline).
-func parseDeadline(e *Event, c map[string]json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
+// LangChain tools' deadline_sec (seconds after created_at), else the
+// quickstart's top-level deadline_at, else none (NoDeadline).
+func parseDeadline(e *Event, c, top map[string]json.RawMessage, r *TaskRequest, errs *errList, warns *warnList) {
 	if v, present := c["deadline_unix"]; present {
 		if n, ok := jsonInt(v); ok {
 			r.Deadline = n
@@ -331,6 +338,16 @@ func parseDeadline(e *Event, c map[string]json.RawMessage, r *TaskRequest, errs 
 		}
 		r.Deadline = min(e.CreatedAt+n, NoDeadline)
 		warns.add(WarnDeadline, fmt.Sprintf("no constraints.deadline_unix: read as created_at + deadline_sec = %d", r.Deadline))
+		return
+	}
+	if v, present := top["deadline_at"]; present {
+		n, ok := jsonInt(v)
+		if !ok {
+			errs.add(CodeInvalidTaskContent, "deadline_at must be an integer 0..2^53-1")
+			return
+		}
+		r.Deadline = n
+		warns.add(WarnDeadline, fmt.Sprintf("no constraints.deadline_unix: read from content.deadline_at = %d", n))
 		return
 	}
 	r.Deadline = NoDeadline
@@ -369,9 +386,14 @@ func parseReward(raw json.RawMessage, r *TaskRequest, errs *errList, warns *warn
 	if rw.PaymentMethod == PaymentANP2Credit {
 		if n, ok := jsonInt(amount); ok {
 			rw.Credits = n
-			rw.Amount = strconv.FormatInt(n, 10)
+		} else if n, ok := creditAmountLoose(amount); ok {
+			rw.Credits = n
+			warns.add(WarnCreditAmount, fmt.Sprintf("reward.amount %s is not a JSON integer: read as %d whole credits", amount, n))
 		} else {
-			errs.add(CodeInvalidReward, "with payment_method anp2_credit, reward.amount must be a JSON integer 0..2^53-1")
+			errs.add(CodeInvalidReward, "with payment_method anp2_credit, reward.amount must be a non-negative integer 0..2^53-1 (a JSON integer; a fraction or a string of digits is read with a warning)")
+		}
+		if rw.Credits >= 0 {
+			rw.Amount = strconv.FormatInt(rw.Credits, 10)
 		}
 		return
 	}
@@ -813,6 +835,22 @@ func jsonDecimal(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return string(raw), true
+}
+
+// creditAmountLoose reads a credit amount the reference relay accepts
+// though it is not a JSON integer, as its int() does: a non-negative JSON
+// number with a fraction or exponent, truncated toward zero (the
+// quickstart's 0.001), or a string of decimal digits ("10").
+func creditAmountLoose(raw json.RawMessage) (int64, bool) {
+	if s, ok := jsonString(raw); ok {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil && s != "" && s[0] >= '0' && s[0] <= '9' && n <= MaxSafeInteger
+	}
+	f, ok := jsonFloat(raw)
+	if !ok || f < 0 || raw[0] == '-' || f >= MaxSafeInteger+1 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 func isStringArray(raw json.RawMessage) bool {

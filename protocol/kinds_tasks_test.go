@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -100,7 +101,10 @@ func TestTaskRequestRule(t *testing.T) {
 		{"trailing data", request50 + "{}", requestTags, []string{c}, nil},
 		{"no capability", patch(request50, "capability", nil), requestTags, []string{c}, nil},
 		{"blank capability", patch(request50, "capability", " "), requestTags, []string{c}, nil},
-		{"no input", patch(request50, "input", nil), requestTags, []string{c}, nil},
+		{"no input", patch(request50, "input", nil), requestTags, nil, []string{WarnNoInput}},
+		{"payload for input", patch(patch(request50, "input", nil), "payload", map[string]any{"text": "hi"}), requestTags, nil, []string{WarnNoInput}},
+		{"deadline_at", patch(patch(request50, "constraints.deadline_unix", nil), "deadline_at", 1700000000), requestTags, nil, []string{WarnDeadline}},
+		{"deadline_at a string", patch(patch(request50, "constraints.deadline_unix", nil), "deadline_at", "soon"), requestTags, []string{c}, nil},
 		{"no constraints", patch(request50, "constraints", nil), requestTags, nil, []string{WarnNoPriceCap, WarnDeadline}},
 		{"constraints not an object", patch(request50, "constraints", "soon"), requestTags, []string{c}, nil},
 		{"no deadline", patch(request50, "constraints.deadline_unix", nil), requestTags, nil, []string{WarnDeadline}},
@@ -121,11 +125,16 @@ func TestTaskRequestRule(t *testing.T) {
 		{"unknown payment method", patch(request50, "reward.payment_method", "paypal"), requestTags, []string{r}, nil},
 		{"unknown escrow", patch(request50, "reward.escrow_method", "bank"), requestTags, []string{r}, nil},
 		{"no currency", patch(request50, "reward.currency", nil), requestTags, []string{r}, nil},
-		{"credit amount string", patch(request50, "reward.amount", "10"), requestTags, []string{r}, nil},
+		{"credit amount string", patch(request50, "reward.amount", "10"), requestTags, nil, []string{WarnCreditAmount}},
+		{"credit amount string negative", patch(request50, "reward.amount", "-10"), requestTags, []string{r}, nil},
+		{"credit amount string fraction", patch(request50, "reward.amount", "10.5"), requestTags, []string{r}, nil},
+		{"credit amount string empty", patch(request50, "reward.amount", ""), requestTags, []string{r}, nil},
 		{"credit amount negative", patchRaw(request50, "reward.amount", "-1"), requestTags, []string{r}, nil},
-		{"credit amount fraction", patchRaw(request50, "reward.amount", "10.5"), requestTags, []string{r}, nil},
-		{"credit amount 10.0", patchRaw(request50, "reward.amount", "10.0"), requestTags, []string{r}, nil},
-		{"credit amount exponent", patchRaw(request50, "reward.amount", "1e1"), requestTags, []string{r}, nil},
+		{"credit amount fraction", patchRaw(request50, "reward.amount", "10.5"), requestTags, nil, []string{WarnCreditAmount}},
+		{"credit amount 10.0", patchRaw(request50, "reward.amount", "10.0"), requestTags, nil, []string{WarnCreditAmount}},
+		{"credit amount exponent", patchRaw(request50, "reward.amount", "1e1"), requestTags, nil, []string{WarnCreditAmount}},
+		{"credit amount 2^53 as a fraction", patchRaw(request50, "reward.amount", "9007199254740992.5"), requestTags, []string{r}, nil},
+		{"credit amount negative fraction", patchRaw(request50, "reward.amount", "-0.5"), requestTags, []string{r}, nil},
 		{"credit amount 2^53", patchRaw(request50, "reward.amount", "9007199254740992"), requestTags, []string{r}, nil},
 		{"credit amount 2^53-1", patchRaw(request50, "reward.amount", "9007199254740991"), requestTags, nil, nil},
 		{"credit amount zero", patchRaw(request50, "reward.amount", "0"), requestTags, nil, nil},
@@ -140,7 +149,7 @@ func TestTaskRequestRule(t *testing.T) {
 		{"extra t tag beside the canonical ones", request50, append([][]string{{"t", "task.request"}}, requestTags...), nil, nil},
 		{"no t tag", request50, [][]string{{"cap_wanted", "transform.text.demo"}}, nil, []string{WarnTaskTags}},
 		{"cap_wanted for another capability", request50, [][]string{{"t", "transform.text.demo"}, {"cap_wanted", "x"}}, nil, []string{WarnTaskTags}},
-		{"every violation at once", patch(patch(request50, "input", nil), "reward.payment_method", "x"), nil,
+		{"every violation at once", patch(patch(request50, "capability", nil), "reward.payment_method", "x"), nil,
 			[]string{c, r}, nil},
 	})
 }
@@ -337,5 +346,26 @@ func TestNetworkTaskEventsPassTheRules(t *testing.T) {
 	}
 	if byKind[KindTaskVerify] != 3 || byKind[KindPayment] != 3 {
 		t.Fatalf("sample holds %v", byKind)
+	}
+}
+
+// TestTaskRequestLooseShapesRead: the shapes the reference relay accepts
+// and the rule takes with a warning are read as the reference relay's
+// int() reads them: a fractional credit amount truncated, a string of
+// digits as its integer, the quickstart's deadline_at as the deadline.
+func TestTaskRequestLooseShapesRead(t *testing.T) {
+	for _, c := range []struct {
+		raw     string
+		credits int64
+	}{{"10.5", 10}, {"0.001", 0}, {"1e1", 10}, {`"010"`, 10}, {"9007199254740991.0", 9007199254740991}} {
+		e := signed(KindTaskRequest, patchRaw(request50, "reward.amount", raw(c.raw)), requestTags...)
+		r, errs := ParseTaskRequest(e)
+		if len(errs) > 0 || r.Reward.Credits != c.credits || r.Reward.Amount != strconv.FormatInt(c.credits, 10) {
+			t.Errorf("amount %s: %v, credits %d amount %q, want %d", c.raw, errs, r.Reward.Credits, r.Reward.Amount, c.credits)
+		}
+	}
+	e := signed(KindTaskRequest, patch(patch(request50, "constraints.deadline_unix", nil), "deadline_at", 1700000123), requestTags...)
+	if r, errs := ParseTaskRequest(e); len(errs) > 0 || r.Deadline != 1700000123 {
+		t.Fatalf("deadline_at: %v, deadline %d", errs, r.Deadline)
 	}
 }

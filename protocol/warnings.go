@@ -19,6 +19,11 @@ const (
 	// WarnDeadline: a kind 50 without constraints.deadline_unix (read from
 	// deadline_sec, or none).
 	WarnDeadline = "deadline_inferred"
+	// WarnNoInput: a kind 50 without input (the quickstart's payload).
+	WarnNoInput = "task_input_missing"
+	// WarnCreditAmount: an anp2_credit reward.amount that is not a JSON
+	// integer (a fraction, truncated; a string of digits).
+	WarnCreditAmount = "credit_amount_nonstandard"
 	// WarnNoPaymentMethod: a reward without payment_method (moves no credit).
 	WarnNoPaymentMethod = "reward_payment_method_missing"
 	// WarnRootInferred: a kind 51–55 without the ["e", task_id, "root"] tag,

@@ -12,7 +12,7 @@ import (
 
 // SnapshotVersion names the Fold's saved form: the ids of the lifecycle
 // events it holds, sorted, 32 bytes each.
-func (f *Fold) SnapshotVersion() string { return "tasks.ids/1" }
+func (f *Fold) SnapshotVersion() string { return "tasks.ids/2" }
 
 // Snapshot writes the ids of every event f holds. A task's records keep
 // parsed contents, not events; the log keeps the events, and Restore reads

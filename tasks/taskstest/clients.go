@@ -43,6 +43,19 @@ func ExtensionRequest(a Agent, at, deadline int64) *protocol.Event {
 	return a.Sign(protocol.KindTaskRequest, at, content, []string{"t", "task"}, []string{"cap", Capability})
 }
 
+// QuickstartRequest is the reference repository's quickstart
+// (prototypes/quickstart, json.dumps with its default separators): a
+// top-level task_id and deadline_at, the input as "payload", no
+// constraints, a credit reward whose amount is a fraction (its --reward
+// flag, here 10.5), tags ["task_id", …] and ["cap", capability]. The
+// quickstart itself mines no proof of work.
+func QuickstartRequest(a Agent, at, deadline int64) *protocol.Event {
+	taskID := fmt.Sprintf("qs-%.7s-%x", a.ID, at)
+	content := fmt.Sprintf(`{"task_id": %q, "capability": %q, "payload": {"text": "hello from anp2-quickstart"}, `+
+		`"reward": {"currency": "credit", "amount": 10.5, "payment_method": "anp2_credit"}, "deadline_at": %d}`, taskID, Capability, deadline)
+	return a.Sign(protocol.KindTaskRequest, at, content, []string{"task_id", taskID}, []string{"cap", Capability})
+}
+
 // SDKAccept is the SDK's kind 51 (Agent.accept_task) with the quote
 // {"currency":"credit","amount":"10"}.
 func SDKAccept(a Agent, at int64, task *protocol.Event) *protocol.Event {

@@ -26,8 +26,9 @@ type ClientFlow struct {
 // SDK's credit lifecycle settled by MCP anp2_release_payment, an MCP
 // accept on an SDK task beside an unbounded EUR bid, the browser
 // extension's economy, the MCP request with no price cap and no payment
-// method, a seed provider's free USD accept with a terms label, and the
-// LangChain defaults. prepare, when not nil, is applied
+// method, a seed provider's free USD accept with a terms label, the
+// quickstart's request (payload, deadline_at, a fractional credit amount)
+// and the LangChain defaults. prepare, when not nil, is applied
 // to each task (kind 50) before the events that name it are built: a
 // relay process needs its proof of work (mine, then sign again).
 func ClientFlows(at int64, prepare func(task *protocol.Event, requester Agent) *protocol.Event) []ClientFlow {
@@ -72,6 +73,13 @@ func ClientFlows(at int64, prepare func(task *protocol.Event, requester Agent) *
 	add("seed-provider", func(a Agent) *protocol.Event { return SDKRequest(a, at, dl) }, func(f *ClientFlow) []ClientStep {
 		return []ClientStep{{f.Task, nil},
 			{SeedProviderAccept(f.Provider, at+10, f.Task), w(protocol.WarnTermsHash)},
+			{SDKResult(f.Provider, at+20, f.Task), w(protocol.WarnMissingP)},
+			{SDKVerify(ver, at+30, f.Task, protocol.VerdictPassed), w(protocol.WarnVerifyNoResult, protocol.WarnMissingP)}}
+	}, "verified", "-10", "9")
+	add("quickstart", func(a Agent) *protocol.Event { return QuickstartRequest(a, at, dl) }, func(f *ClientFlow) []ClientStep {
+		return []ClientStep{{f.Task, w(protocol.WarnNoInput, protocol.WarnNoPriceCap, protocol.WarnDeadline, protocol.WarnCreditAmount,
+			protocol.WarnTaskTags, protocol.WarnTaskTags)},
+			{ExtensionAccept(f.Provider, at+10, f.Task), w(protocol.WarnRootInferred, protocol.WarnMissingP, protocol.WarnNoQuote)},
 			{SDKResult(f.Provider, at+20, f.Task), w(protocol.WarnMissingP)},
 			{SDKVerify(ver, at+30, f.Task, protocol.VerdictPassed), w(protocol.WarnVerifyNoResult, protocol.WarnMissingP)}}
 	}, "verified", "-10", "9")
