@@ -69,7 +69,7 @@ function capabilities(a) {
 function trustView(t) {
   if (t.error) return errorBox(t.error);
   return [kv([
-    ['weighted score', h('span', { id: 'trust-score' }, fmt(t.weighted_score, 6))],
+    ['weighted score', h('span', { id: 'trust-score' }, fmt(t.weighted_score))],
     ['rank', t.rank ? `#${t.rank}` : 'unranked'],
     ['score in / out', `${fmt(t.score_in)} / ${fmt(t.score_out)}`],
     ['voters', String(t.voter_count)],
@@ -84,7 +84,7 @@ function givenView(ev) {
   for (const e of ev) {
     if (Array.isArray(e)) continue;
     let score = '?', reason = '';
-    try { const c = JSON.parse(e.content); score = fmt(c.score); reason = c.reason || ''; } catch { /* shown as ? */ }
+    try { const c = JSON.parse(e.content); score = typeof c.score === 'number' ? fmt(c.score) : '?'; reason = c.reason || ''; } catch { /* shown as ? */ }
     for (const t of e.tags) if (t[0] === 'p') rows.push([agentLink(t[1]), score, reason, when(e.created_at), eventLink(e.id)]);
   }
   return rows.length ? table(['target', 'score', 'reason', 'at', 'vote'], rows) : h('p', { class: 'muted' }, 'no votes');
