@@ -72,7 +72,9 @@ func TestNetworkShowsTlogAlarms(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var rel struct {
-			Self   struct{ AgentID string `json:"agent_id"` }
+			Self struct {
+				AgentID string `json:"agent_id"`
+			}
 			Relays []struct {
 				URL        string
 				TlogAlarm  bool `json:"tlog_alarm"`
