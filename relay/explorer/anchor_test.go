@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"net"
@@ -207,3 +208,58 @@ func TestAgentPageShowsAnchor(t *testing.T) {
 		}
 	}
 }
+
+// TestHumanAnchorChecksBounded: at most four checks run at once; a fifth
+// agent's page is not fetched while they do (anchor_busy), and is once
+// they finish. The site holds each request until released, so the test
+// knows when four are in flight without timing anything.
+func TestHumanAnchorChecksBounded(t *testing.T) {
+	arrived, release := make(chan struct{}, 16), make(chan struct{})
+	var agents []taskstest.Agent
+	for i := range 5 {
+		agents = append(agents, taskstest.NewAgent(fmt.Sprint("anchor-busy-", i)))
+	}
+	site := newAnchorSite(t, nil)
+	inner := site.client.Transport
+	site.client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		arrived <- struct{}{}
+		<-release
+		return inner.RoundTrip(r)
+	})}
+	r := relaytest.Start(t, []relay.Module{explorer.NewModule().VerifyAnchors(site.client)})
+	now := r.Clock.Now().Unix()
+	for i, a := range agents {
+		r.Post(t, a.Sign(protocol.KindProfile, now-10, map[string]any{"name": "busy", "human_anchor": map[string]any{
+			"platform": "x.com", "handle": "@b", "verification_url": fmt.Sprintf("https://x.com/%d", i)}}))
+	}
+	done := make(chan map[string]any, 4)
+	for _, a := range agents[:4] {
+		go func() { // no t.Fatal off the test's goroutine
+			ans := map[string]any{}
+			if resp, err := http.Get(r.URL + "/explorer/api/human_anchor/" + a.ID); err == nil {
+				json.NewDecoder(resp.Body).Decode(&ans)
+				resp.Body.Close()
+			}
+			done <- ans
+		}()
+	}
+	for range 4 {
+		<-arrived
+	}
+	if _, ans := getAnchor(t, r, agents[4].ID); ans["code"] != "anchor_busy" || ans["fetched"] != false {
+		t.Errorf("fifth check while four run: %v", ans)
+	}
+	close(release)
+	for range 4 {
+		if ans := <-done; ans["code"] != "anchor_fetch_failed" || ans["fetched"] != true {
+			t.Errorf("a held check: %v", ans) // the site has no such page: a 404
+		}
+	}
+	if _, ans := getAnchor(t, r, agents[4].ID); ans["code"] != "anchor_fetch_failed" || ans["fetched"] != true {
+		t.Errorf("fifth check once the others finished: %v", ans)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
