@@ -26,8 +26,9 @@ const alarmOrigin = "alarm.test/tlog"
 const alarmHostile = `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
 
 // addCheckpoint submits a checkpoint of alarmOrigin of size with root
-// (extension lines ext) to the relay's witness and returns the status.
-func addCheckpoint(t *testing.T, old, size int64, root byte, ext string) int {
+// (extension lines ext) to the relay's witness and returns the status
+// and the answer.
+func addCheckpoint(t *testing.T, old, size int64, root byte, ext string) (int, string) {
 	t.Helper()
 	text := fmt.Sprintf("%s\n%d\n%s\n%s", alarmOrigin, size, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{root}, 32)), ext)
 	signed, err := note.Sign(&note.Note{Text: text}, bt.alarmSigner)
@@ -42,7 +43,7 @@ func addCheckpoint(t *testing.T, old, size int64, root byte, ext string) int {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	t.Logf("add-checkpoint old %d size %d: %d %s", old, size, resp.StatusCode, b)
-	return resp.StatusCode
+	return resp.StatusCode, string(b)
 }
 
 // TestNetworkShowsTlogAlarms: the relay's witness verifies a checkpoint
@@ -55,10 +56,11 @@ func addCheckpoint(t *testing.T, old, size int64, root byte, ext string) int {
 // word of a relay. Hostile text in either is shown as text, never run.
 func TestNetworkShowsTlogAlarms(t *testing.T) {
 	needBrowser(t)
-	if s := addCheckpoint(t, 0, 3, 1, ""); s != http.StatusOK {
-		t.Fatalf("first checkpoint: %d", s)
+	// (Run again with -count, the witness already holds the first.)
+	if s, b := addCheckpoint(t, 0, 3, 1, ""); s != http.StatusOK && (s != http.StatusConflict || strings.TrimSpace(b) != "3") {
+		t.Fatalf("first checkpoint: %d %s", s, b)
 	}
-	if s := addCheckpoint(t, 3, 3, 2, alarmHostile+"\n"); s != http.StatusUnprocessableEntity {
+	if s, _ := addCheckpoint(t, 3, 3, 2, alarmHostile+"\n"); s != http.StatusUnprocessableEntity {
 		t.Fatalf("split view: %d, want 422", s)
 	}
 	now := time.Now().Unix()
@@ -69,6 +71,7 @@ func TestNetworkShowsTlogAlarms(t *testing.T) {
 	post(t, bt.base, mallory.Sign(24, now, string(forged), []string{"t", "tlog-alarm"}))
 
 	// GET /relays marks the announced relay; the relay's report is stored.
+	alarms := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var rel struct {
@@ -84,11 +87,13 @@ func TestNetworkShowsTlogAlarms(t *testing.T) {
 		var reports []protocol.Event
 		getJSON(t, bt.base+"/relays", &rel)
 		getJSON(t, bt.base+"/events?kinds=24&authors="+rel.Self.AgentID, &reports)
-		marked := false
+		alarms = 0
 		for _, r := range rel.Relays {
-			marked = marked || (r.URL == "https://alarm.test" && r.TlogAlarm && r.TlogAlarms == 1)
+			if r.URL == "https://alarm.test" && r.TlogAlarm {
+				alarms = r.TlogAlarms
+			}
 		}
-		if marked && len(reports) == 1 {
+		if alarms >= 1 && len(reports) == alarms {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -99,7 +104,7 @@ func TestNetworkShowsTlogAlarms(t *testing.T) {
 
 	ctx := tab(t)
 	text := open(t, ctx, "network", "network")
-	for _, s := range []string{"This relay's witness holds transparency-log alarms against 1 relay", "⚠ 1 alarm",
+	for _, s := range []string{"This relay's witness holds transparency-log alarms against 1 relay", fmt.Sprintf("⚠ %d alarm", alarms),
 		"Transparency-log alarms", alarmOrigin, "same size, another root", "this relay's witness", "forged.test/tlog",
 		"anyone may publish a kind 24"} {
 		if !strings.Contains(text, s) {
@@ -129,10 +134,10 @@ func TestNetworkShowsTlogAlarms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page.Mark != "1" {
-		t.Errorf("the alarm.test relay's row is marked %q, want 1 alarm", page.Mark)
+	if page.Mark != fmt.Sprint(alarms) {
+		t.Errorf("the alarm.test relay's row is marked %q, want %d alarms", page.Mark, alarms)
 	}
-	if strings.Join(page.Signers, ",") != "unknown,self" && strings.Join(page.Signers, ",") != "self,unknown" {
+	if signers := strings.Join(page.Signers, ","); !strings.Contains(signers, "self") || !strings.Contains(signers, "unknown") || strings.Contains(signers, "relay") {
 		t.Errorf("alarm reporters %v, want this relay's and an unknown agent's", page.Signers)
 	}
 	// Both signed notes are shown: the verified one (root 0x01…) and the
