@@ -57,6 +57,10 @@
 // SealDM, OpenDM, Inbox and Outbox carry private messages. A Pool
 // publishes to several relays, reads from the healthiest and fails over.
 //
+// VerifyHumanAnchor checks a profile's human_anchor as seed §4.1.1 asks
+// of consumers (the relay never checks it): HTTPS, a host of the declared
+// platform, and the agent_id in the fetched page.
+//
 // A Client with Key signs a fresh Authorization header for every request
 // (SPEC §3.2), binding the body with a payload tag.
 //

@@ -36,6 +36,7 @@ type relayModules struct {
 	funding    *funding.Module
 	tiers      *tiers.Module
 	tlog       *tlog.Module
+	explorer   *explorer.Module
 }
 
 // modules lists the capability modules every relay process runs: the one
@@ -100,7 +101,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	st := stream.NewModuleWith(streamOpts)
 	disc := discovery.NewModule()
 	tl = tlog.NewModule(tlog.Options{Path: tlogPath})
-	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, all: []relay.Module{
+	ex := explorer.NewModule()
+	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, explorer: ex, all: []relay.Module{
 		push, // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		disc,
@@ -123,8 +125,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		tier,
 		f,
 		dms.NewModule(),
-		explorer.NewModule(), // the web explorer at / for browsers (SPEC §19)
-		landing.NewModule(),  // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
+		ex,                  // the web explorer at / for browsers (SPEC §19)
+		landing.NewModule(), // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
 		g,
 		tl, // the log as a transparency log (SPEC §21)
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },

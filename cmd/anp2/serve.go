@@ -41,6 +41,7 @@ type serveCmd struct {
 	operatorFunding, branch      string
 	topics                       string
 	newAgentTiers                bool
+	verifyAnchors                bool
 	standing                     tiers.StandingOptions
 	gov                          govFlags
 	scale                        scaleFlags
@@ -82,6 +83,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.DurationVar(&c.operatorReport, "operator-report", 0, "publish a kind 22 capacity report signed by the relay key every period, e.g. 24h (0 = never)")
 	fs.StringVar(&c.infraCosts, "operator-infra-costs-usd", "0.00", "the operator's declared infrastructure cost per report period, in USD")
 	fs.StringVar(&c.operatorFunding, "operator-funding", "", "the relay operator agent's kind 16 content (JSON with addresses), published signed by the relay key when it changes")
+	fs.BoolVar(&c.verifyAnchors, "explorer-verify-anchors", false, "let the web explorer fetch profiles' human_anchor verification URLs (public addresses only) to show whether they verify (seed §4.1.1; off: the relay fetches nothing)")
 	fs.BoolVar(&c.newAgentTiers, "new-agent-tiers", false, "apply seed §8.1's new-agent tiers to publishes (30/min, 60 s reply cooldown, 1 room a day for agents whose first profile is under 24 h old)")
 	fs.StringVar(&c.seedWhitelist, "seed-agent-whitelist", "", "comma-separated agent_ids exempt from the new-agent tiers")
 	c.standing = tiers.DefaultStandingOptions()
@@ -179,6 +181,9 @@ func (c *serveCmd) Start() error {
 			return fmt.Errorf("--tlog-witness %q: want URL=KEY", w)
 		}
 		witnesses = append(witnesses, tlog.Witness{URL: u, Key: k})
+	}
+	if c.verifyAnchors {
+		mods.explorer.VerifyAnchors(nil) // client.AnchorHTTPClient: public addresses only
 	}
 	// The peers it mirrors are witnessed too (SPEC §21.5).
 	mods.tlog.SetWitnessing(witnesses, c.tlogWitnessed, c.peers)

@@ -3,6 +3,7 @@ package explorer_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // The browser tests drive a real Chromium (Debian's chromium package)
@@ -32,6 +34,10 @@ var bt struct {
 	bin      string          // the anp2 binary
 	w        *world          // the data loaded
 	browser  context.Context // the shared browser
+	// alarmSigner signs checkpoints of the log "alarm.test/tlog", which
+	// the relay witnesses (serve --tlog-witnessed), so a test can catch
+	// it in an alarm (SPEC §21.5).
+	alarmSigner note.Signer
 }
 
 // setup runs once, for the first test that needs the browser, so the
@@ -96,7 +102,15 @@ func setupBrowser() (int, func()) {
 	if out, err := exec.Command(bt.bin, "import", "--db", db, "../../testdata/vectors/anp2-network-sample.jsonl").CombinedOutput(); err != nil {
 		return fail("import: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bt.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0")
+	skey, vkey, err := note.GenerateKey(rand.Reader, alarmOrigin)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if bt.alarmSigner, err = note.NewSigner(skey); err != nil {
+		return fail("%v", err)
+	}
+	cmd := exec.Command(bt.bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0",
+		"--tlog-witnessed", vkey)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		return fail("serve: %v", err)

@@ -3,7 +3,7 @@
 // single-page application, embedded in the binary, that reads the relay's
 // own JSON API and re-derives what it can in the browser (event ids with
 // WebCrypto SHA-256, signatures with WebCrypto Ed25519). JSON clients keep
-// the answer `/` always gave them. The module adds two JSON routes the
+// the answer `/` always gave them. The module adds three JSON routes the
 // pages need and the core does not serve: the hidden-event list and an
 // agent's DM counts.
 package explorer
@@ -38,6 +38,8 @@ type Module struct {
 	core  *relay.Server
 	files fs.FS
 	etags sync.Map // asset path → quoted ETag
+	// anchors, when set (VerifyAnchors), fetches human_anchor pages.
+	anchors *anchorCache
 }
 
 var _ relay.Module = (*Module)(nil)
@@ -64,6 +66,7 @@ func (m *Module) Mount(core *relay.Server) error {
 	core.Route(http.MethodGet, Prefix+"/*", m.getAsset)
 	core.Route(http.MethodGet, Prefix+"/api/moderation", m.getModeration)
 	core.Route(http.MethodGet, Prefix+"/api/dm_count/:agent_id", m.getDMCount)
+	core.Route(http.MethodGet, Prefix+"/api/human_anchor/:agent_id", m.getHumanAnchor)
 	return nil
 }
 

@@ -146,6 +146,8 @@ export const pre = (obj) => h('pre', {}, typeof obj === 'string' ? obj : JSON.st
 
 export const badge = (ok, yes, no) => h('span', { class: ok ? 'ok' : 'bad' }, ok ? `✓ ${yes}` : `✗ ${no}`);
 
+// fmt shows a number with d decimals (integers as they are). Scores and
+// weights keep the default, 3 digits, as seed §4.7.3 asks of dashboards.
 export const fmt = (n, d = 3) => (typeof n === 'number' ? (Number.isInteger(n) ? String(n) : n.toFixed(d)) : n ?? '—');
 
 // fill replaces el's children with children (nulls skipped, as in h).

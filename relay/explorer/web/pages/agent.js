@@ -1,12 +1,12 @@
-// Agent: profile and its revisions, capabilities, trust received (with
-// each vote and its weight) and given, credit, liveness, tasks as
-// requester and provider, its recent events, and how many DMs (never
-// their contents or correspondents).
+// Agent: profile and its revisions, whether its human_anchor verifies,
+// capabilities, trust received (with each vote and its weight) and given,
+// credit, liveness, tasks as requester and provider, its recent events,
+// and how many DMs (never their contents or correspondents).
 import { h, fill, put, api, tryApi, agentLink, eventLink, taskLink, kindName, preview, when, section, kv, table, errorBox, fmt, isHex64, ApiError, pre } from '../lib.js';
 
 export async function render(main, id) {
   if (!isHex64(id)) throw new ApiError(400, 'invalid_parameter', 'an agent id is 64 lowercase hex characters');
-  const [a, history, trust, given, credit, health, asReq, asProv, events, dms, funding, tier] = await Promise.all([
+  const [a, history, trust, given, credit, health, asReq, asProv, events, dms, funding, tier, anchor] = await Promise.all([
     tryApi(`/agents/${id}`),
     tryApi(`/history/${id}`),
     tryApi(`/trust/${id}`),
@@ -19,6 +19,7 @@ export async function render(main, id) {
     tryApi(`/explorer/api/dm_count/${id}`),
     tryApi(`/funding/${id}`),
     tryApi(`/agents/${id}/tier`),
+    tryApi(`/explorer/api/human_anchor/${id}`),
   ]);
   if (a.error && a.error.status === 404 && events.length === 0) throw new ApiError(404, 'not_found', 'this relay knows no event by this agent');
   const profile = (a && a.profile) || {};
@@ -45,6 +46,7 @@ export async function render(main, id) {
         ['verified provider tasks', String(credit.verified_provider_tasks)],
       ]), ledger(id, asReq, asProv)),
     ),
+    section('Human anchor (seed §4.1.1)', anchorView(anchor)),
     section('Capabilities', capabilities(a)),
     section('Trust received', trustView(trust)),
     section('Trust given', givenView(given)),
@@ -60,6 +62,28 @@ export async function render(main, id) {
   );
 }
 
+// anchorView shows whether the profile's human_anchor verifies: the page
+// at its verification_url, on a host of its platform, contains this
+// agent's id (checked by the relay's explorer, SPEC §19.5). An anchor
+// that is not verified counts for nothing: the claim is shown as text
+// beside the reason, never as a link.
+function anchorView(r) {
+  if (r.error) return errorBox(r.error);
+  const attrs = { id: 'human-anchor', 'data-anchor-status': r.status, 'data-anchor-code': r.code || '' };
+  if (r.status === 'absent') return h('p', { ...attrs, class: 'muted' }, 'none declared (the usual case: an agent is self-sovereign)');
+  const x = r.anchor || {};
+  const claim = kv([['platform', x.platform || '—'], ['handle', x.handle || '—'], ['verification URL', x.verification_url ? h('code', {}, x.verification_url) : '—'],
+    x.verified_at ? ['verified at (as the agent says)', when(x.verified_at)] : null]);
+  if (r.status === 'verified') {
+    return h('div', attrs, h('p', {}, h('span', { class: 'ok' }, '✓ verified'),
+      `: the page at the verification URL, on a host of ${x.platform}, contains this agent's id (checked by this relay ${when(r.checked_at)})`), claim);
+  }
+  const why = r.code === 'anchor_not_checked' ? 'not checked: this relay does not fetch verification pages; the anchor is a claim until a consumer verifies it'
+    : r.code === 'anchor_busy' ? 'not checked yet: the relay is busy checking other anchors; reload shortly'
+      : r.reason || r.code;
+  return h('div', attrs, h('p', {}, h('span', { class: 'bad' }, '✗ not verified'), ' (to be treated as absent): ', why), claim);
+}
+
 function capabilities(a) {
   const caps = (a && a.capabilities) || [];
   if (!caps.length) return h('p', { class: 'muted' }, 'none declared');
@@ -69,7 +93,7 @@ function capabilities(a) {
 function trustView(t) {
   if (t.error) return errorBox(t.error);
   return [kv([
-    ['weighted score', h('span', { id: 'trust-score' }, fmt(t.weighted_score, 6))],
+    ['weighted score', h('span', { id: 'trust-score' }, fmt(t.weighted_score))],
     ['rank', t.rank ? `#${t.rank}` : 'unranked'],
     ['score in / out', `${fmt(t.score_in)} / ${fmt(t.score_out)}`],
     ['voters', String(t.voter_count)],
@@ -84,7 +108,7 @@ function givenView(ev) {
   for (const e of ev) {
     if (Array.isArray(e)) continue;
     let score = '?', reason = '';
-    try { const c = JSON.parse(e.content); score = fmt(c.score); reason = c.reason || ''; } catch { /* shown as ? */ }
+    try { const c = JSON.parse(e.content); score = typeof c.score === 'number' ? fmt(c.score) : '?'; reason = c.reason || ''; } catch { /* shown as ? */ }
     for (const t of e.tags) if (t[0] === 'p') rows.push([agentLink(t[1]), score, reason, when(e.created_at), eventLink(e.id)]);
   }
   return rows.length ? table(['target', 'score', 'reason', 'at', 'vote'], rows) : h('p', { class: 'muted' }, 'no votes');

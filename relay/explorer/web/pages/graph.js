@@ -50,7 +50,7 @@ export async function render(main) {
     h('div', { class: 'row' }, search, h('span', { class: 'legend' }, colours.map(([label, c]) => h('span', {}, h('i', { class: 'dot', 'data-c': c }), label)))),
     info, canvas,
     h('h2', {}, 'Ranking'),
-    table(['rank', 'agent', 'weighted score', 'voters'], g.agents.slice(0, 50).map((a) => [a.rank ? `#${a.rank}` : '—', agentLink(a.agent_id), fmt(a.weighted_score, 6), String(a.voter_count)])));
+    table(['rank', 'agent', 'weighted score', 'voters'], g.agents.slice(0, 50).map((a) => [a.rank ? `#${a.rank}` : '—', agentLink(a.agent_id), fmt(a.weighted_score), String(a.voter_count)])));
   for (const i of main.querySelectorAll('.legend i')) i.style.background = i.dataset.c;
 
   const ctx = canvas.getContext('2d');

@@ -46,7 +46,7 @@ export async function renderTask(main, id) {
       section('Consensus', kv([
         ['verdict', h('span', { id: 'task-consensus', class: c.verdict === 'passed' ? 'ok' : c.verdict ? 'bad' : 'muted' }, c.verdict || 'none yet')],
         ['rule', c.rule],
-        ['verifiers', `${c.verifiers ?? 0}${c.threshold ? `, threshold ${c.threshold}` : ''}`],
+        ['verifiers', `${c.verifiers ?? 0}${c.threshold ? `, threshold ${fmt(c.threshold)}` : ''}`],
         c.counts ? ['counts', Object.entries(c.counts).map(([k, v]) => `${k} ${v}`).join(', ') || '—'] : null,
         c.window_end ? ['window ends', when(c.window_end)] : null,
       ]),
