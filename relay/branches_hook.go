@@ -61,6 +61,19 @@ func (s *Server) ViewState(ctx context.Context, branch string) (*state.State, er
 	return s.branches.Views(ctx, branch, s.now())
 }
 
+// StateDigest returns the state digest at at of branch (GET /state):
+// "" and "all" are the relay's own state of every event, another id that
+// branch's; a branch is a 400 on a relay that serves no branches.
+func (s *Server) StateDigest(ctx context.Context, branch string, at int64) (state.Digest, error) {
+	if branch == "" || branch == "all" {
+		return s.state.Digest(at), nil
+	}
+	if s.branches == nil {
+		return state.Digest{}, protocol.Errorf(CodeBadParameter, "this relay serves no branches")
+	}
+	return s.branches.State(ctx, branch, at)
+}
+
 // Views returns the derived state the views answer from by default: the
 // relay's preferred branch's (SPEC §17.5), which is State() while the
 // relay has one branch. Modules serving derived views read it; State()

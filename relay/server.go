@@ -245,7 +245,7 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/export", s.export)
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
-	s.viewRoutes()
+	(&viewsModule{}).Mount(s)
 }
 
 // Route registers h for method at path and under /api (D1), behind the
@@ -263,6 +263,8 @@ func (s *Server) State() *state.State { return s.state }
 
 // Now returns the relay clock in unix seconds.
 func (s *Server) Now() int64 { return s.now() }
+
+func (s *Server) now() int64 { return s.cfg.Now().Unix() }
 
 // Reader returns the agent a request is authenticated as (D4), "" for an
 // anonymous one, or a 401 (see reader).

@@ -7,128 +7,109 @@ import (
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
-	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
+	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
 
-func (s *Server) viewRoutes() {
-	s.route(http.MethodGet, "/trust/:agent_id", s.getTrust)
-	s.route(http.MethodGet, "/trust_graph", s.getTrustGraph)
-	s.route(http.MethodGet, "/agents/:agent_id/trust_received", s.getTrustReceived)
-	s.route(http.MethodGet, "/events/:id/flags", s.getFlags)
-	s.route(http.MethodGet, "/task/:task_id", s.getTask)
-	s.route(http.MethodGet, "/tasks", s.getTasks)
-	s.route(http.MethodGet, "/agents/:agent_id/credit", s.getCredit)
-	s.route(http.MethodGet, "/state", s.getState)
+// viewsModule serves the built-in views' routes (trust, moderation,
+// tasks, credit) and GET /state, through the core's exported API only.
+type viewsModule struct{ core *Server }
+
+// Name is the module's name in logs (it has no fold of its own).
+func (*viewsModule) Name() string { return "views" }
+
+// Mount registers the view routes.
+func (m *viewsModule) Mount(core *Server) error {
+	m.core = core
+	core.Route(http.MethodGet, "/trust/:agent_id", m.getTrust)
+	core.Route(http.MethodGet, "/trust_graph", m.getTrustGraph)
+	core.Route(http.MethodGet, "/agents/:agent_id/trust_received", m.getTrustReceived)
+	core.Route(http.MethodGet, "/events/:id/flags", m.getFlags)
+	core.Route(http.MethodGet, "/task/:task_id", m.getTask)
+	core.Route(http.MethodGet, "/tasks", m.getTasks)
+	core.Route(http.MethodGet, "/agents/:agent_id/credit", m.getCredit)
+	core.Route(http.MethodGet, "/state", m.getState)
+	return nil
 }
 
-// params rejects any query parameter not in allowed and any given twice.
-func params(c echo.Context, allowed ...string) (url.Values, error) {
-	v := c.QueryParams()
-	for name, vals := range v {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == name
-		}
-		if !ok {
-			return nil, protocol.Errorf(CodeUnknownParam, "unknown query parameter %q", name)
-		}
-		if len(vals) != 1 {
-			return nil, protocol.Errorf(CodeBadParameter, "parameter %q given %d times", name, len(vals))
-		}
-	}
-	return v, nil
+// viewState returns the derived state a view route's ?branch= asks for
+// (Server.ViewState).
+func (m *viewsModule) viewState(c echo.Context, v url.Values) (*state.State, error) {
+	return m.core.ViewState(c.Request().Context(), v.Get("branch"))
 }
 
-// hexParam returns the path parameter name, which must be 64 lowercase hex.
-func hexParam(c echo.Context, name string) (string, error) {
-	v := c.Param(name)
-	if !protocol.IsHex64(v) {
-		return "", protocol.Errorf(CodeBadParameter, "%s must be 64 lowercase hex characters", name)
-	}
-	return v, nil
+// viewWeights is st's verifier weight function at now (the published trust
+// and moderation snapshots; trust.VerifierWeight).
+func viewWeights(st *state.State, now int64) tasks.WeightFunc {
+	return trust.VerifierWeight(st.Trust.Current(now), st.Moderation.Current(now))
 }
 
-// intParam parses an optional integer parameter within [lo, hi].
-func intParam(v url.Values, name string, def, lo, hi int64) (int64, error) {
-	s := v.Get(name)
-	if s == "" {
-		return def, nil
+func (m *viewsModule) getTrust(c echo.Context) error {
+	v, err := httpx.Params(c, "include_withdrawn", "branch")
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, protocol.Errorf(CodeBadParameter, "%s must be an integer from %d to %d", name, lo, hi)
+	id, err := httpx.HexParam(c, "agent_id")
+	if err != nil {
+		return err
 	}
-	return n, nil
+	inc, err := httpx.BoolParam(v, "include_withdrawn")
+	if err != nil {
+		return err
+	}
+	st, err := m.viewState(c, v)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st.Trust.Current(m.core.Now()).Agent(id, inc))
 }
 
-func (s *Server) now() int64 { return s.cfg.Now().Unix() }
-
-func (s *Server) getTrust(c echo.Context) error {
-	v, err := params(c, "include_withdrawn", "branch")
+func (m *viewsModule) getTrustGraph(c echo.Context) error {
+	v, err := httpx.Params(c, "offset", "limit", "branch")
 	if err != nil {
 		return err
 	}
-	id, err := hexParam(c, "agent_id")
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	inc, err := boolParam(v, "include_withdrawn")
+	offset, err := httpx.IntParam(v, "offset", 0, 0, 1<<31)
 	if err != nil {
 		return err
 	}
-	st, err := s.viewState(c, v)
+	limit, err := httpx.IntParam(v, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st.Trust.Current(s.now()).Agent(id, inc))
-}
-
-func (s *Server) getTrustGraph(c echo.Context) error {
-	v, err := params(c, "offset", "limit", "branch")
-	if err != nil {
-		return err
-	}
-	st, err := s.viewState(c, v)
-	if err != nil {
-		return err
-	}
-	offset, err := intParam(v, "offset", 0, 0, 1<<31)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(v, "limit", 100, 1, 1000)
-	if err != nil {
-		return err
-	}
-	snap := st.Trust.Current(s.now())
+	snap := st.Trust.Current(m.core.Now())
 	return c.JSON(http.StatusOK, map[string]any{
 		"algorithm": trust.Algorithm, "at": snap.Now, "total": snap.GraphLen(),
 		"iterations": snap.Iterations, "converged": snap.Converged,
-		"agents": nonNil(snap.TrustGraph(int(offset), int(limit))),
+		"agents": httpx.NonNil(snap.TrustGraph(int(offset), int(limit))),
 	})
 }
 
-func (s *Server) getTrustReceived(c echo.Context) error {
-	v, err := params(c, "since", "min_score", "limit", "branch")
+func (m *viewsModule) getTrustReceived(c echo.Context) error {
+	v, err := httpx.Params(c, "since", "min_score", "limit", "branch")
 	if err != nil {
 		return err
 	}
-	st, err := s.viewState(c, v)
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	id, err := hexParam(c, "agent_id")
+	id, err := httpx.HexParam(c, "agent_id")
 	if err != nil {
 		return err
 	}
-	since, err := intParam(v, "since", 0, 0, protocol.MaxSafeInteger)
+	since, err := httpx.IntParam(v, "since", 0, 0, protocol.MaxSafeInteger)
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(v, "limit", 50, 1, 500)
+	limit, err := httpx.IntParam(v, "limit", 50, 1, 500)
 	if err != nil {
 		return err
 	}
@@ -136,77 +117,77 @@ func (s *Server) getTrustReceived(c echo.Context) error {
 	if m := v.Get("min_score"); m != "" {
 		minScore, err = strconv.ParseFloat(m, 64)
 		if err != nil || minScore < -1 || minScore > 1 {
-			return protocol.Errorf(CodeBadParameter, "min_score must be a number from -1 to 1")
+			return protocol.Errorf(httpx.CodeBadParameter, "min_score must be a number from -1 to 1")
 		}
 	}
 	r := st.Trust.TrustReceived(id, since, minScore, int(limit))
 	return c.JSON(http.StatusOK, map[string]any{
-		"agent_id": r.AgentID, "ts": s.now(),
+		"agent_id": r.AgentID, "ts": m.core.Now(),
 		"filter": map[string]any{"since_sec": since, "min_score": minScore, "limit": limit},
-		"count":  r.Count, "score_sum": r.ScoreSum, "votes": nonNil(r.Votes),
+		"count":  r.Count, "score_sum": r.ScoreSum, "votes": httpx.NonNil(r.Votes),
 	})
 }
 
-func (s *Server) getFlags(c echo.Context) error {
-	v, err := params(c, "branch")
+func (m *viewsModule) getFlags(c echo.Context) error {
+	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
 	}
-	st, err := s.viewState(c, v)
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	id, err := hexParam(c, "id")
+	id, err := httpx.HexParam(c, "id")
 	if err != nil {
 		return err
 	}
-	if _, found, err := s.store.Lookup(c.Request().Context(), id); err != nil {
+	if _, found, err := m.core.Log().Lookup(c.Request().Context(), id); err != nil {
 		return err
 	} else if !found {
 		return protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
-	em := st.Moderation.Current(s.now()).Event(id)
+	em := st.Moderation.Current(m.core.Now()).Event(id)
 	if em.Author == "" { // nobody flagged it: the view has not met it
-		if em.Author, err = s.store.Author(c.Request().Context(), id); err != nil {
+		if em.Author, err = m.core.Log().Author(c.Request().Context(), id); err != nil {
 			return err
 		}
 	}
 	return c.JSON(http.StatusOK, em)
 }
 
-func (s *Server) getTask(c echo.Context) error {
-	v, err := params(c, "branch")
+func (m *viewsModule) getTask(c echo.Context) error {
+	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
 	}
-	id, err := hexParam(c, "task_id")
+	id, err := httpx.HexParam(c, "task_id")
 	if err != nil {
 		return err
 	}
-	st, err := s.viewState(c, v)
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	t, ok := st.Tasks.Task(id, now, verifierWeights(st, now))
+	now := m.core.Now()
+	t, ok := st.Tasks.Task(id, now, viewWeights(st, now))
 	if !ok {
 		return protocol.Errorf(CodeNotFound, "task %s not found", id)
 	}
-	full, err := s.taskEvents(c.Request().Context(), t)
+	full, err := m.taskEvents(c.Request().Context(), t)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, taskAnswer{TaskView: t, taskEventsByKind: full})
 }
 
-func (s *Server) getTasks(c echo.Context) error {
-	v, err := params(c, "capability", "status", "requester", "provider", "limit", "branch")
+func (m *viewsModule) getTasks(c echo.Context) error {
+	v, err := httpx.Params(c, "capability", "status", "requester", "provider", "limit", "branch")
 	if err != nil {
 		return err
 	}
 	f := tasks.Filter{Capability: v.Get("capability"), Status: tasks.Status(v.Get("status"))}
 	if f.Status != "" && !f.Status.Valid() {
-		return protocol.Errorf(CodeBadParameter, "status must be one of %v", tasks.Statuses)
+		return protocol.Errorf(httpx.CodeBadParameter, "status must be one of %v", tasks.Statuses)
 	}
 	for _, p := range []struct {
 		name string
@@ -214,72 +195,58 @@ func (s *Server) getTasks(c echo.Context) error {
 	}{{"requester", &f.Requester}, {"provider", &f.Provider}} {
 		if x := v.Get(p.name); x != "" {
 			if !protocol.IsHex64(x) {
-				return protocol.Errorf(CodeBadParameter, "%s must be 64 lowercase hex characters", p.name)
+				return protocol.Errorf(httpx.CodeBadParameter, "%s must be 64 lowercase hex characters", p.name)
 			}
 			*p.dst = x
 		}
 	}
-	limit, err := intParam(v, "limit", 50, 1, 500)
+	limit, err := httpx.IntParam(v, "limit", 50, 1, 500)
 	if err != nil {
 		return err
 	}
 	f.Limit = int(limit)
-	st, err := s.viewState(c, v)
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	list := st.Tasks.List(f, now, verifierWeights(st, now))
-	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": nonNil(list)})
+	now := m.core.Now()
+	list := st.Tasks.List(f, now, viewWeights(st, now))
+	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": httpx.NonNil(list)})
 }
 
-func (s *Server) getCredit(c echo.Context) error {
-	v, err := params(c, "branch")
+func (m *viewsModule) getCredit(c echo.Context) error {
+	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
 	}
-	id, err := hexParam(c, "agent_id")
+	id, err := httpx.HexParam(c, "agent_id")
 	if err != nil {
 		return err
 	}
-	st, err := s.viewState(c, v)
+	st, err := m.viewState(c, v)
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	return c.JSON(http.StatusOK, st.Credit.Account(id, now, verifierWeights(st, now)))
+	now := m.core.Now()
+	return c.JSON(http.StatusOK, st.Credit.Account(id, now, viewWeights(st, now)))
 }
 
 // getState serves the derived-state digest at ?at= (unix seconds, default
 // now), evaluated at the whole minute (trust.EvalTime).
-func (s *Server) getState(c echo.Context) error {
-	v, err := params(c, "at", "branch")
+func (m *viewsModule) getState(c echo.Context) error {
+	v, err := httpx.Params(c, "at", "branch")
 	if err != nil {
 		return err
 	}
-	at, err := intParam(v, "at", s.now(), 0, protocol.MaxSafeInteger)
+	at, err := httpx.IntParam(v, "at", m.core.Now(), 0, protocol.MaxSafeInteger)
 	if err != nil {
 		return err
 	}
-	if b := v.Get("branch"); b != "" && b != "all" {
-		if s.branches == nil {
-			return protocol.Errorf(CodeBadParameter, "this relay serves no branches")
-		}
-		d, err := s.branches.State(c.Request().Context(), b, at)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, d)
+	d, err := m.core.StateDigest(c.Request().Context(), v.Get("branch"), at)
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, s.state.Digest(at))
-}
-
-// nonNil turns a nil slice into an empty one so JSON shows [] not null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
+	return c.JSON(http.StatusOK, d)
 }
 
 // taskAnswer is GET /task/{id}: the derived view, plus the task's events
@@ -302,7 +269,7 @@ type taskEventsByKind struct {
 
 // taskEvents fetches every event of t from the log in one query and
 // returns them by kind, in the thread's order.
-func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
+func (m *viewsModule) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
 	out := taskEventsByKind{Events: []*protocol.Event{}, Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
 		Payments: []*protocol.Event{}, Cancels: []*protocol.Event{}}
 	lists := map[int64]*[]*protocol.Event{protocol.KindTaskAccept: &out.Accepts, protocol.KindTaskResult: &out.Results,
@@ -311,7 +278,7 @@ func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsBy
 	for _, ref := range t.Events {
 		ids = append(ids, ref.EventID)
 	}
-	byID, err := s.EventsByID(ctx, ids)
+	byID, err := m.core.EventsByID(ctx, ids)
 	if err != nil {
 		return out, err
 	}
@@ -324,25 +291,6 @@ func (s *Server) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsBy
 		out.Events = append(out.Events, e)
 		if l := lists[ref.Kind]; l != nil {
 			*l = append(*l, e)
-		}
-	}
-	return out, nil
-}
-
-// EventsByID reads the stored events with ids (revoked ones included) in
-// one query per thousand; ids not stored are absent from the map.
-func (s *Server) EventsByID(ctx context.Context, ids []string) (map[string]*protocol.Event, error) {
-	out := make(map[string]*protocol.Event, len(ids))
-	for lo := 0; lo < len(ids); lo += 1000 {
-		chunk := ids[lo:min(len(ids), lo+1000)]
-		bodies, err := s.store.Query(ctx, eventlog.Filter{IDs: chunk, IncludeRevoked: true, Limit: len(chunk)})
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range bodies {
-			if e, err := protocol.DecodeJSON(b); err == nil {
-				out[e.ID] = e
-			}
 		}
 	}
 	return out, nil
