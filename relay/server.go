@@ -245,7 +245,6 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/export", s.export)
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
-	(&viewsModule{}).Mount(s)
 }
 
 // Route registers h for method at path and under /api (D1), behind the

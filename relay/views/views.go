@@ -1,4 +1,10 @@
-package relay
+// Package views serves the built-in derived views over HTTP: trust
+// (/trust, /trust_graph, /agents/{id}/trust_received), moderation
+// (/events/{id}/flags), tasks (/task/{id}, /tasks), credit
+// (/agents/{id}/credit) and the state digest (/state). The views
+// themselves are folds in package state; this module only answers from
+// them, through the core's exported API.
+package views
 
 import (
 	"context"
@@ -7,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/tasks"
@@ -14,15 +21,18 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// viewsModule serves the built-in views' routes (trust, moderation,
+// Module serves the built-in views' routes (trust, moderation,
 // tasks, credit) and GET /state, through the core's exported API only.
-type viewsModule struct{ core *Server }
+type Module struct{ core *relay.Server }
+
+// NewModule returns the views module; cmd/anp2 lists it first.
+func NewModule() *Module { return &Module{} }
 
 // Name is the module's name in logs (it has no fold of its own).
-func (*viewsModule) Name() string { return "views" }
+func (*Module) Name() string { return "views" }
 
 // Mount registers the view routes.
-func (m *viewsModule) Mount(core *Server) error {
+func (m *Module) Mount(core *relay.Server) error {
 	m.core = core
 	core.Route(http.MethodGet, "/trust/:agent_id", m.getTrust)
 	core.Route(http.MethodGet, "/trust_graph", m.getTrustGraph)
@@ -37,7 +47,7 @@ func (m *viewsModule) Mount(core *Server) error {
 
 // viewState returns the derived state a view route's ?branch= asks for
 // (Server.ViewState).
-func (m *viewsModule) viewState(c echo.Context, v url.Values) (*state.State, error) {
+func (m *Module) viewState(c echo.Context, v url.Values) (*state.State, error) {
 	return m.core.ViewState(c.Request().Context(), v.Get("branch"))
 }
 
@@ -47,7 +57,7 @@ func viewWeights(st *state.State, now int64) tasks.WeightFunc {
 	return trust.VerifierWeight(st.Trust.Current(now), st.Moderation.Current(now))
 }
 
-func (m *viewsModule) getTrust(c echo.Context) error {
+func (m *Module) getTrust(c echo.Context) error {
 	v, err := httpx.Params(c, "include_withdrawn", "branch")
 	if err != nil {
 		return err
@@ -67,7 +77,7 @@ func (m *viewsModule) getTrust(c echo.Context) error {
 	return c.JSON(http.StatusOK, st.Trust.Current(m.core.Now()).Agent(id, inc))
 }
 
-func (m *viewsModule) getTrustGraph(c echo.Context) error {
+func (m *Module) getTrustGraph(c echo.Context) error {
 	v, err := httpx.Params(c, "offset", "limit", "branch")
 	if err != nil {
 		return err
@@ -92,7 +102,7 @@ func (m *viewsModule) getTrustGraph(c echo.Context) error {
 	})
 }
 
-func (m *viewsModule) getTrustReceived(c echo.Context) error {
+func (m *Module) getTrustReceived(c echo.Context) error {
 	v, err := httpx.Params(c, "since", "min_score", "limit", "branch")
 	if err != nil {
 		return err
@@ -128,7 +138,7 @@ func (m *viewsModule) getTrustReceived(c echo.Context) error {
 	})
 }
 
-func (m *viewsModule) getFlags(c echo.Context) error {
+func (m *Module) getFlags(c echo.Context) error {
 	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
@@ -144,7 +154,7 @@ func (m *viewsModule) getFlags(c echo.Context) error {
 	if _, found, err := m.core.Log().Lookup(c.Request().Context(), id); err != nil {
 		return err
 	} else if !found {
-		return protocol.Errorf(CodeNotFound, "event %s not found", id)
+		return protocol.Errorf(relay.CodeNotFound, "event %s not found", id)
 	}
 	em := st.Moderation.Current(m.core.Now()).Event(id)
 	if em.Author == "" { // nobody flagged it: the view has not met it
@@ -155,7 +165,7 @@ func (m *viewsModule) getFlags(c echo.Context) error {
 	return c.JSON(http.StatusOK, em)
 }
 
-func (m *viewsModule) getTask(c echo.Context) error {
+func (m *Module) getTask(c echo.Context) error {
 	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
@@ -171,7 +181,7 @@ func (m *viewsModule) getTask(c echo.Context) error {
 	now := m.core.Now()
 	t, ok := st.Tasks.Task(id, now, viewWeights(st, now))
 	if !ok {
-		return protocol.Errorf(CodeNotFound, "task %s not found", id)
+		return protocol.Errorf(relay.CodeNotFound, "task %s not found", id)
 	}
 	full, err := m.taskEvents(c.Request().Context(), t)
 	if err != nil {
@@ -180,7 +190,7 @@ func (m *viewsModule) getTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, taskAnswer{TaskView: t, taskEventsByKind: full})
 }
 
-func (m *viewsModule) getTasks(c echo.Context) error {
+func (m *Module) getTasks(c echo.Context) error {
 	v, err := httpx.Params(c, "capability", "status", "requester", "provider", "limit", "branch")
 	if err != nil {
 		return err
@@ -214,7 +224,7 @@ func (m *viewsModule) getTasks(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"count": len(list), "tasks": httpx.NonNil(list)})
 }
 
-func (m *viewsModule) getCredit(c echo.Context) error {
+func (m *Module) getCredit(c echo.Context) error {
 	v, err := httpx.Params(c, "branch")
 	if err != nil {
 		return err
@@ -233,7 +243,7 @@ func (m *viewsModule) getCredit(c echo.Context) error {
 
 // getState serves the derived-state digest at ?at= (unix seconds, default
 // now), evaluated at the whole minute (trust.EvalTime).
-func (m *viewsModule) getState(c echo.Context) error {
+func (m *Module) getState(c echo.Context) error {
 	v, err := httpx.Params(c, "at", "branch")
 	if err != nil {
 		return err
@@ -269,7 +279,7 @@ type taskEventsByKind struct {
 
 // taskEvents fetches every event of t from the log in one query and
 // returns them by kind, in the thread's order.
-func (m *viewsModule) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
+func (m *Module) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsByKind, error) {
 	out := taskEventsByKind{Events: []*protocol.Event{}, Accepts: []*protocol.Event{}, Results: []*protocol.Event{}, Verifies: []*protocol.Event{},
 		Payments: []*protocol.Event{}, Cancels: []*protocol.Event{}}
 	lists := map[int64]*[]*protocol.Event{protocol.KindTaskAccept: &out.Accepts, protocol.KindTaskResult: &out.Results,
