@@ -7,6 +7,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
 )
 
 // Query holds a parsed GET /events query.
@@ -60,7 +61,7 @@ func ParseQuery(v url.Values) (Query, error) {
 	}
 	if s := v.Get("kinds"); s != "" {
 		for _, k := range strings.Split(s, ",") {
-			n, err := nonNegative("kinds", k)
+			n, err := httpx.NonNegative("kinds", k)
 			if err != nil {
 				return q, err
 			}
@@ -72,7 +73,7 @@ func ParseQuery(v url.Values) (Query, error) {
 		dst  **int64
 	}{{"since", &f.Since}, {"until", &f.Until}, {"as_of", &f.AsOf}} {
 		if s, ok := v[p.name]; ok {
-			n, err := nonNegative(p.name, s[0])
+			n, err := httpx.NonNegative(p.name, s[0])
 			if err != nil {
 				return q, err
 			}
@@ -92,10 +93,10 @@ func ParseQuery(v url.Values) (Query, error) {
 			return q, protocol.Errorf(CodeBadParameter, "branch lists more than 100 values")
 		}
 	}
-	if f.IncludeRevoked, err = boolParam(v, "include_revoked"); err != nil {
+	if f.IncludeRevoked, err = httpx.BoolParam(v, "include_revoked"); err != nil {
 		return q, err
 	}
-	if q.IncludeHidden, err = boolParam(v, "include_hidden"); err != nil {
+	if q.IncludeHidden, err = httpx.BoolParam(v, "include_hidden"); err != nil {
 		return q, err
 	}
 	for name, vals := range v {
@@ -148,26 +149,6 @@ func allHex64(list []string) bool {
 		}
 	}
 	return true
-}
-
-func nonNegative(name, s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > protocol.MaxSafeInteger {
-		return 0, protocol.Errorf(CodeBadParameter, "%s must be a non-negative integer", name)
-	}
-	return n, nil
-}
-
-func boolParam(v url.Values, name string) (bool, error) {
-	s, ok := v[name]
-	if !ok {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s[0])
-	if err != nil {
-		return false, protocol.Errorf(CodeBadParameter, "%s must be true or false", name)
-	}
-	return b, nil
 }
 
 // cloneWith returns a copy of v with name set to value.

@@ -97,11 +97,11 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	if _, err := httpx.Params(c, "include_revoked", "include_hidden"); err != nil {
 		return nil, err
 	}
-	inc, err := boolParam(c.QueryParams(), "include_revoked")
+	inc, err := httpx.BoolParam(c.QueryParams(), "include_revoked")
 	if err != nil {
 		return nil, err
 	}
-	incHidden, err := boolParam(c.QueryParams(), "include_hidden")
+	incHidden, err := httpx.BoolParam(c.QueryParams(), "include_hidden")
 	if err != nil {
 		return nil, err
 	}
@@ -201,19 +201,19 @@ func (s *Server) export(c echo.Context) error {
 	v := c.QueryParams()
 	var after int64
 	if a := v.Get("after"); a != "" {
-		n, err := nonNegative("after", a)
+		n, err := httpx.NonNegative("after", a)
 		if err != nil {
 			return err
 		}
 		after = n
 	}
-	withSeq, err := boolParam(v, "seq")
+	withSeq, err := httpx.BoolParam(v, "seq")
 	if err != nil {
 		return err
 	}
 	var until int64 = -1
 	if u := v.Get("through"); u != "" {
-		if until, err = nonNegative("through", u); err != nil {
+		if until, err = httpx.NonNegative("through", u); err != nil {
 			return err
 		}
 	}

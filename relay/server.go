@@ -1,9 +1,9 @@
 // Package relay is the ANP2 relay's core: the ingest pipeline (decode,
 // check, store, fold, fan out), the query path, reader authentication and
-// visibility, errors, limits and metrics, the built-in views' routes
-// (trust, moderation, tasks, credit, /state), and the Module interface
-// through which every capability (directory, liveness, stream, A2A,
-// federation, …) plugs in. It works on any eventlog.Log.
+// visibility, errors, limits and metrics, the derived state it keeps, and
+// the Module interface through which every capability plugs in, the
+// built-in views' routes (relay/views) as much as the directory, the
+// stream or federation. It works on any eventlog.Log.
 package relay
 
 import (

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
 	"strings"
 	"time"
 
@@ -118,9 +117,6 @@ type TaskSource struct {
 	// branch's, resolved at each call.
 	st *state.State
 }
-
-// taskSource is the handlers' name for TaskSource.
-type taskSource = TaskSource
 
 // state returns the state t answers from.
 func (t TaskSource) state() *state.State {
@@ -372,11 +368,6 @@ type Branches interface {
 	Default(ctx context.Context, now int64) (*state.State, error)
 	// IDs lists the branches the relay can answer for as of now.
 	IDs(now int64) []string
-}
-
-// viewState returns the derived state a view route's ?branch= asks for.
-func (s *Server) viewState(c echo.Context, v url.Values) (*state.State, error) {
-	return s.ViewState(c.Request().Context(), v.Get("branch"))
 }
 
 // ViewState returns the derived state the views answer from for branch
