@@ -14,6 +14,7 @@ import (
 	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/sqlite"
 	"github.com/anp2net/relay/relay/stream"
+	"github.com/anp2net/relay/relay/views"
 	"github.com/anp2net/relay/relay/ws"
 )
 
@@ -31,7 +32,7 @@ func exampleRelay() (string, func()) {
 	}
 	cfg := relay.DefaultConfig()
 	cfg.RatePerAgent, cfg.RatePerIP = 0, 0
-	cfg.Modules = []relay.Module{stream.NewModule(), ws.NewModule(ws.Options{}), directory.NewModule()}
+	cfg.Modules = []relay.Module{views.NewModule(), stream.NewModule(), ws.NewModule(ws.Options{}), directory.NewModule()}
 	srv, err := relay.New(cfg, st)
 	if err != nil {
 		log.Fatal(err)

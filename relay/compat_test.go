@@ -2,16 +2,14 @@ package relay
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
 )
 
-// TestKindAliasAndFlagsAuthor: GET /events takes kind= as the network's
-// clients send it (alone, never beside kinds=), and the flags view of a
-// stored event nobody flagged names its author (it answered "" before).
-func TestKindAliasAndFlagsAuthor(t *testing.T) {
+// TestKindAlias: GET /events takes kind= as the network's clients send it
+// (alone, never beside kinds=).
+func TestKindAlias(t *testing.T) {
 	r := startRelay(t)
 	a := key(1)
 	post, profile := mk(a, vectorTime, 1, "hello"), mk(a, vectorTime, 4, `{"capabilities":[]}`)
@@ -27,16 +25,5 @@ func TestKindAliasAndFlagsAuthor(t *testing.T) {
 	}
 	if ans := r.do(t, "GET", "/events?kind=4&kinds=1", "", nil); ans.status != 400 || ans.code(t) != CodeBadParameter {
 		t.Fatalf("kind and kinds together: %d %s", ans.status, ans.body)
-	}
-	var flags struct {
-		Author     string `json:"author"`
-		Visibility string `json:"visibility"`
-	}
-	ans = r.do(t, "GET", "/events/"+post.ID+"/flags", "", nil)
-	if ans.status != 200 || json.Unmarshal(ans.body, &flags) != nil || flags.Author != protocol.AgentIDOf(a) {
-		t.Fatalf("flags of an unflagged event: %d %s", ans.status, ans.body)
-	}
-	if ans := r.do(t, "GET", "/events/"+strings.Repeat("ab", 32)+"/flags", "", nil); ans.status != 404 {
-		t.Fatalf("flags of an unknown event: %d", ans.status)
 	}
 }

@@ -20,8 +20,8 @@ const (
 	CodeNotFound        = "not_found"
 	CodeRevoked         = "revoked"
 	CodeRevokeNotOwner  = "revoke_not_owner"
-	CodeBadParameter    = "invalid_parameter"
-	CodeUnknownParam    = "unknown_parameter"
+	CodeBadParameter    = httpx.CodeBadParameter
+	CodeUnknownParam    = httpx.CodeUnknownParam
 	CodeBodyTooLarge    = "body_too_large"
 	CodeBodyTimeout     = "body_timeout"
 	CodeUnsupportedType = "unsupported_media_type"

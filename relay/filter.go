@@ -7,6 +7,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
 )
 
 // Query holds a parsed GET /events query.
@@ -60,7 +61,7 @@ func ParseQuery(v url.Values) (Query, error) {
 	}
 	if s := v.Get("kinds"); s != "" {
 		for _, k := range strings.Split(s, ",") {
-			n, err := nonNegative("kinds", k)
+			n, err := httpx.NonNegative("kinds", k)
 			if err != nil {
 				return q, err
 			}
@@ -72,7 +73,7 @@ func ParseQuery(v url.Values) (Query, error) {
 		dst  **int64
 	}{{"since", &f.Since}, {"until", &f.Until}, {"as_of", &f.AsOf}} {
 		if s, ok := v[p.name]; ok {
-			n, err := nonNegative(p.name, s[0])
+			n, err := httpx.NonNegative(p.name, s[0])
 			if err != nil {
 				return q, err
 			}
@@ -92,10 +93,10 @@ func ParseQuery(v url.Values) (Query, error) {
 			return q, protocol.Errorf(CodeBadParameter, "branch lists more than 100 values")
 		}
 	}
-	if f.IncludeRevoked, err = boolParam(v, "include_revoked"); err != nil {
+	if f.IncludeRevoked, err = httpx.BoolParam(v, "include_revoked"); err != nil {
 		return q, err
 	}
-	if q.IncludeHidden, err = boolParam(v, "include_hidden"); err != nil {
+	if q.IncludeHidden, err = httpx.BoolParam(v, "include_hidden"); err != nil {
 		return q, err
 	}
 	for name, vals := range v {
@@ -150,26 +151,6 @@ func allHex64(list []string) bool {
 	return true
 }
 
-func nonNegative(name, s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > protocol.MaxSafeInteger {
-		return 0, protocol.Errorf(CodeBadParameter, "%s must be a non-negative integer", name)
-	}
-	return n, nil
-}
-
-func boolParam(v url.Values, name string) (bool, error) {
-	s, ok := v[name]
-	if !ok {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s[0])
-	if err != nil {
-		return false, protocol.Errorf(CodeBadParameter, "%s must be true or false", name)
-	}
-	return b, nil
-}
-
 // cloneWith returns a copy of v with name set to value.
 func cloneWith(v url.Values, name, value string) url.Values {
 	out := make(url.Values, len(v)+1)
@@ -179,3 +160,36 @@ func cloneWith(v url.Values, name, value string) url.Values {
 	out.Set(name, value)
 	return out
 }
+
+// SplitList splits a comma-separated list of tag values (GET /events and
+// GET /stream tag parameters, filter= clauses). Inside a value, `\,` is a
+// comma and `\\` a backslash, so every value a tag can hold can be asked
+// for; any other backslash stands for itself, so a list without those two
+// pairs splits exactly on its commas, as it always did. EscapeListValue is
+// its inverse.
+func SplitList(s string) []string {
+	if !strings.Contains(s, `\`) {
+		return strings.Split(s, ",")
+	}
+	var out []string
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s) && (s[i+1] == ',' || s[i+1] == '\\'):
+			i++
+			b.WriteByte(s[i])
+		case c == ',':
+			out = append(out, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, b.String())
+}
+
+var listEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`)
+
+// EscapeListValue returns v written as one item of a SplitList list: its
+// backslashes doubled and its commas preceded by a backslash.
+func EscapeListValue(v string) string { return listEscaper.Replace(v) }

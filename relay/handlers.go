@@ -11,6 +11,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/httpx"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
@@ -93,14 +94,14 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := params(c, "include_revoked", "include_hidden"); err != nil {
+	if _, err := httpx.Params(c, "include_revoked", "include_hidden"); err != nil {
 		return nil, err
 	}
-	inc, err := boolParam(c.QueryParams(), "include_revoked")
+	inc, err := httpx.BoolParam(c.QueryParams(), "include_revoked")
 	if err != nil {
 		return nil, err
 	}
-	incHidden, err := boolParam(c.QueryParams(), "include_hidden")
+	incHidden, err := httpx.BoolParam(c.QueryParams(), "include_hidden")
 	if err != nil {
 		return nil, err
 	}
@@ -200,19 +201,19 @@ func (s *Server) export(c echo.Context) error {
 	v := c.QueryParams()
 	var after int64
 	if a := v.Get("after"); a != "" {
-		n, err := nonNegative("after", a)
+		n, err := httpx.NonNegative("after", a)
 		if err != nil {
 			return err
 		}
 		after = n
 	}
-	withSeq, err := boolParam(v, "seq")
+	withSeq, err := httpx.BoolParam(v, "seq")
 	if err != nil {
 		return err
 	}
 	var until int64 = -1
 	if u := v.Get("through"); u != "" {
-		if until, err = nonNegative("through", u); err != nil {
+		if until, err = httpx.NonNegative("through", u); err != nil {
 			return err
 		}
 	}
@@ -356,4 +357,23 @@ func (s *Server) getMetrics(c echo.Context) error {
 		h(c.Response())
 	}
 	return nil
+}
+
+// EventsByID reads the stored events with ids (revoked ones included) in
+// one query per thousand; ids not stored are absent from the map.
+func (s *Server) EventsByID(ctx context.Context, ids []string) (map[string]*protocol.Event, error) {
+	out := make(map[string]*protocol.Event, len(ids))
+	for lo := 0; lo < len(ids); lo += 1000 {
+		chunk := ids[lo:min(len(ids), lo+1000)]
+		bodies, err := s.store.Query(ctx, eventlog.Filter{IDs: chunk, IncludeRevoked: true, Limit: len(chunk)})
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bodies {
+			if e, err := protocol.DecodeJSON(b); err == nil {
+				out[e.ID] = e
+			}
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -482,4 +483,49 @@ func (s *Server) storedCopy(ctx context.Context, e *protocol.Event) (bool, error
 	}
 	sig, found, err := s.store.Lookup(ctx, e.ID)
 	return found && sig == e.Sig, err
+}
+
+// answerPublish writes a publish answer with the modules' fields for e.
+func (s *Server) answerPublish(c echo.Context, e *protocol.Event, ans *PublishAnswer) error {
+	if len(s.publishInfo) == 0 || !ans.Stored || ans.Duplicate {
+		return writeAnswer(c, ans)
+	}
+	out := map[string]any{}
+	for _, h := range s.publishInfo {
+		for k, v := range h(e) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return writeAnswer(c, ans)
+	}
+	out["id"], out["accepted"], out["duplicate"], out["stored"] = ans.ID, ans.Accepted, ans.Duplicate, ans.Stored
+	if len(ans.Warnings) > 0 {
+		out["warnings"] = ans.Warnings
+	} else {
+		delete(out, "warnings")
+	}
+	if ans.LeafIndex != nil {
+		out["leaf_index"] = *ans.LeafIndex
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+// warnings returns every warning of an accepted publish of e: its kind
+// rule's (protocol.KindWarnings), then logWarns (the rules that read the
+// log), then the modules'. nil when there is none.
+func (s *Server) warnings(e *protocol.Event, now int64, logWarns []protocol.Warning) []protocol.Warning {
+	out := protocol.KindWarnings(e)
+	out = append(out, logWarns...)
+	for _, w := range s.warners {
+		out = append(out, w(e, now)...)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -3,10 +3,17 @@ package relay
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anp2net/relay/relay/state"
 )
 
 // metrics are the relay's Prometheus counters, written by hand in the text
@@ -73,3 +80,88 @@ func (m *metrics) write(w io.Writer, events, dbBytes int64) {
 	fmt.Fprintf(w, "# HELP anp2_store_events Events in the log.\n# TYPE anp2_store_events gauge\nanp2_store_events %d\n", events)
 	fmt.Fprintf(w, "# HELP anp2_store_bytes Size of the SQLite database.\n# TYPE anp2_store_bytes gauge\nanp2_store_bytes %d\n", dbBytes)
 }
+
+// runtimeSamples are the runtime/metrics figures /metrics reports.
+var runtimeSamples = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/total:bytes",
+	"/gc/cycles/total:gc-cycles",
+	"/sched/goroutines:goroutines",
+}
+
+// writeRuntime appends the Go runtime's figures to w: live heap, memory
+// the runtime mapped, resident set size, GC cycles and total GC pause, and
+// goroutines. Reading them does not stop the world.
+func writeRuntime(w io.Writer) {
+	s := make([]rtmetrics.Sample, len(runtimeSamples))
+	for i, n := range runtimeSamples {
+		s[i].Name = n
+	}
+	rtmetrics.Read(s)
+	val := func(i int) uint64 {
+		if s[i].Value.Kind() == rtmetrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
+	}
+	gauge(w, "anp2_go_heap_inuse_bytes", "Bytes of live and not yet collected heap objects.", float64(val(0)))
+	gauge(w, "anp2_go_runtime_mapped_bytes", "Bytes of memory mapped by the Go runtime.", float64(val(1)))
+	if rss, ok := residentBytes(); ok {
+		gauge(w, "anp2_process_resident_bytes", "Resident set size of the process (/proc/self/statm).", float64(rss))
+	}
+	var gc debug.GCStats
+	debug.ReadGCStats(&gc)
+	fmt.Fprintf(w, "# HELP anp2_go_gc_cycles_total Completed GC cycles.\n# TYPE anp2_go_gc_cycles_total counter\nanp2_go_gc_cycles_total %d\n", val(2))
+	fmt.Fprintf(w, "# HELP anp2_go_gc_pause_seconds_total Total stop-the-world GC pause.\n# TYPE anp2_go_gc_pause_seconds_total counter\nanp2_go_gc_pause_seconds_total %g\n", gc.PauseTotal.Seconds())
+	gauge(w, "anp2_go_goroutines", "Live goroutines.", float64(val(3)))
+}
+
+// gauge writes one unlabelled Prometheus gauge.
+func gauge(w io.Writer, name, help string, v float64) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v)
+}
+
+// residentBytes reads the process's resident set size from
+// /proc/self/statm (pages × page size); false where there is no procfs.
+func residentBytes() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
+}
+
+// writeFolds appends a gauge per derived view of its entries and bytes in
+// memory (views that report them, state.Sizer) and, for views with saved
+// state, the bytes of their snapshot on disk (disk: view name → bytes).
+func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64, resumed int64) {
+	if resumed != noStateDir {
+		gauge(w, "anp2_state_resumed_seq", "Log position the derived state resumed from at start (-1: folded the whole log).", float64(resumed))
+	}
+	fmt.Fprintf(w, "# HELP anp2_fold_entries Records a derived view holds in memory.\n# TYPE anp2_fold_entries gauge\n")
+	for _, z := range sizes {
+		if z.Sized {
+			fmt.Fprintf(w, "anp2_fold_entries{fold=%q} %d\n", z.Name, z.Entries)
+		}
+	}
+	fmt.Fprintf(w, "# HELP anp2_fold_bytes Estimated bytes of a derived view, in memory (heap) or on disk (its saved snapshot).\n# TYPE anp2_fold_bytes gauge\n")
+	for _, z := range sizes {
+		if z.Sized {
+			fmt.Fprintf(w, "anp2_fold_bytes{fold=%q,where=\"memory\"} %d\n", z.Name, z.Bytes)
+		}
+		if b, ok := disk[z.Name]; ok {
+			fmt.Fprintf(w, "anp2_fold_bytes{fold=%q,where=\"disk\"} %d\n", z.Name, b)
+		}
+	}
+}
+
+// noStateDir is writeFolds' resumed figure for a relay without saved state.
+const noStateDir = -2

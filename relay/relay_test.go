@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/sqlite"
 )
@@ -34,6 +35,7 @@ type testRelay struct {
 	*httptest.Server
 	store *sqlite.Store
 	clock *clock
+	srv   *Server
 }
 
 // vectorTime is near the conformance vectors' created_at.
@@ -67,7 +69,7 @@ func startRelayTB(t testing.TB, tweak ...func(*Config)) *testRelay {
 	}
 	ts := newServer(t, srv)
 	t.Cleanup(func() { st.Close() })
-	return &testRelay{Server: ts, store: st, clock: clk}
+	return &testRelay{Server: ts, store: st, clock: clk, srv: srv}
 }
 
 // newServer serves srv on a loopback port until the test ends.
@@ -414,4 +416,71 @@ func TestExportHealthMetrics(t *testing.T) {
 	if a := r.do(t, "GET", "/nope", "", nil); a.status != 404 || a.code(t) != CodeNotFound {
 		t.Fatalf("unknown route: %d %s", a.status, a.body)
 	}
+}
+
+// viewsRelay is a relay whose clock sits at vectorTime, with no rate
+// limits and no mandatory PoW (generated kind 50s are not mined).
+func viewsRelay(t *testing.T, path string) *testRelay {
+	t.Helper()
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relayOn(t, st)
+}
+
+func relayOn(t *testing.T, st *sqlite.Store) *testRelay {
+	t.Helper()
+	clk := &clock{t: time.Unix(vectorTime, 0)}
+	cfg := DefaultConfig()
+	cfg.Now, cfg.RatePerAgent, cfg.RatePerIP = clk.now, 0, 0
+	cfg.Checker.PoW.Kinds = nil
+	srv, err := New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &testRelay{store: st, clock: clk, srv: srv}
+	r.Server = newServer(t, srv)
+	return r
+}
+
+// publishAll posts evs with n concurrent publishers and fails on any
+// rejection.
+func publishAll(t *testing.T, base string, evs []*protocol.Event, n int) {
+	t.Helper()
+	c := client.New(base)
+	work := make(chan *protocol.Event)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			var first error
+			for e := range work {
+				if _, err := c.Publish(context.Background(), e, false); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	for _, e := range evs {
+		work <- e
+	}
+	close(work)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// eventually polls cond until it holds or 10 s pass (snapshots refresh in
+// the background; this waits for a state, it does not time anything).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("%s: condition not reached", what)
 }

@@ -1,9 +1,9 @@
 // Package relay is the ANP2 relay's core: the ingest pipeline (decode,
 // check, store, fold, fan out), the query path, reader authentication and
-// visibility, errors, limits and metrics, the built-in views' routes
-// (trust, moderation, tasks, credit, /state), and the Module interface
-// through which every capability (directory, liveness, stream, A2A,
-// federation, …) plugs in. It works on any eventlog.Log.
+// visibility, errors, limits and metrics, the derived state it keeps, and
+// the Module interface through which every capability plugs in, the
+// built-in views' routes (relay/views) as much as the directory, the
+// stream or federation. It works on any eventlog.Log.
 package relay
 
 import (
@@ -245,7 +245,6 @@ func (s *Server) routes() {
 	s.route(http.MethodGet, "/export", s.export)
 	s.route(http.MethodGet, "/health", s.health)
 	s.route(http.MethodGet, "/metrics", s.getMetrics)
-	s.viewRoutes()
 }
 
 // Route registers h for method at path and under /api (D1), behind the
@@ -264,6 +263,8 @@ func (s *Server) State() *state.State { return s.state }
 // Now returns the relay clock in unix seconds.
 func (s *Server) Now() int64 { return s.now() }
 
+func (s *Server) now() int64 { return s.cfg.Now().Unix() }
+
 // Reader returns the agent a request is authenticated as (D4), "" for an
 // anonymous one, or a 401 (see reader).
 func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
@@ -272,73 +273,6 @@ func (s *Server) Reader(c echo.Context) (string, error) { return s.reader(c) }
 // itself (nil for an anonymous request), for a route that asks more of it
 // (the proof of work of a trigger registration, SPEC §16).
 func (s *Server) ReaderEvent(c echo.Context) (*protocol.Event, error) { return s.authEvent(c) }
-
-// OnCommit adds a hook that receives every committed batch, after the
-// derived state has folded it and before the publishers are answered. It
-// must be called before the relay serves (from Mount).
-func (s *Server) OnCommit(hook func([]eventlog.Committed)) { s.onCommit = append(s.onCommit, hook) }
-
-// OnModeration adds a hook that receives every published moderation
-// snapshot (its Changed lists the events whose visibility changed). It
-// must be called before the relay serves (from Mount).
-func (s *Server) OnModeration(hook func(*trust.ModSnapshot)) { s.modHooks = append(s.modHooks, hook) }
-
-func (s *Server) publishModeration(snap *trust.ModSnapshot) {
-	for _, h := range s.modHooks {
-		h(snap)
-	}
-}
-
-// Sees reports whether reader ("" for anonymous) may see e now: it is not
-// revoked, and §7.1 visibility lets this reader see it (default view, no
-// include_hidden).
-func (s *Server) Sees(reader string, e *protocol.Event) bool {
-	return !s.state.Revoked(e.ID) && s.viewer(reader, false).sees(e.ID, e.AgentID)
-}
-
-// OnEphemeral adds a hook that receives every verified, rate-charged
-// event of kind (one never stored, such as kind 11 beats, D11) with its
-// receipt time. It must be called before the relay serves (from Mount).
-func (s *Server) OnEphemeral(kind int64, hook func(e *protocol.Event, receivedAt int64)) {
-	if s.ephemeral == nil {
-		s.ephemeral = map[int64][]func(*protocol.Event, int64){}
-	}
-	s.ephemeral[kind] = append(s.ephemeral[kind], hook)
-}
-
-// A PublishGate is a module's rule on the direct publish path: it returns
-// an error to refuse e (an *httpx.RetryError for a 429 with Retry-After).
-type PublishGate func(ctx context.Context, e *protocol.Event, now time.Time) error
-
-// OnPublish adds a gate that every direct publish (POST /events, Ingest)
-// passes after the agent is charged and before the event is stored.
-// Mirrored events and imports never pass gates. It must be called before
-// the relay serves (from Mount).
-func (s *Server) OnPublish(gate PublishGate) { s.gates = append(s.gates, gate) }
-
-// OnDryRun adds a check that POST /events/dry-run runs after the log
-// rules: a non-nil error is listed among the violations. Unlike a gate it
-// must have no side effect (charge nothing). It must be called before the
-// relay serves (from Mount).
-func (s *Server) OnDryRun(check func(e *protocol.Event, now int64) error) {
-	s.dryChecks = append(s.dryChecks, check)
-}
-
-// AddAgentInfo adds a hook that adds a module's fields to each agent row
-// the directory serves (GET /agents, GET /agents/{id}). It must be called
-// before the relay serves (from Mount).
-func (s *Server) AddAgentInfo(hook func(row map[string]any, agentID string, now int64)) {
-	s.agentInfo = append(s.agentInfo, hook)
-}
-
-// AgentInfo adds what the modules know of agent id to a directory row (see
-// AddAgentInfo).
-func (s *Server) AgentInfo(row map[string]any, id string) {
-	now := s.now()
-	for _, h := range s.agentInfo {
-		h(row, id, now)
-	}
-}
 
 // Weights returns the trust weight function at now (the published trust
 // snapshot of Views), as the task views use it.
@@ -453,10 +387,6 @@ func (s *Server) AuthenticateEvent(r *http.Request, raw []byte) (*protocol.Event
 	r2.Header.Set(echo.HeaderAuthorization, "ANP2 "+base64.StdEncoding.EncodeToString(raw))
 	return s.authEvent(s.echo.NewContext(r2, nil))
 }
-
-// AddMetrics adds a hook that appends a module's figures, in the
-// Prometheus text format, to GET /metrics. Call it from Mount.
-func (s *Server) AddMetrics(hook func(w io.Writer)) { s.metricHooks = append(s.metricHooks, hook) }
 
 // CountRejected counts a rejection under its code in /metrics.
 func (s *Server) CountRejected(err error) { s.metrics.rejected(protocol.CodeOf(err)) }

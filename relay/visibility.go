@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/trust"
 	"github.com/labstack/echo/v4"
 )
@@ -121,4 +122,50 @@ func BodyIDs(b []byte) (id, author string, ok bool) {
 		return "", "", false
 	}
 	return string(b[idAt : idAt+64]), string(b[agentAt : agentAt+64]), true
+}
+
+// readerRule composes the registered rules at this moment; nil when none
+// restricts anything.
+func (s *Server) readerRule() func(reader, author string) bool {
+	var active []func(reader, author string) bool
+	for _, r := range s.readerRules {
+		if p := r(); p != nil {
+			active = append(active, p)
+		}
+	}
+	switch len(active) {
+	case 0:
+		return nil
+	case 1:
+		return active[0]
+	}
+	return func(reader, author string) bool {
+		for _, p := range active {
+			if !p(reader, author) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Sees reports whether reader ("" for anonymous) may see e now: it is not
+// revoked, and §7.1 visibility lets this reader see it (default view, no
+// include_hidden).
+func (s *Server) Sees(reader string, e *protocol.Event) bool {
+	return !s.state.Revoked(e.ID) && s.viewer(reader, false).sees(e.ID, e.AgentID)
+}
+
+// SeesHidden is Sees with include_hidden as the reader asked: a hidden
+// event is seen by its author, and by an authenticated reader who asks
+// for hidden events (§7.1); never by an anonymous one.
+func (s *Server) SeesHidden(reader string, e *protocol.Event, includeHidden bool) bool {
+	return !s.state.Revoked(e.ID) && s.viewer(reader, includeHidden).sees(e.ID, e.AgentID)
+}
+
+// TopReader reports whether reader is in the top TopReaderPercent by
+// trust rank now: the high-trust readers who get hidden-event metadata by
+// default (§7.1) and the appeal queue's notices (§7.3).
+func (s *Server) TopReader(reader string) bool {
+	return reader != "" && s.viewsState().Trust.Current(s.now()).InTopPercent(reader, TopReaderPercent)
 }

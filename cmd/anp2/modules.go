@@ -25,6 +25,7 @@ import (
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/tiers"
 	"github.com/anp2net/relay/relay/tlog"
+	"github.com/anp2net/relay/relay/views"
 	"github.com/anp2net/relay/relay/ws"
 )
 
@@ -103,7 +104,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	tl = tlog.NewModule(tlog.Options{Path: tlogPath})
 	ex := explorer.NewModule()
 	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, explorer: ex, all: []relay.Module{
-		push, // before a2a, which delivers task updates through it
+		views.NewModule(), // trust, flags, tasks, credit, /state: mounted first, as when the core served them
+		push,              // before a2a, which delivers task updates through it
 		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
 		disc,
 		discovery.NewIntro(disc),       // §12.6 introduction beacons, signed by the relay

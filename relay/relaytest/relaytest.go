@@ -23,6 +23,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/sqlite"
+	"github.com/anp2net/relay/relay/views"
 )
 
 // VectorTime is near the conformance vectors' created_at: the default
@@ -62,7 +63,8 @@ func Config(clk *Clock) relay.Config {
 }
 
 // Start runs a relay over a fresh log with Config, changed by tweak, and
-// the modules mods.
+// the modules mods after the built-in views (views.Module), which every
+// relay process serves.
 func Start(t testing.TB, mods []relay.Module, tweak ...func(*relay.Config)) *Relay {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "relay.db"), nil)
@@ -73,7 +75,8 @@ func Start(t testing.TB, mods []relay.Module, tweak ...func(*relay.Config)) *Rel
 	return On(t, st, mods, tweak...)
 }
 
-// On runs a relay over st (closed by the caller). Its public base URL is
+// On runs a relay over st (closed by the caller), serving the built-in
+// views and mods. Its public base URL is
 // the loopback address it serves on (unless tweak sets another), so the
 // links it hands out and the URLs D4 headers must name are the ones
 // tests reach it at.
@@ -81,7 +84,7 @@ func On(t testing.TB, st *sqlite.Store, mods []relay.Module, tweak ...func(*rela
 	t.Helper()
 	clk := NewClock(VectorTime)
 	cfg := Config(clk)
-	cfg.Modules = mods
+	cfg.Modules = append([]relay.Module{views.NewModule()}, mods...)
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.PublicBaseURL = "http://" + ts.Listener.Addr().String()
 	for _, f := range tweak {

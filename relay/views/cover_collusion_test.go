@@ -1,4 +1,4 @@
-package relay_test
+package views_test
 
 import (
 	"encoding/json"

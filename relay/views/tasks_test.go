@@ -1,32 +1,33 @@
-package relay
+package views_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/anp2net/relay/credit"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
 // TestTaskAndCreditRoutes runs one paid task through the relay and reads it
 // back from /task, /tasks and /agents/{id}/credit.
 func TestTaskAndCreditRoutes(t *testing.T) {
-	r := viewsRelay(t, filepath.Join(t.TempDir(), "r.db"))
+	r := relaytest.Start(t, nil)
 	req, prov, ver := taskstest.NewAgent("requester"), taskstest.NewAgent("provider"), taskstest.NewAgent("verifier")
-	at := int64(vectorTime - 600)
+	at := int64(relaytest.VectorTime - 600)
 	task := taskstest.Request(req, at, at+3600, taskstest.Reward{Amount: 100}, false)
 	// A quote over the request's max_cost_usd (0.10) is refused once the
 	// request is stored.
 	greedy := prov.Sign(protocol.KindTaskAccept, at+5, map[string]any{"eta_unix": at + 60,
 		"price_quote": map[string]any{"currency": "USD", "amount": "5.00"}, "terms_hash": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 		[]string{"e", task.ID, "root"}, []string{"e", task.ID, "accept"}, []string{"t", taskstest.Capability}, []string{"p", req.ID})
-	publishAll(t, r.URL, []*protocol.Event{task}, 1)
-	if ans := r.post(t, greedy); ans.status != 400 || ans.code(t) != protocol.CodePriceAboveMax {
-		t.Fatalf("greedy accept: %d %s", ans.status, ans.body)
+	r.PostAll(t, []*protocol.Event{task}, 1)
+	if ans := r.Post(t, greedy); ans.Status != 400 || ans.Code(t) != protocol.CodePriceAboveMax {
+		t.Fatalf("greedy accept: %d %s", ans.Status, ans.Body)
 	}
-	publishAll(t, r.URL, []*protocol.Event{
+	r.PostAll(t, []*protocol.Event{
 		taskstest.Accept(prov, at+10, task), taskstest.Result(prov, at+20, task),
 		taskstest.Verify(ver, at+30, task, protocol.VerdictPassed, 0.9),
 		taskstest.Payment(req, at+40, task, protocol.DispositionRelease, protocol.PaymentANP2Credit),
@@ -40,8 +41,8 @@ func TestTaskAndCreditRoutes(t *testing.T) {
 		Request                                       *protocol.Event
 		Accepts, Results, Verifies, Payments, Cancels []*protocol.Event
 	}
-	if ans := r.do(t, "GET", "/task/"+task.ID, "", nil); ans.status != 200 || json.Unmarshal(ans.body, &v) != nil {
-		t.Fatalf("GET /task: %d %s", ans.status, ans.body)
+	if ans := r.Do(t, "GET", "/task/"+task.ID, "", nil); ans.Status != 200 || json.Unmarshal(ans.Body, &v) != nil {
+		t.Fatalf("GET /task: %d %s", ans.Status, ans.Body)
 	}
 	if v.Status != "paid" || v.Provider != prov.ID || len(v.Events) != 5 || len(v.History) < 4 {
 		t.Fatalf("task view: %+v", v)
@@ -54,16 +55,16 @@ func TestTaskAndCreditRoutes(t *testing.T) {
 	var list struct {
 		Count int `json:"count"`
 	}
-	json.Unmarshal(r.do(t, "GET", "/tasks?status=paid&provider="+prov.ID, "", nil).body, &list)
+	json.Unmarshal(r.Do(t, "GET", "/tasks?status=paid&provider="+prov.ID, "", nil).Body, &list)
 	if list.Count != 1 {
 		t.Fatalf("GET /tasks?status=paid: %d", list.Count)
 	}
-	json.Unmarshal(r.do(t, "GET", "/tasks?status=pending", "", nil).body, &list)
+	json.Unmarshal(r.Do(t, "GET", "/tasks?status=pending", "", nil).Body, &list)
 	if list.Count != 0 {
 		t.Fatalf("GET /tasks?status=pending: %d", list.Count)
 	}
 	balance := func(id string) (acct credit.Account) {
-		json.Unmarshal(r.do(t, "GET", "/agents/"+id+"/credit", "", nil).body, &acct)
+		json.Unmarshal(r.Do(t, "GET", "/agents/"+id+"/credit", "", nil).Body, &acct)
 		return acct
 	}
 	p, q, tr := balance(prov.ID), balance(req.ID), balance(credit.DefaultTreasury)
@@ -71,11 +72,11 @@ func TestTaskAndCreditRoutes(t *testing.T) {
 		t.Fatalf("balances: provider %+v requester %+v treasury %+v", p, q, tr)
 	}
 	for path, code := range map[string]string{
-		"/task/" + prov.ID: CodeNotFound, "/tasks?status=bogus": CodeBadParameter, "/tasks?requester=xyz": CodeBadParameter,
-		"/agents/xyz/credit": CodeBadParameter, "/state?at=-1": CodeBadParameter,
+		"/task/" + prov.ID: relay.CodeNotFound, "/tasks?status=bogus": relay.CodeBadParameter, "/tasks?requester=xyz": relay.CodeBadParameter,
+		"/agents/xyz/credit": relay.CodeBadParameter, "/state?at=-1": relay.CodeBadParameter,
 	} {
-		if ans := r.do(t, "GET", path, "", nil); ans.code(t) != code {
-			t.Errorf("GET %s: %d %s, want %s", path, ans.status, ans.body, code)
+		if ans := r.Do(t, "GET", path, "", nil); ans.Code(t) != code {
+			t.Errorf("GET %s: %d %s, want %s", path, ans.Status, ans.Body, code)
 		}
 	}
 }
