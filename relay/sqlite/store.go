@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 
 	"github.com/anp2net/relay/protocol"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -1246,7 +1247,7 @@ type inserter struct {
 
 func newInserter(db *sql.DB, head string, per, width int) (*inserter, error) {
 	in := &inserter{head: head, per: per, width: width, stmts: make([]*sql.Stmt, per)}
-	row := "(" + placeholders(width) + "),"
+	row := "(" + sqlq.Placeholders(width) + "),"
 	for n := 1; n <= per; n++ {
 		st, err := db.Prepare(head + strings.TrimSuffix(strings.Repeat(row, n), ","))
 		if err != nil {
