@@ -139,7 +139,8 @@ func (w *Writer) Run() {
 			continue
 		}
 		limit := w.Limit()
-		batch, ctl := Fill(w.Queue, append(batch[:0], first), limit)
+		var ctl *Request
+		batch, ctl = Fill(w.Queue, append(batch[:0], first), limit)
 		if ctl == nil && w.Gather != nil {
 			batch, ctl = w.Gather(batch, limit)
 		}
