@@ -147,6 +147,16 @@ func LoadKey(path string) (*Identity, error) {
 	return id, nil
 }
 
+// KeyOrFresh returns the identity a --key flag names: LoadOrCreateKey(path),
+// or when path is empty a fresh identity that is kept nowhere (a demo
+// agent's).
+func KeyOrFresh(path string) (*Identity, error) {
+	if path == "" {
+		return GenerateIdentity()
+	}
+	return LoadOrCreateKey(path)
+}
+
 // LoadOrCreateKey loads the key at path (LoadKey, with its mode check), or
 // when the file does not exist creates a fresh key there with mode 0600
 // (its directory 0700 if missing), in `anp2 keygen`'s format. Two processes

@@ -63,6 +63,28 @@ func TestIdentityNeverPrintsItsSecret(t *testing.T) {
 	}
 }
 
+// TestKeyOrFresh requires an empty path to give a new key each time and
+// writing nothing, and a path to give the key kept there.
+func TestKeyOrFresh(t *testing.T) {
+	dir := t.TempDir()
+	a, errA := KeyOrFresh("")
+	b, errB := KeyOrFresh("")
+	if errA != nil || errB != nil || a.AgentID() == b.AgentID() {
+		t.Fatalf("fresh keys %v (%v), %v (%v): want two different ones", a, errA, b, errB)
+	}
+	path := filepath.Join(dir, "agent.key")
+	c, err := KeyOrFresh(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := KeyOrFresh(path); err != nil || d.AgentID() != c.AgentID() {
+		t.Fatalf("second open of %s gave %v, %v; want %s", path, d, err, c.AgentID())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the key directory, want the one key", len(entries))
+	}
+}
+
 func TestLoadOrCreateKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "agent.key")
 	a, err := LoadOrCreateKey(path)

@@ -470,8 +470,7 @@ func ParseTaskAccept(e *Event) (*TaskAccept, []error) {
 func ParseTaskResult(e *Event) (*TaskResult, []error) {
 	var errs errList
 	var warns warnList
-	root := checkLifecycleTags(e, &errs, &warns)
-	obj, ok := contentObject(e, &errs)
+	root, obj, ok := lifecycleContent(e, &errs, &warns)
 	if !ok {
 		return nil, errs
 	}
@@ -481,7 +480,6 @@ func ParseTaskResult(e *Event) (*TaskResult, []error) {
 			r.AcceptID = t[1]
 		}
 	}
-	checkContentTaskID(obj, root, &errs)
 	if v, present := obj["output_format"]; present {
 		if s, ok := jsonString(v); ok {
 			r.OutputFormat = s
@@ -508,18 +506,12 @@ func ParseTaskResult(e *Event) (*TaskResult, []error) {
 func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
 	var errs errList
 	var warns warnList
-	root := checkLifecycleTags(e, &errs, &warns)
-	obj, ok := contentObject(e, &errs)
+	root, obj, ok := lifecycleContent(e, &errs, &warns)
 	if !ok {
 		return nil, errs
 	}
 	v := &TaskVerify{TaskID: root}
-	checkContentTaskID(obj, root, &errs)
-	if s, ok := jsonString(obj["verdict"]); ok && verdicts[s] {
-		v.Verdict = s
-	} else {
-		errs.add(CodeInvalidTaskContent, "verdict must be one of passed, failed, disputed")
-	}
+	v.Verdict = oneOf(obj, "verdict", verdicts, "verdict must be one of passed, failed, disputed", &errs)
 	if raw, present := obj["score"]; present {
 		if f, ok := jsonFloat(raw); ok && f >= 0 && f <= 1 {
 			v.Score, v.HasScore = f, true
@@ -546,23 +538,14 @@ func ParseTaskVerify(e *Event) (*TaskVerify, []error) {
 func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
 	var errs errList
 	var warns warnList
-	root := checkLifecycleTags(e, &errs, &warns)
-	obj, ok := contentObject(e, &errs)
+	root, obj, ok := lifecycleContent(e, &errs, &warns)
 	if !ok {
 		return nil, errs
 	}
 	p := &TaskPayment{TaskID: root}
-	checkContentTaskID(obj, root, &errs)
-	if s, ok := jsonString(obj["disposition"]); ok && dispositions[s] {
-		p.Disposition = s
-	} else {
-		errs.add(CodeInvalidTaskContent, "disposition must be release or refund")
-	}
-	if s, ok := jsonString(obj["payment_method"]); ok && paymentMethods[s] {
-		p.PaymentMethod = s
-	} else {
-		errs.add(CodeInvalidTaskContent, "payment_method must be one of lightning_bolt11, eth_tx, btc_tx, mocked, anp2_credit")
-	}
+	p.Disposition = oneOf(obj, "disposition", dispositions, "disposition must be release or refund", &errs)
+	p.PaymentMethod = oneOf(obj, "payment_method", paymentMethods,
+		"payment_method must be one of lightning_bolt11, eth_tx, btc_tx, mocked, anp2_credit", &errs)
 	if raw, present := obj["amount"]; present {
 		if s, ok := jsonDecimal(raw); ok {
 			p.Amount = s
@@ -595,13 +578,11 @@ func ParseTaskPayment(e *Event) (*TaskPayment, []error) {
 func ParseTaskCancel(e *Event) (*TaskCancel, []error) {
 	var errs errList
 	var warns warnList
-	root := checkLifecycleTags(e, &errs, &warns)
-	obj, ok := contentObject(e, &errs)
+	root, obj, ok := lifecycleContent(e, &errs, &warns)
 	if !ok {
 		return nil, errs
 	}
 	c := &TaskCancel{TaskID: root}
-	checkContentTaskID(obj, root, &errs)
 	if raw, present := obj["reason"]; present {
 		if s, ok := jsonString(raw); ok {
 			c.Reason = s
@@ -735,6 +716,28 @@ func checkLifecycleTags(e *Event, errs *errList, warns *warnList) string {
 		}
 	}
 	return root
+}
+
+// lifecycleContent checks the tags of a kind 52–55 (checkLifecycleTags)
+// and decodes its content, one JSON object whose task_id, when present,
+// must be the root tag's (checkContentTaskID). ok is false when the
+// content is not one JSON object.
+func lifecycleContent(e *Event, errs *errList, warns *warnList) (root string, obj map[string]json.RawMessage, ok bool) {
+	root = checkLifecycleTags(e, errs, warns)
+	if obj, ok = contentObject(e, errs); ok {
+		checkContentTaskID(obj, root, errs)
+	}
+	return root, obj, ok
+}
+
+// oneOf returns content member name when it is a string in set; else it
+// adds msg to errs and returns "".
+func oneOf(obj map[string]json.RawMessage, name string, set map[string]bool, msg string, errs *errList) string {
+	if s, ok := jsonString(obj[name]); ok && set[s] {
+		return s
+	}
+	errs.add(CodeInvalidTaskContent, "%s", msg)
+	return ""
 }
 
 // checkContentTaskID rejects a content task_id that names another task than

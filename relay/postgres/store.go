@@ -41,6 +41,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/eventlog/groupcommit"
 )
 
 // The log's data types are the eventlog package's (see eventlog.Log).
@@ -74,7 +75,7 @@ const copyThreshold = 64
 // transaction (group commit); reads use the connection pool.
 type Store struct {
 	pool   *pgxpool.Pool
-	queue  chan *appendReq
+	queue  chan *groupcommit.Request
 	hook   atomic.Pointer[func([]Committed)]
 	closed chan struct{}
 	stop   context.CancelFunc
@@ -92,17 +93,6 @@ type Store struct {
 	// which deliveries start: see SetHook).
 	deliverMu sync.Mutex
 	delivered int64
-}
-
-type appendReq struct {
-	rec     Record
-	relaxed bool // a LoadBatch append: may commit without waiting for the WAL flush
-	done    chan appendRes
-}
-
-type appendRes struct {
-	res Result
-	err error
 }
 
 // Open connects to the database at url (a postgres:// or postgresql://
@@ -135,7 +125,7 @@ func Open(ctx context.Context, url string, hook func([]Committed)) (*Store, erro
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
+	s := &Store{pool: pool, queue: make(chan *groupcommit.Request, 16384), closed: make(chan struct{}),
 		stop: cancel, ctx: runCtx, maxBatch: 512, bulkBatch: 8192, log: slog.Default()}
 	if err := pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&s.delivered); err != nil {
 		pool.Close()
@@ -202,83 +192,38 @@ func (s *Store) LoadBatch(ctx context.Context, recs []Record) ([]Result, error) 
 }
 
 func (s *Store) appendAll(ctx context.Context, recs []Record, relaxed bool) ([]Result, error) {
-	reqs := make([]*appendReq, len(recs))
-	for i, rec := range recs {
-		reqs[i] = &appendReq{rec: rec, relaxed: relaxed, done: make(chan appendRes, 1)}
-		select {
-		case s.queue <- reqs[i]:
-		case <-s.closed:
-			return nil, ErrClosed
-		}
-	}
-	out := make([]Result, len(recs))
-	var firstErr error
-	for i, r := range reqs {
-		res := <-r.done
-		out[i] = res.res
-		if res.err != nil && firstErr == nil {
-			firstErr = res.err
-		}
-	}
-	return out, firstErr
+	return groupcommit.AppendAll(s.queue, s.closed, ErrClosed, recs, relaxed)
 }
 
+// writer is the process's single writer (see groupcommit.Writer).
 func (s *Store) writer() {
 	defer s.wg.Done()
-	batch := make([]*appendReq, 0, s.maxBatch)
-	for {
-		var first *appendReq
-		select {
-		case first = <-s.queue:
-		case <-s.closed:
-			for {
-				select {
-				case r := <-s.queue:
-					s.commit([]*appendReq{r})
-				default:
-					return
-				}
+	w := groupcommit.Writer{
+		Queue:  s.queue,
+		Closed: s.closed,
+		Limit: func() int {
+			if s.bulk.Load() > 0 {
+				return s.bulkBatch
 			}
-		}
-		batch = append(batch[:0], first)
-		limit := s.maxBatch
-		if s.bulk.Load() > 0 {
-			limit = s.bulkBatch
-		}
-	fill:
-		for len(batch) < limit {
-			select {
-			case r := <-s.queue:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		s.commit(batch)
+			return s.maxBatch
+		},
+		Commit: s.commit,
 	}
+	w.Run()
 }
 
-// commit writes batch in one transaction, delivers its events and answers
-// its appends; if the transaction fails each append is retried alone so
-// one bad record cannot sink the others.
-func (s *Store) commit(batch []*appendReq) {
-	results, committed, err := s.insertBatch(context.Background(), batch)
-	if err != nil && len(batch) > 1 {
-		for _, r := range batch {
-			s.commit([]*appendReq{r})
+// commit writes batch in one transaction (see groupcommit.Commit),
+// delivers its events and answers its appends.
+func (s *Store) commit(batch []*groupcommit.Request) {
+	insert := func(batch []*groupcommit.Request) ([]Result, []Committed, error) {
+		return s.insertBatch(context.Background(), batch)
+	}
+	groupcommit.Commit(batch, insert, func(batch []*groupcommit.Request, results []Result, committed []Committed, err error) {
+		if err == nil && len(committed) > 0 {
+			s.deliver(committed)
 		}
-		return
-	}
-	if err == nil && len(committed) > 0 {
-		s.deliver(committed)
-	}
-	for i, r := range batch {
-		if err != nil {
-			r.done <- appendRes{err: err}
-		} else {
-			r.done <- appendRes{res: results[i]}
-		}
-	}
+		groupcommit.AnswerAll(batch, results, err)
+	})
 }
 
 // rows are a transaction's new rows, per table.
@@ -290,14 +235,14 @@ var (
 	revokeCols = []string{"target", "author", "revoke_id", "created_at"}
 )
 
-func (s *Store) insertBatch(ctx context.Context, batch []*appendReq) ([]Result, []Committed, error) {
+func (s *Store) insertBatch(ctx context.Context, batch []*groupcommit.Request) ([]Result, []Committed, error) {
 	relaxed := true
 	ids := make([][]byte, len(batch))
 	for i, r := range batch {
-		relaxed = relaxed && r.relaxed
-		id, err := hex.DecodeString(r.rec.Event.ID)
+		relaxed = relaxed && r.Relaxed
+		id, err := hex.DecodeString(r.Rec.Event.ID)
 		if err != nil || len(id) != 32 {
-			return nil, nil, fmt.Errorf("insert event: id %q is not 32 bytes of hex", r.rec.Event.ID)
+			return nil, nil, fmt.Errorf("insert event: id %q is not 32 bytes of hex", r.Rec.Event.ID)
 		}
 		ids[i] = id
 	}
@@ -362,8 +307,8 @@ func (s *Store) insertBatch(ctx context.Context, batch []*appendReq) ([]Result, 
 		last++
 		stored[string(ids[i])] = last
 		results[i] = Result{Seq: last}
-		committed = append(committed, Committed{Seq: last, Event: r.rec.Event})
-		rw.add(last, ids[i], r.rec)
+		committed = append(committed, Committed{Seq: last, Event: r.Rec.Event})
+		rw.add(last, ids[i], r.Rec)
 	}
 	if len(committed) == 0 {
 		return results, nil, nil // nothing to write: the rollback ends it

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"slices"
+
+	"github.com/anp2net/relay/relay/eventlog/groupcommit"
 )
 
 // Admission under the writer lock (eventlog.Record.Admit, SPEC §12.1).
@@ -24,19 +26,19 @@ func admits(recs []Record) bool {
 // appendAdmitted stores rec if rec.Admit, judged under the writer lock
 // with every earlier commit folded, lets it.
 func (s *Store) appendAdmitted(ctx context.Context, rec Record) (Result, error) {
-	req := &appendReq{rec: rec, done: make(chan appendRes, 1)}
+	req := groupcommit.NewRequest(rec, false)
 	if err := s.control(ctx, func() error {
 		s.awaitHook()
 		if err := rec.Admit(); err != nil {
 			return err
 		}
-		s.commit([]*appendReq{req})
+		s.commit([]*groupcommit.Request{req})
 		return nil
 	}); err != nil {
 		return Result{}, err
 	}
-	r := <-req.done
-	return r.res, r.err
+	r := <-req.Done
+	return r.Res, r.Err
 }
 
 // appendEach stores recs one at a time, those with an Admit rule through

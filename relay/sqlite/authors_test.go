@@ -14,6 +14,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 )
 
 // TestAuthorListKeepsOrder inserts entries in random, ascending and
@@ -227,7 +228,8 @@ func TestAsOfReadsLatestIndex(t *testing.T) {
 		t.Errorf("as_of probe does not search events_latest:\n%s", plan)
 	}
 	var hist []string
-	rows, err := s.read.Query(`EXPLAIN QUERY PLAN `+latestHistory, []byte("x"), 0)
+	histQ, histArgs := sqlq.History(&dialect, []byte("x"), 0, false, nil)
+	rows, err := s.read.Query(`EXPLAIN QUERY PLAN `+histQ, histArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}

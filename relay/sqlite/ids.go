@@ -159,9 +159,9 @@ func loadIndexes(w *sql.DB) (*idIndex, *authorIndex, error) {
 func (s *Store) resolve(filter Filter, want int) (f query, none bool) {
 	f.Filter = filter
 	if authorDriven(filter) {
-		f.byAuthors = true
-		f.authorSeqs, f.authorMore = s.authors.candidates(decodeAuthors(f.Authors), scopeOf(filter), want)
-		return f, len(f.authorSeqs) == 0
+		f.BySeq = true
+		f.Seqs, f.authorMore = s.authors.candidates(decodeAuthors(f.Authors), scopeOf(filter), want)
+		return f, len(f.Seqs) == 0
 	}
 	if len(f.IDs) == 0 {
 		return f, false
@@ -172,7 +172,7 @@ func (s *Store) resolve(filter Filter, want int) (f query, none bool) {
 			seqs = s.ids.candidates(seqs, id)
 		}
 	}
-	f.idSeqs = seqs
+	f.BySeq, f.Seqs = len(seqs) > 0, seqs
 	return f, len(seqs) == 0
 }
 

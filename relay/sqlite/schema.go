@@ -1,11 +1,9 @@
 package sqlite
 
 import (
-	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 )
 
 // schema is the log's layout. events is append-only; seq is the local
@@ -87,19 +85,9 @@ var latestIndex = `CREATE INDEX IF NOT EXISTS events_latest ON events(agent_id, 
 // binary that opens the log creates them again.
 var droppedIndexes = []string{"events_id", "events_author", "events_author_kind"}
 
-// overwriteKinds lists protocol.OverwriteKinds for SQL, in ascending order.
-func overwriteKinds() string {
-	kinds := make([]int64, 0, len(protocol.OverwriteKinds))
-	for k := range protocol.OverwriteKinds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = strconv.FormatInt(k, 10)
-	}
-	return strings.Join(out, ",")
-}
+// overwriteKinds lists protocol.OverwriteKinds for SQL, in ascending
+// order, as the queries write it.
+func overwriteKinds() string { return sqlq.OverwriteKinds() }
 
 // idIndexName is the unique index on events(id) that logs kept before the
 // id index moved into memory (and that a binary from then creates again

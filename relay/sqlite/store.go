@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/eventlog/groupcommit"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 
 	"github.com/anp2net/relay/protocol"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -32,7 +34,7 @@ type Store struct {
 	path   string
 	read   *sql.DB
 	write  *sql.DB
-	queue  chan *appendReq
+	queue  chan *groupcommit.Request
 	hook   atomic.Pointer[func([]Committed)]
 	closed chan struct{}
 	wg     sync.WaitGroup
@@ -114,24 +116,9 @@ type (
 
 var _ eventlog.Log = (*Store)(nil)
 
-type appendReq struct {
-	rec Record
-	// relaxed: a LoadBatch append, which may commit without an fsync.
-	relaxed bool
-	// ctl, when set, is run by the writer between transactions instead of
-	// appending rec (schema changes of a bulk load).
-	ctl  func() error
-	done chan appendRes
-}
-
-type appendRes struct {
-	res Result
-	err error
-}
-
 // finishJob is a transaction's outcome on its way to its appends.
 type finishJob struct {
-	reqs      []*appendReq
+	reqs      []*groupcommit.Request
 	results   []Result
 	committed []Committed
 	err       error
@@ -209,7 +196,7 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 		return nil, fmt.Errorf("open checkpointer: %w", err)
 	}
 	c.SetMaxOpenConns(1)
-	s := &Store{path: path, read: r, write: w, ckpt: c, queue: make(chan *appendReq, 16384), closed: make(chan struct{}),
+	s := &Store{path: path, read: r, write: w, ckpt: c, queue: make(chan *groupcommit.Request, 16384), closed: make(chan struct{}),
 		maxBatch: 512, bulkBatch: 8192, cache: newBodyCache(bodyCacheBytes), finished: make(chan finishJob, 2),
 		kick: make(chan struct{}, 1), resetKick: make(chan struct{}, 1)}
 	s.ckptEvery.Store(ckptEvents)
@@ -515,7 +502,7 @@ func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
 	if rec.Admit != nil {
 		return s.appendAdmitted(ctx, rec)
 	}
-	req := &appendReq{rec: rec, done: make(chan appendRes, 1)}
+	req := groupcommit.NewRequest(rec, false)
 	select {
 	case s.queue <- req:
 	case <-s.closed:
@@ -523,8 +510,8 @@ func (s *Store) Append(ctx context.Context, rec Record) (Result, error) {
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
-	r := <-req.done
-	return r.res, r.err
+	r := <-req.Done
+	return r.Res, r.Err
 }
 
 // AppendBatch stores recs and returns once all are committed, letting the
@@ -548,93 +535,51 @@ func (s *Store) LoadBatch(ctx context.Context, recs []Record) ([]Result, error) 
 }
 
 func (s *Store) appendAll(recs []Record, relaxed bool) ([]Result, error) {
-	reqs := make([]*appendReq, len(recs))
-	for i, rec := range recs {
-		reqs[i] = &appendReq{rec: rec, relaxed: relaxed, done: make(chan appendRes, 1)}
-		select {
-		case s.queue <- reqs[i]:
-		case <-s.closed:
-			return nil, ErrClosed
-		}
-	}
-	out := make([]Result, len(recs))
-	var firstErr error
-	for i, r := range reqs {
-		res := <-r.done
-		out[i] = res.res
-		if res.err != nil && firstErr == nil {
-			firstErr = res.err
-		}
-	}
-	return out, firstErr
+	return groupcommit.AppendAll(s.queue, s.closed, ErrClosed, recs, relaxed)
 }
 
+// writer is the log's single writer (see groupcommit.Writer). Between
+// transactions, when nothing is queued or announced, it finishes a WAL
+// reset the checkpointer asked for; while other publishes are under way
+// it gathers them into the transaction (see gather); every ckptEvery
+// committed events it wakes the checkpointer.
 func (s *Store) writer() {
 	defer s.wg.Done()
 	defer close(s.finished)
-	batch := make([]*appendReq, 0, s.maxBatch)
-	for {
-		if s.resetDue.Load() && len(s.queue) == 0 && s.expected.Load() <= 0 {
-			// Nothing to append: the moment to start the WAL over.
-			s.finishDrain()
-		}
-		var first *appendReq
-		select {
-		case first = <-s.queue:
-		case <-s.resetKick:
-			continue // to the check above
-		case <-s.closed:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case first = <-s.queue:
-					if first.ctl != nil {
-						first.done <- appendRes{err: first.ctl()}
-					} else {
-						s.commit(append(batch[:0], first))
-					}
-				default:
-					return
-				}
+	w := groupcommit.Writer{
+		Queue:  s.queue,
+		Closed: s.closed,
+		Limit: func() int {
+			if s.bulk > 0 {
+				// Nobody waits on a bulk load's answers the way a
+				// publisher does, and a bigger transaction writes each
+				// touched page once.
+				return s.bulkBatch
 			}
-		}
-		if first.ctl != nil {
-			first.done <- appendRes{err: first.ctl()}
-			continue
-		}
-		batch = append(batch[:0], first)
-		limit := s.maxBatch
-		if s.bulk > 0 {
-			// Nobody waits on a bulk load's answers the way a publisher
-			// does, and a bigger transaction writes each touched page once.
-			limit = s.bulkBatch
-		}
-		var ctl *appendReq
-	fill:
-		for len(batch) < limit {
-			select {
-			case r := <-s.queue:
-				if r.ctl != nil {
-					ctl = r
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
+			return s.maxBatch
+		},
+		Commit: s.commit,
+		Idle: func() {
+			if s.resetDue.Load() && len(s.queue) == 0 && s.expected.Load() <= 0 {
+				// Nothing to append: the moment to start the WAL over.
+				s.finishDrain()
 			}
-		}
-		if ctl == nil && s.bulk == 0 && len(batch) < limit && (s.expected.Load() > 0 || len(batch) > 1 || s.last > 1) {
-			batch, ctl = s.gather(batch, limit)
-		}
-		s.last = len(batch)
-		s.commit(batch)
-		if s.sinceCkpt += len(batch); int64(s.sinceCkpt) >= s.ckptEvery.Load() {
-			s.wakeCheckpointer()
-		}
-		if ctl != nil {
-			ctl.done <- appendRes{err: ctl.ctl()}
-		}
+		},
+		Wake: s.resetKick,
+		Gather: func(batch []*groupcommit.Request, limit int) ([]*groupcommit.Request, *groupcommit.Request) {
+			if s.bulk == 0 && len(batch) < limit && (s.expected.Load() > 0 || len(batch) > 1 || s.last > 1) {
+				return s.gather(batch, limit)
+			}
+			return batch, nil
+		},
+		Committed: func(n int) {
+			s.last = n
+			if s.sinceCkpt += n; int64(s.sinceCkpt) >= s.ckptEvery.Load() {
+				s.wakeCheckpointer()
+			}
+		},
 	}
+	w.Run()
 }
 
 // groupWindow is how long the writer keeps a transaction open for more
@@ -652,7 +597,7 @@ const groupWindow = time.Millisecond
 // the window ends as soon as no announced publish remains in flight
 // (checked every gatherPoll): waiting longer would only delay the
 // transaction's publishers (it doubled the median latency at half rate).
-func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq) {
+func (s *Store) gather(batch []*groupcommit.Request, limit int) ([]*groupcommit.Request, *groupcommit.Request) {
 	t := time.NewTimer(groupWindow)
 	defer t.Stop()
 	var poll *time.Ticker
@@ -666,7 +611,7 @@ func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq)
 			// Nothing announced is on its way: take what is queued and go.
 			select {
 			case r := <-s.queue:
-				if r.ctl != nil {
+				if r.Ctl != nil {
 					return batch, r
 				}
 				batch = append(batch, r)
@@ -680,7 +625,7 @@ func (s *Store) gather(batch []*appendReq, limit int) ([]*appendReq, *appendReq)
 		}
 		select {
 		case r := <-s.queue:
-			if r.ctl != nil {
+			if r.Ctl != nil {
 				return batch, r
 			}
 			batch = append(batch, r)
@@ -886,7 +831,7 @@ func (s *Store) walCheckpoint(db *sql.DB, mode string) (frames, done int, ok boo
 
 // control runs fn on the writer goroutine between transactions.
 func (s *Store) control(ctx context.Context, fn func() error) error {
-	req := &appendReq{ctl: fn, done: make(chan appendRes, 1)}
+	req := groupcommit.NewControl(fn)
 	select {
 	case s.queue <- req:
 	case <-s.closed:
@@ -894,7 +839,7 @@ func (s *Store) control(ctx context.Context, fn func() error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return (<-req.done).err
+	return (<-req.Done).Err
 }
 
 // BeginBulk puts the log into bulk-load mode until the matching EndBulk
@@ -989,17 +934,12 @@ func (s *Store) EndBulk(step func(string)) error {
 // Bulk reports whether a bulk load is under way (reads scan meanwhile).
 func (s *Store) Bulk() bool { return s.bulkOn.Load() }
 
-// commit writes a batch in one transaction; if the transaction fails it
-// retries each append alone so one bad record cannot sink the others.
-func (s *Store) commit(batch []*appendReq) {
-	results, committed, err := s.insertBatch(batch)
-	if err != nil && len(batch) > 1 {
-		for _, r := range batch {
-			s.commit([]*appendReq{r})
-		}
-		return
-	}
-	s.finished <- finishJob{reqs: slices.Clone(batch), results: results, committed: committed, err: err}
+// commit writes a batch in one transaction (see groupcommit.Commit) and
+// hands the outcome to the finisher.
+func (s *Store) commit(batch []*groupcommit.Request) {
+	groupcommit.Commit(batch, s.insertBatch, func(batch []*groupcommit.Request, results []Result, committed []Committed, err error) {
+		s.finished <- finishJob{reqs: slices.Clone(batch), results: results, committed: committed, err: err}
+	})
 }
 
 // finisher runs the hook over each committed batch, in commit order, and
@@ -1015,13 +955,7 @@ func (s *Store) finisher() {
 		if h := s.hook.Load(); j.err == nil && len(j.committed) > 0 && h != nil {
 			(*h)(j.committed)
 		}
-		for i, r := range j.reqs {
-			if j.err != nil {
-				r.done <- appendRes{err: j.err}
-			} else {
-				r.done <- appendRes{res: j.results[i]}
-			}
-		}
+		groupcommit.AnswerAll(j.reqs, j.results, j.err)
 	}
 }
 
@@ -1074,13 +1008,13 @@ func (s *Store) setRelaxed(relaxed bool) error {
 	return nil
 }
 
-func (s *Store) insertBatch(batch []*appendReq) ([]Result, []Committed, error) {
+func (s *Store) insertBatch(batch []*groupcommit.Request) ([]Result, []Committed, error) {
 	if s.logErr != nil {
 		return nil, nil, s.logErr
 	}
 	relaxed := true
 	for _, r := range batch {
-		relaxed = relaxed && r.relaxed
+		relaxed = relaxed && r.Relaxed
 	}
 	if err := s.setRelaxed(relaxed); err != nil {
 		return nil, nil, err
@@ -1160,18 +1094,18 @@ func (s *Store) catchUp(tx *sql.Tx) error {
 }
 
 // insertAll runs insertOne over batch, stopping at the first error.
-func (st *txStmts) insertAll(batch []*appendReq) ([]Result, []Committed, [][]byte, error) {
+func (st *txStmts) insertAll(batch []*groupcommit.Request) ([]Result, []Committed, [][]byte, error) {
 	results := make([]Result, len(batch))
 	var committed []Committed
 	var bodies [][]byte
 	for i, r := range batch {
-		seq, dup, body, err := st.insertOne(r.rec)
+		seq, dup, body, err := st.insertOne(r.Rec)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		results[i] = Result{Seq: seq, Duplicate: dup}
 		if !dup {
-			committed = append(committed, Committed{Seq: seq, Event: r.rec.Event})
+			committed = append(committed, Committed{Seq: seq, Event: r.Rec.Event})
 			bodies = append(bodies, body)
 		}
 	}
@@ -1246,7 +1180,7 @@ type inserter struct {
 
 func newInserter(db *sql.DB, head string, per, width int) (*inserter, error) {
 	in := &inserter{head: head, per: per, width: width, stmts: make([]*sql.Stmt, per)}
-	row := "(" + placeholders(width) + "),"
+	row := "(" + sqlq.Placeholders(width) + "),"
 	for n := 1; n <= per; n++ {
 		st, err := db.Prepare(head + strings.TrimSuffix(strings.Repeat(row, n), ","))
 		if err != nil {

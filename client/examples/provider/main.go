@@ -35,10 +35,7 @@ func main() {
 }
 
 func run(ctx context.Context, relay, keyFile string, limit int) error {
-	id, err := client.GenerateIdentity()
-	if keyFile != "" {
-		id, err = client.LoadOrCreateKey(keyFile)
-	}
+	id, err := client.KeyOrFresh(keyFile)
 	if err != nil {
 		return err
 	}

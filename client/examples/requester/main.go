@@ -32,10 +32,7 @@ func main() {
 func run(relay, keyFile, text string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	id, err := client.GenerateIdentity()
-	if keyFile != "" {
-		id, err = client.LoadOrCreateKey(keyFile)
-	}
+	id, err := client.KeyOrFresh(keyFile)
 	if err != nil {
 		return err
 	}
