@@ -212,7 +212,6 @@ func TestStateResumeNeverTrusted(t *testing.T) {
 			t.Fatalf("phase 2 did not resume:\n%s", r.log)
 		}
 		scalePublish(t, r.base(), evs[half:])
-		t.Logf("DEBUG phase2 %s", scaleViews(t, r.base())[:300])
 		r.stop(t, false)
 		// Resumed from the old save plus the tail.
 		r = scaleStart(t, db, false)
@@ -222,7 +221,6 @@ func TestStateResumeNeverTrusted(t *testing.T) {
 		}
 		resumed := scaleDigest(t, r.base(), at)
 		views := scaleViews(t, r.base())
-		t.Logf("DEBUG phase3 %s", views[:300])
 		out := runCLI(t, "replay", "--at="+strconv.FormatInt(at, 10), "--compare", r.base(), db)
 		if !strings.Contains(out, "match: ") {
 			t.Fatalf("replay --compare the resumed relay: %s", out)

@@ -335,6 +335,17 @@ func (m *Module) snapshot() []*storedTrigger {
 	return out
 }
 
+// Close closes the queue of a module whose Run never ran (a relay that
+// stopped between mounting and serving): its writer and checkpointer
+// would otherwise outlive the relay and keep the file open. After Run it
+// does nothing more.
+func (m *Module) Close() error {
+	if m.store == nil {
+		return nil
+	}
+	return m.store.close()
+}
+
 // Run matches and dispatches until ctx ends, then closes the queue.
 // Attempts left in flight by a previous process (a crash) are escalated
 // at once: no worker of this process owns them.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the relay's SQLite driver
@@ -76,6 +77,10 @@ type store struct {
 	quit, done chan struct{}
 	// stmts are the hot queries, prepared once (prepare); read-only after.
 	stmts map[string]*sql.Stmt
+	// closeOnce makes close idempotent: Run closes the queue when it
+	// ends, Module.Close when Run never ran.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func openStore(path string) (*store, error) {
@@ -179,11 +184,14 @@ func migrate(db *sql.DB) error {
 }
 
 func (s *store) close() error {
-	close(s.quit)
-	<-s.done
-	<-s.ckDone
-	s.ck.Close()
-	return s.db.Close()
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		<-s.ckDone
+		s.ck.Close()
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
 }
 
 // cursor returns the last log sequence matched against the triggers, and
