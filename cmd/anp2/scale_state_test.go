@@ -367,14 +367,25 @@ func TestDirectoryLiveEqualsRebuild(t *testing.T) {
 	r.stop(t, true)
 	r = scaleStart(t, db, false)
 	if v := scaleViews(t, r.base()); v != live {
-		t.Fatalf("resumed directory differs from live:\nlive    %.400s\nresumed %.400s", live, v)
+		t.Fatalf("resumed directory differs from live:\n%s", scaleDiff(live, v))
 	}
 	r.stop(t, false)
 	r = scaleStart(t, db, false, "--state-dir", "none")
 	if v := scaleViews(t, r.base()); v != live {
-		t.Fatalf("rebuilt directory differs from live:\nlive    %.400s\nrebuilt %.400s", live, v)
+		t.Fatalf("rebuilt directory differs from live:\n%s", scaleDiff(live, v))
 	}
 	r.stop(t, false)
+}
+
+// scaleDiff shows where two answers part: 200 bytes either side of the
+// first difference.
+func scaleDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-200)
+	return fmt.Sprintf("at byte %d:\nwant …%s\ngot  …%s", i, a[from:min(len(a), i+200)], b[from:min(len(b), i+200)])
 }
 
 func postScale(t *testing.T, url string, body []byte) string {
