@@ -22,13 +22,14 @@ func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress 
 	var total, done int64
 	err := st.Export(ctx, 0, func(through int64) error { total = through; return nil },
 		func(seq int64, body []byte) error {
-			e, err := protocol.DecodeJSON(body)
+			folded = seq
+			e, err := s.AddStored(seq, body, lookup)
 			if err != nil {
 				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
 			}
-			folded = seq
-			s.Add(seq, e, lookup)
-			also(e)
+			if e != nil { // nil: a withheld event's tombstone
+				also(e)
+			}
 			done++
 			if progress != nil && done%5000 == 0 {
 				progress(seq, total)

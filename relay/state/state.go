@@ -206,6 +206,7 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 		s.addRedaction(ev, lookup)
 	}
 	if s.isRevoked(ev) {
+		s.noteWithheld(ev)
 		s.markRevoked(ev.ID)
 		return
 	}
@@ -250,10 +251,13 @@ func (s *State) isRevoked(ev *protocol.Event) bool {
 }
 
 // Revoked reports whether id is excluded from the views by its author's
-// revocation.
+// revocation, or withheld (SPEC §21.8).
 func (s *State) Revoked(id string) bool {
 	s.revMu.RLock()
 	defer s.revMu.RUnlock()
+	if _, ok := s.withheld[id]; ok {
+		return true
+	}
 	_, ok := s.revoked[id]
 	return ok
 }

@@ -24,11 +24,14 @@ func (s *State) addRedaction(ev *protocol.Event, lookup Lookup) {
 		if old, ok := s.withheld[t]; ok && old.Redaction != "" && old.Redaction <= ev.ID {
 			continue // the reason shown is the smallest redaction id's
 		}
-		s.setWithheld(t, eventlog.Withholding{Reason: reason, Redaction: ev.ID})
+		w := eventlog.Withholding{Reason: reason, Redaction: ev.ID, CreatedAt: s.withheld[t].CreatedAt}
+		s.setWithheld(t, w)
 		if _, done := s.revoked[t]; done || lookup == nil {
 			continue
 		}
 		if target := lookup(t); target != nil && target.ID == t {
+			w.CreatedAt = target.CreatedAt
+			s.setWithheld(t, w)
 			s.markRevoked(t)
 			s.remove(target)
 		}
@@ -85,7 +88,17 @@ func (s *State) AddStored(seq int64, body []byte, lookup Lookup) (*protocol.Even
 	return e, nil
 }
 
-// Withheld reports whether id is withheld and why.
+// noteWithheld records the created_at of ev, an event a counted
+// redaction names (its reconciliation item). Callers hold mu.
+func (s *State) noteWithheld(ev *protocol.Event) {
+	if w, ok := s.withheld[ev.ID]; ok && w.CreatedAt == 0 {
+		w.CreatedAt = ev.CreatedAt
+		s.setWithheld(ev.ID, w)
+	}
+}
+
+// Withheld reports whether id is withheld and why (CreatedAt is 0 while
+// neither the event nor its tombstone was folded).
 func (s *State) Withheld(id string) (eventlog.Withholding, bool) {
 	s.revMu.RLock()
 	defer s.revMu.RUnlock()
