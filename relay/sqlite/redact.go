@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
+)
+
+// ErrWithheld is returned by Redact for an event whose body the log
+// already withholds.
+var ErrWithheld = errors.New("event already withheld")
+
+// Redact replaces the stored body of event id with tombstone (an
+// eventlog.Tombstone naming it), SPEC §21.8: the row keeps its seq, id
+// and created_at (the tree's entry, the reconciliation item) and loses
+// everything else: its body and raw bytes, its author and kind (so no
+// author, kind or history read finds it), its tag rows; a revokes row
+// keeps every query that checks revocations in SQL from returning the
+// tombstone. The space the body held is zeroed (secure_delete) and the
+// WAL checkpointed and truncated, so the bytes leave the files. It
+// returns ErrNotFound for an id the log does not hold, ErrWithheld for a
+// tombstone. It is meant for a log no relay serves (anp2 redact): a
+// running store's author index and body cache would still name the event.
+func (s *Store) Redact(ctx context.Context, id string, tombstone []byte) error {
+	idb, ok := decodeID(id)
+	if !ok {
+		return ErrNotFound
+	}
+	tid, w, ok := eventlog.WithheldOf(tombstone)
+	if !ok || tid != id {
+		return fmt.Errorf("redact: the tombstone does not name %s", id)
+	}
+	revokeID := idb
+	if b, ok := decodeID(w.Redaction); ok {
+		revokeID = b
+	}
+	return s.control(ctx, func() error { return s.redact(idb, revokeID, tombstone) })
+}
+
+// redact is Redact on the writer's connection, between transactions.
+func (s *Store) redact(id, revokeID, tombstone []byte) error {
+	var seq int64
+	var body []byte
+	found := false
+	for _, c := range s.ids.candidates(nil, id) {
+		err := s.write.QueryRow(`SELECT seq, body FROM events WHERE seq = ? AND id = ?`, c, id).Scan(&seq, &body)
+		if err == nil {
+			found = true
+			break
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("redact: %w", err)
+		}
+	}
+	if !found {
+		return ErrNotFound
+	}
+	if _, _, ok := eventlog.WithheldOf(body); ok {
+		return ErrWithheld
+	}
+	e, err := protocol.DecodeJSON(body)
+	if err != nil {
+		return fmt.Errorf("redact: stored event at seq %d: %w", seq, err)
+	}
+	if _, err := s.write.Exec(`PRAGMA secure_delete = ON`); err != nil {
+		return fmt.Errorf("redact: %w", err)
+	}
+	defer s.write.Exec(`PRAGMA secure_delete = OFF`)
+	tx, err := s.write.Begin()
+	if err != nil {
+		return fmt.Errorf("redact: %w", err)
+	}
+	defer tx.Rollback()
+	for _, t := range e.Tags {
+		if len(t) < 2 {
+			continue
+		}
+		if _, err := tx.Exec(`DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`, t[0], t[1], e.CreatedAt, seq); err != nil {
+			return fmt.Errorf("redact: tags: %w", err)
+		}
+	}
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{`DELETE FROM tags_pending WHERE seq = ?`, []any{seq}},
+		{`UPDATE events SET body = ?, raw = NULL, raw_type = NULL, agent_id = x'', kind = -1 WHERE seq = ?`, []any{string(tombstone), seq}},
+		{`INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?, x'', ?, ?)`, []any{id, revokeID, int64(math.MinInt64)}},
+	}
+	for _, st := range stmts {
+		if _, err := tx.Exec(st.q, st.args...); err != nil {
+			return fmt.Errorf("redact: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("redact: commit: %w", err)
+	}
+	s.cache.drop(seq)
+	// Best effort: a reader of this process still holding a snapshot
+	// leaves the WAL for the next checkpoint to empty.
+	s.walCheckpoint(s.write, "TRUNCATE")
+	return nil
+}
+
+// drop forgets the body cached for seq.
+func (c *bodyCache) drop(seq int64) {
+	sh := c.shard(seq)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if b, ok := sh.m[seq]; ok {
+		sh.bytes -= len(b)
+		delete(sh.m, seq)
+	}
+}
