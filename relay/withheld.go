@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/hex"
+	"slices"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
@@ -87,4 +88,15 @@ func dropWithheldItems(st *state.State, index *reconcile.Index) {
 			index.Remove(it)
 		}
 	}
+}
+
+// Redactors returns the relay keys whose kind 25 redactions count on a
+// relay of cfg (state.Options.Redactors): its own key's, and
+// cfg.HonorRedactions.
+func Redactors(cfg Config) []string {
+	out := slices.Clone(cfg.HonorRedactions)
+	if cfg.RelayKey != nil {
+		out = append(out, protocol.AgentIDOf(cfg.RelayKey))
+	}
+	return out
 }

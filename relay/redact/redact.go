@@ -1,0 +1,110 @@
+// Package redact is the relay's side of withheld events (SPEC §21.8):
+// operator-side deletion of an event's body, recorded in the log as a
+// kind 25 signed by a relay key, its transparency-log entry kept.
+//
+// The pure part lives where every view already excludes revoked events:
+// the composed state (relay/state) counts a kind 25 by one of its
+// Redactors as a revocation of the events it names, and a tombstone as an
+// event of the set that is in no view. The core answers 451 and leaves
+// withheld events out of its lists and exports (relay/withheld.go). This
+// module adds what runs while the relay serves: it keeps withheld events
+// out of the reconciliation index (so no peer is told to fetch what will
+// never be served), refuses a publish of a withheld event with the 451,
+// lists the withheld events at GET /withheld and counts them in /metrics.
+package redact
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/reconcile"
+)
+
+// Module is the redaction module.
+type Module struct {
+	core *relay.Server
+}
+
+// NewModule returns the module.
+func NewModule() *Module { return &Module{} }
+
+// Name is "redact".
+func (m *Module) Name() string { return "redact" }
+
+// Mount registers the commit hook, the publish gate, GET /withheld and
+// the metric.
+func (m *Module) Mount(core *relay.Server) error {
+	m.core = core
+	core.OnCommit(m.commit)
+	core.OnPublish(m.gate)
+	core.Route(http.MethodGet, "/withheld", m.list)
+	core.AddMetrics(m.metrics)
+	return nil
+}
+
+// commit runs after the state has folded batch: an event the state now
+// withholds (named by a counted redaction, before or in this batch) leaves
+// the reconciliation index, into which the core put it.
+func (m *Module) commit(batch []eventlog.Committed) {
+	st := m.core.State()
+	for _, c := range batch {
+		e := c.Event
+		if _, ok := st.Withheld(e.ID); ok {
+			m.core.Index().Remove(relay.ItemOf(e))
+		}
+		if e.Kind != protocol.KindRedaction || !st.Redactor(e.AgentID) {
+			continue
+		}
+		for _, id := range e.TagValues("e") {
+			if w, ok := st.Withheld(id); ok && w.CreatedAt != 0 {
+				it := reconcile.Item{CreatedAt: w.CreatedAt}
+				if _, err := hex.Decode(it.ID[:], []byte(id)); err == nil {
+					m.core.Index().Remove(it)
+				}
+			}
+		}
+	}
+}
+
+// gate refuses a direct publish of a withheld event with its 451.
+func (m *Module) gate(_ context.Context, e *protocol.Event, _ time.Time) error {
+	if w, ok := m.core.State().Withheld(e.ID); ok {
+		return protocol.Errorf(relay.CodeWithheld, "event %s is withheld by this relay's operator: %s (redaction %s)", e.ID, w.Reason, w.Redaction)
+	}
+	return nil
+}
+
+// Entry is one row of GET /withheld.
+type Entry struct {
+	ID        string `json:"id"`
+	Reason    string `json:"reason"`
+	Redaction string `json:"redaction"`
+}
+
+// list answers GET /withheld: every event this relay withholds, by id.
+func (m *Module) list(c echo.Context) error {
+	st := m.core.State()
+	ids := st.WithheldIDs()
+	slices.Sort(ids)
+	out := make([]Entry, 0, len(ids))
+	for _, id := range ids {
+		w, _ := st.Withheld(id)
+		out = append(out, Entry{ID: id, Reason: w.Reason, Redaction: w.Redaction})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (m *Module) metrics(w io.Writer) {
+	fmt.Fprintf(w, "# HELP anp2_withheld_events Events whose body this relay withholds (SPEC §21.8).\n# TYPE anp2_withheld_events gauge\nanp2_withheld_events %d\n",
+		len(m.core.State().WithheldIDs()))
+}
