@@ -91,15 +91,27 @@ type Entry struct {
 	Redaction string `json:"redaction"`
 }
 
-// list answers GET /withheld: every event this relay withholds, by id.
+// Answer is the body of GET /withheld.
+type Answer struct {
+	// Redactors are the relay keys whose kind 25s count here (the relay's
+	// own and those its operator honors): what a replay needs to derive
+	// this relay's state (state.Options.Redactors).
+	Redactors []string `json:"redactors"`
+	// Withheld lists every event this relay withholds, by id.
+	Withheld []Entry `json:"withheld"`
+}
+
+// list answers GET /withheld.
 func (m *Module) list(c echo.Context) error {
 	st := m.core.State()
 	ids := st.WithheldIDs()
 	slices.Sort(ids)
-	out := make([]Entry, 0, len(ids))
+	out := Answer{Redactors: relay.Redactors(m.core.Config()), Withheld: make([]Entry, 0, len(ids))}
+	slices.Sort(out.Redactors)
+	out.Redactors = slices.Compact(out.Redactors)
 	for _, id := range ids {
 		w, _ := st.Withheld(id)
-		out = append(out, Entry{ID: id, Reason: w.Reason, Redaction: w.Redaction})
+		out.Withheld = append(out.Withheld, Entry{ID: id, Reason: w.Reason, Redaction: w.Redaction})
 	}
 	return c.JSON(http.StatusOK, out)
 }
