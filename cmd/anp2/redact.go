@@ -22,9 +22,9 @@ import (
 // log entry, and discards the saved derived state. The log must not be
 // served meanwhile.
 type redactCmd struct {
-	out                              io.Writer
+	out                             io.Writer
 	db, id, reason, relayKey, stDir string
-	now                              func() time.Time
+	now                             func() time.Time
 }
 
 // maxRedactReason bounds --reason: it travels in an event's content.
