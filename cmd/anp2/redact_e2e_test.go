@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anp2net/relay/client"
+	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
+)
+
+// redactRun runs anp2 with args and returns its combined output and
+// whether it exited zero.
+func redactRun(t *testing.T, args ...string) (string, bool) {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return string(out), err == nil
+}
+
+// redactGet answers GET base+path: status and body.
+func redactGet(t *testing.T, base, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// redactPublish publishes e and returns the relay's status and body.
+func redactPublish(t *testing.T, base string, e *protocol.Event) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(base+"/events", "application/json", bytes.NewReader(protocol.AppendJSON(nil, e)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// redactEvent signs an event of kind by key.
+func redactEvent(key ed25519.PrivateKey, kind int64, content string, tags ...[]string) *protocol.Event {
+	if tags == nil {
+		tags = [][]string{}
+	}
+	e := &protocol.Event{CreatedAt: time.Now().Unix(), Kind: kind, Content: content, Tags: tags}
+	e.Sign(key)
+	return e
+}
+
+// redactMustPublish publishes e and requires it stored.
+func redactMustPublish(t *testing.T, base string, e *protocol.Event) {
+	t.Helper()
+	if code, b := redactPublish(t, base, e); code != http.StatusOK {
+		t.Fatalf("publish kind %d: %d %s", e.Kind, code, b)
+	}
+}
+
+// redactStop kills a relay process and waits for it.
+func redactStop(p *relayProc) {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// redactRelayKey reads the public key of a relay key file.
+func redactRelayKey(t *testing.T, path string) (ed25519.PrivateKey, string) {
+	t.Helper()
+	k, err := loadKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, protocol.AgentIDOf(k)
+}
+
+// TestRedactWithholdsAndEveryToolAgrees redacts a post and a trust vote
+// of a real relay's log with anp2 redact (refused while the relay runs),
+// restarts the relay and checks every read path: 451 with the reason,
+// no list or tag query returns them, /export gives tombstones, the tree
+// keeps their entries, a publish of them again is 451, the trust view no
+// longer counts the vote; a kind 25 by an ordinary agent hides nothing;
+// then anp2 replay of the relay and of its database file derives the
+// same /state, and anp2 audit reports both withheld entries and passes.
+func TestRedactWithholdsAndEveryToolAgrees(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "redact.db")
+	addr := httpLoopbackAddr(t)
+	public := []string{"--public-base-url=http://" + addr, "--addr", addr}
+	p := startProc(t, db, public...)
+	keys := tlogKeys(3)
+	alice, bob := keys[0], keys[1]
+	post := redactEvent(alice, 1, "content under a court order", []string{"t", "redact-topic"})
+	vote := redactEvent(bob, 6, `{"score":1}`, []string{"p", protocol.AgentIDOf(alice)})
+	other := redactEvent(keys[2], 1, "an ordinary post", []string{"t", "redact-topic"})
+	for _, e := range []*protocol.Event{post, vote, other} {
+		redactMustPublish(t, p.base, e)
+	}
+	// A kind 25 by anyone but a counted relay key is an ordinary event.
+	fake := redactEvent(bob, protocol.KindRedaction, `{"id":"`+other.ID+`","reason":"spite"}`, []string{"e", other.ID})
+	redactMustPublish(t, p.base, fake)
+	if code, b := redactGet(t, p.base, "/events/"+other.ID); code != http.StatusOK {
+		t.Fatalf("an ordinary agent's kind 25 withheld an event: %d %s", code, b)
+	}
+	var trust struct {
+		ScoreIn    float64 `json:"score_in"`
+		VoterCount int     `json:"voter_count"`
+	}
+	waitFor(t, "the vote counted", func() bool {
+		err := client.New(p.base).GetJSON(context.Background(), "/trust/"+protocol.AgentIDOf(alice), nil, &trust)
+		return err == nil && trust.VoterCount == 1
+	})
+
+	out, ok := redactRun(t, "redact", "--db", db, "--id", post.ID, "--reason", "court order 7")
+	if ok || !strings.Contains(out, "held by a running relay") || !strings.Contains(out, "stop that process") {
+		t.Fatalf("redact of a served log:\n%s", out)
+	}
+	redactStop(p)
+	for _, e := range []*protocol.Event{post, vote} {
+		out, ok := redactRun(t, "redact", "--db", db, "--id", e.ID, "--reason", "court order 7")
+		if !ok || !strings.Contains(out, "withheld "+e.ID) {
+			t.Fatalf("redact %s:\n%s", e.ID, out)
+		}
+	}
+	if out, ok := redactRun(t, "redact", "--db", db, "--id", post.ID, "--reason", "again"); ok || !strings.Contains(out, "already withheld") {
+		t.Fatalf("second redact:\n%s", out)
+	}
+	// The body is gone from the file, not only from the answers.
+	raw, err := exec.Command("grep", "-c", "content under a court order", db).CombinedOutput()
+	if err == nil {
+		t.Fatalf("the log file still holds the body: %s", raw)
+	}
+
+	q := startProc(t, db, public...)
+	for _, path := range []string{"/events/" + post.ID, "/events/" + post.ID + "/raw", "/api/events/" + vote.ID} {
+		code, b := redactGet(t, q.base, path)
+		var e struct{ Detail, Code string }
+		json.Unmarshal(b, &e)
+		if code != http.StatusUnavailableForLegalReasons || e.Code != "withheld" || !strings.Contains(e.Detail, "court order 7") {
+			t.Fatalf("GET %s: %d %s", path, code, b)
+		}
+	}
+	for _, path := range []string{"/events?t=redact-topic", "/events?include_revoked=true&limit=500",
+		"/events?ids=" + post.ID + "," + vote.ID + "&include_revoked=true", "/events?kinds=1&include_revoked=true",
+		"/events?authors=" + protocol.AgentIDOf(alice) + "&include_revoked=true", "/history/" + protocol.AgentIDOf(alice) + "?kind=0"} {
+		code, b := redactGet(t, q.base, path)
+		// The redactions name the ids (and the reason); no body is there.
+		if code != http.StatusOK || bytes.Contains(b, []byte(`{"id":"`+post.ID)) || bytes.Contains(b, []byte(`{"id":"`+vote.ID)) ||
+			bytes.Contains(b, []byte("content under a court order")) {
+			t.Fatalf("GET %s: %d %s", path, code, b)
+		}
+	}
+	if code, b := redactGet(t, q.base, "/events?t=redact-topic"); !bytes.Contains(b, []byte(other.ID)) {
+		t.Fatalf("the other post is gone: %d %s", code, b)
+	}
+	code, exp := redactGet(t, q.base, "/export")
+	if code != http.StatusOK || bytes.Contains(exp, []byte("content under a court order")) {
+		t.Fatalf("/export: %d %s", code, exp)
+	}
+	tombs := 0
+	for _, line := range bytes.Split(exp, []byte("\n")) {
+		if id, w, ok := eventlog.WithheldOf(line); ok {
+			tombs++
+			if (id != post.ID && id != vote.ID) || w.Reason != "court order 7" {
+				t.Fatalf("tombstone %s", line)
+			}
+		}
+	}
+	if tombs != 2 {
+		t.Fatalf("/export carries %d tombstones, want 2:\n%s", tombs, exp)
+	}
+	if code, b := redactGet(t, q.base, "/tlog/proof?id="+post.ID); code != http.StatusOK {
+		t.Fatalf("the withheld event lost its entry: %d %s", code, b)
+	}
+	if code, b := redactPublish(t, q.base, post); code != http.StatusUnavailableForLegalReasons {
+		t.Fatalf("publishing the withheld event again: %d %s", code, b)
+	}
+	trust.VoterCount = -1
+	if err := client.New(q.base).GetJSON(context.Background(), "/trust/"+protocol.AgentIDOf(alice), nil, &trust); err != nil || trust.VoterCount != 0 {
+		t.Fatalf("trust after the vote was withheld: %+v %v", trust, err)
+	}
+	var list struct {
+		Redactors []string
+		Withheld  []struct{ ID, Reason string }
+	}
+	_, relayID := redactRelayKey(t, db+".relay-key")
+	if err := client.New(q.base).GetJSON(context.Background(), "/withheld", nil, &list); err != nil ||
+		len(list.Withheld) != 2 || len(list.Redactors) != 1 || list.Redactors[0] != relayID {
+		t.Fatalf("GET /withheld: %+v %v", list, err)
+	}
+
+	for _, src := range []string{q.base, db} {
+		out, ok := redactRun(t, "replay", "--compare", q.base, src)
+		if !ok || !strings.Contains(out, "match:") || !strings.Contains(out, `"revoked": 2`) {
+			t.Fatalf("replay --compare %s:\n%s", src, out)
+		}
+	}
+	// The relay's own log needs no key: the tombstones alone withhold.
+	if out, ok := redactRun(t, "replay", db); !ok || !strings.Contains(out, `"revoked": 2`) {
+		t.Fatalf("replay without --compare:\n%s", out)
+	}
+	out, ok = redactRun(t, "audit", q.base)
+	if !ok || strings.Count(out, "withheld: entry") != 2 || !strings.Contains(out, "2 entries withheld") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	t.Logf("audit:\n%s", out)
+}
+
+// TestRedactAuditStillFailsOnARealMismatch: a log with a withheld entry
+// whose past is then rewritten fails the audit; so does a tombstone that
+// no signed redaction explains.
+func TestRedactAuditStillFailsOnARealMismatch(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "mismatch.db")
+	addr := httpLoopbackAddr(t)
+	public := []string{"--public-base-url=http://" + addr, "--addr", addr}
+	p := startProc(t, db, public...)
+	keys := tlogKeys(2)
+	var evs []*protocol.Event
+	for i := range 5 {
+		e := redactEvent(keys[i%2], 1, "post "+string(rune('a'+i)))
+		redactMustPublish(t, p.base, e)
+		evs = append(evs, e)
+	}
+	redactStop(p)
+	if out, ok := redactRun(t, "redact", "--db", db, "--id", evs[1].ID, "--reason", "takedown"); !ok {
+		t.Fatal(out)
+	}
+	q := startProc(t, db, public...)
+	st := filepath.Join(dir, "audit.state")
+	if out, ok := redactRun(t, "audit", q.base, "--state", st); !ok || !strings.Contains(out, "withheld: entry") || !strings.Contains(out, evs[1].ID) {
+		t.Fatalf("audit of a redacted log:\n%s", out)
+	}
+	redactStop(q)
+
+	// A tombstone the log's redactions do not explain.
+	w, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb := eventlog.Tombstone(evs[3].ID, eventlog.Withholding{Reason: "quietly", Redaction: strings.Repeat("ab", 32), CreatedAt: evs[3].CreatedAt})
+	idb, _ := hex.DecodeString(evs[3].ID)
+	if _, err := w.Exec(`UPDATE events SET body = ? WHERE id = ?`, string(tomb), idb); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r := startProc(t, db, public...)
+	out, ok := redactRun(t, "audit", r.base)
+	if ok || !strings.Contains(out, "WITHHELD WITHOUT A REDACTION") || !strings.Contains(out, evs[3].ID) {
+		t.Fatalf("audit of an unexplained tombstone:\n%s", out)
+	}
+	redactStop(r)
+
+	// The body put back, and another entry's event replaced.
+	if w, err = sql.Open("sqlite", db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec(`UPDATE events SET body = ? WHERE id = ?`, string(protocol.AppendJSON(nil, evs[3])), idb); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	tlogRewrite(t, db, 4)
+	s := startProc(t, db, public...)
+	out, ok = redactRun(t, "audit", s.base, "--state", st)
+	if ok || !strings.Contains(out, "rewritten") {
+		t.Fatalf("audit of a rewritten log:\n%s", out)
+	}
+	t.Logf("rewritten: %s", out)
+}
+
+// TestRedactPeersOptIn: a peer relay applies another relay's redaction
+// only when its operator names that relay's key with --honor-redactions;
+// a mirror of a relay with a withheld event converges without it.
+func TestRedactPeersOptIn(t *testing.T) {
+	dir := t.TempDir()
+	dbA := filepath.Join(dir, "a.db")
+	a := startProc(t, dbA)
+	keyA, idA := redactRelayKey(t, dbA+".relay-key")
+	keys := tlogKeys(2)
+	kept := redactEvent(keys[0], 1, "kept")
+	gone := redactEvent(keys[1], 1, "gone", []string{"t", "peer-topic"})
+	redactMustPublish(t, a.base, kept)
+	redactMustPublish(t, a.base, gone)
+	redactStop(a)
+	if out, ok := redactRun(t, "redact", "--db", dbA, "--id", gone.ID, "--reason", "takedown"); !ok {
+		t.Fatal(out)
+	}
+	a = startProc(t, dbA)
+
+	// A fresh mirror of A gets everything but the withheld event, and a
+	// second round has nothing left to do.
+	dbM := filepath.Join(dir, "m.db")
+	var res struct{ Need, Have, Fetched int }
+	for round := range 2 {
+		out, ok := redactRun(t, "mirror", "--db", dbM, "--peer", a.base)
+		if !ok {
+			t.Fatal(out)
+		}
+		json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &res)
+		if round == 1 && (res.Need != 0 || res.Have != 0) {
+			t.Fatalf("second mirror round: %s", out)
+		}
+	}
+	m := startProc(t, dbM)
+	if code, _ := redactGet(t, m.base, "/events/"+kept.ID); code != http.StatusOK {
+		t.Fatalf("the mirror lacks the kept event: %d", code)
+	}
+	if code, _ := redactGet(t, m.base, "/events/"+gone.ID); code != http.StatusNotFound {
+		t.Fatalf("the mirror holds the withheld event: %d", code)
+	}
+
+	// Two peers hold the event and A's redaction (and an agent's own kind
+	// 25): only the one that honors A's key withholds it.
+	redaction := redactEvent(keyA, protocol.KindRedaction, `{"id":"`+gone.ID+`","reason":"takedown"}`, []string{"e", gone.ID})
+	honors := startProc(t, filepath.Join(dir, "p.db"), "--honor-redactions", idA)
+	ignores := startProc(t, filepath.Join(dir, "q.db"))
+	for _, peer := range []*relayProc{honors, ignores} {
+		redactMustPublish(t, peer.base, gone)
+		redactMustPublish(t, peer.base, redaction)
+	}
+	if code, b := redactGet(t, honors.base, "/events/"+gone.ID); code != http.StatusUnavailableForLegalReasons || !bytes.Contains(b, []byte("takedown")) {
+		t.Fatalf("honoring peer: %d %s", code, b)
+	}
+	if code, b := redactGet(t, honors.base, "/events?t=peer-topic"); code != http.StatusOK || bytes.Contains(b, []byte(gone.ID)) {
+		t.Fatalf("honoring peer's list: %d %s", code, b)
+	}
+	if code, b := redactGet(t, honors.base, "/export"); code != http.StatusOK || bytes.Contains(b, []byte(`"gone"`)) {
+		t.Fatalf("honoring peer's export: %d %s", code, b)
+	}
+	if code, b := redactGet(t, ignores.base, "/events/"+gone.ID); code != http.StatusOK {
+		t.Fatalf("peer that does not honor A: %d %s", code, b)
+	}
+	for _, peer := range []*relayProc{honors, ignores} {
+		if out, ok := redactRun(t, "replay", "--compare", peer.base, peer.base); !ok || !strings.Contains(out, "match:") {
+			t.Fatalf("replay of %s:\n%s", peer.base, out)
+		}
+	}
+	// The honoring peer's state depends on the key: a replay of its log
+	// that does not count A's redactions derives another digest.
+	at := strconv.FormatInt(time.Now().Unix(), 10)
+	with, _ := redactRun(t, "replay", "--at", at, "--redactor", idA, honors.base)
+	without, _ := redactRun(t, "replay", "--at", at, honors.base)
+	if dw, dn := redactDigest(t, with), redactDigest(t, without); dw == dn {
+		t.Fatalf("the redactor key changed nothing: %s", dw)
+	}
+}
+
+// redactDigest returns the state digest a replay printed.
+func redactDigest(t *testing.T, out string) string {
+	t.Helper()
+	m := regexp.MustCompile(`"digest": "([0-9a-f]{64})"`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no digest in:\n%s", out)
+	}
+	return m[1]
+}
