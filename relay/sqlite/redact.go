@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
@@ -24,8 +26,9 @@ var ErrWithheld = errors.New("event already withheld")
 // tombstone. The space the body held is zeroed (secure_delete) and the
 // WAL checkpointed and truncated, so the bytes leave the files. It
 // returns ErrNotFound for an id the log does not hold, ErrWithheld for a
-// tombstone. It is meant for a log no relay serves (anp2 redact): a
-// running store's author index and body cache would still name the event.
+// tombstone. The store's own indexes and cache forget the body; a relay
+// serving the log would not (its derived state), so anp2 redact runs only
+// on a log no relay serves.
 func (s *Store) Redact(ctx context.Context, id string, tombstone []byte) error {
 	idb, ok := decodeID(id)
 	if !ok {
@@ -101,6 +104,9 @@ func (s *Store) redact(id, revokeID, tombstone []byte) error {
 		return fmt.Errorf("redact: commit: %w", err)
 	}
 	s.cache.drop(seq)
+	if agent, err := hex.DecodeString(e.AgentID); err == nil && len(agent) == 32 {
+		s.authors.remove([32]byte(agent), seq)
+	}
 	// Best effort: a reader of this process still holding a snapshot
 	// leaves the WAL for the next checkpoint to empty.
 	s.walCheckpoint(s.write, "TRUNCATE")
@@ -115,5 +121,29 @@ func (c *bodyCache) drop(seq int64) {
 	if b, ok := sh.m[seq]; ok {
 		sh.bytes -= len(b)
 		delete(sh.m, seq)
+	}
+}
+
+// remove drops the entry of seq from agent's list (a withheld event).
+func (x *authorIndex) remove(agent [32]byte, seq int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	l := x.m[agent]
+	if l == nil {
+		return
+	}
+	for i, c := range l.chunks {
+		for j, e := range c {
+			if e.seq != seq {
+				continue
+			}
+			if c = slices.Delete(c, j, j+1); len(c) == 0 {
+				l.chunks = slices.Delete(l.chunks, i, i+1)
+			} else {
+				l.chunks[i] = c
+			}
+			x.n--
+			return
+		}
 	}
 }
