@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -14,12 +15,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/postgres/pgtest"
 )
 
 // redactRun runs anp2 with args and returns its combined output and
@@ -169,6 +172,12 @@ func TestRedactWithholdsAndEveryToolAgrees(t *testing.T) {
 	}
 	if code, b := redactGet(t, q.base, "/events?t=redact-topic"); !bytes.Contains(b, []byte(other.ID)) {
 		t.Fatalf("the other post is gone: %d %s", code, b)
+	}
+	// /stream from the log's start: its stored events up to the other
+	// post (stored after both, before the redactions) carry no body.
+	if seen := redactStreamUntil(t, q.base, other.ID); strings.Contains(seen, `{"id":"`+post.ID) ||
+		strings.Contains(seen, `{"id":"`+vote.ID) || strings.Contains(seen, "content under a court order") {
+		t.Fatalf("/stream:\n%s", seen)
 	}
 	code, exp := redactGet(t, q.base, "/export")
 	if code != http.StatusOK || bytes.Contains(exp, []byte("content under a court order")) {
@@ -376,4 +385,97 @@ func redactDigest(t *testing.T, out string) string {
 		t.Fatalf("no digest in:\n%s", out)
 	}
 	return m[1]
+}
+
+// TestRedactDiscardsSavedState: a relay stopped cleanly saves its derived
+// state with a trust vote in it; anp2 redact withholds the vote and
+// deletes the snapshot, so the restarted relay folds the whole log and
+// no longer counts the vote (the tail after the snapshot could not take
+// it out: its body is gone), and a replay agrees.
+func TestRedactDiscardsSavedState(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "saved.db")
+	p := startProc(t, db)
+	keys := tlogKeys(2)
+	vote := redactEvent(keys[1], 6, `{"score":1}`, []string{"p", protocol.AgentIDOf(keys[0])})
+	redactMustPublish(t, p.base, vote)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	if snaps, _ := filepath.Glob(filepath.Join(db+".state", "snap-*")); len(snaps) == 0 {
+		t.Fatal("a clean stop saved no derived state")
+	}
+	out, ok := redactRun(t, "redact", "--db", db, "--id", vote.ID, "--reason", "takedown")
+	if !ok || !strings.Contains(out, "discarded 1 saved derived state") {
+		t.Fatalf("redact:\n%s", out)
+	}
+	q := startProc(t, db)
+	var trust struct {
+		VoterCount int `json:"voter_count"`
+	}
+	if err := client.New(q.base).GetJSON(context.Background(), "/trust/"+protocol.AgentIDOf(keys[0]), nil, &trust); err != nil || trust.VoterCount != 0 {
+		t.Fatalf("the withheld vote still counts: %+v %v", trust, err)
+	}
+	if out, ok := redactRun(t, "replay", "--compare", q.base, q.base); !ok || !strings.Contains(out, "match:") {
+		t.Fatalf("replay:\n%s", out)
+	}
+}
+
+// TestRedactPostgres: on a PostgreSQL log anp2 redact is refused while a
+// relay process serves the database, and once it is stopped withholds the
+// event, which the restarted relay answers 451 and a replay agrees with.
+func TestRedactPostgres(t *testing.T) {
+	pg := pgtest.DB(t)
+	keyFile := filepath.Join(t.TempDir(), "relay.key")
+	id := []string{"--relay-key", keyFile}
+	p := startProc(t, pg, id...)
+	e := redactEvent(tlogKeys(1)[0], 1, "to be withheld", []string{"t", "pg"})
+	redactMustPublish(t, p.base, e)
+	out, ok := redactRun(t, "redact", "--db", pg, "--relay-key", keyFile, "--id", e.ID, "--reason", "takedown")
+	if ok || !strings.Contains(out, "relay processes serve") {
+		t.Fatalf("redact of a served PostgreSQL log:\n%s", out)
+	}
+	redactStop(p)
+	waitFor(t, "the stopped relay's session ends", func() bool {
+		out, ok = redactRun(t, "redact", "--db", pg, "--relay-key", keyFile, "--id", e.ID, "--reason", "takedown")
+		return ok || !strings.Contains(out, "relay processes serve")
+	})
+	if !ok {
+		t.Fatalf("redact:\n%s", out)
+	}
+	q := startProc(t, pg, id...)
+	if code, b := redactGet(t, q.base, "/events/"+e.ID); code != http.StatusUnavailableForLegalReasons {
+		t.Fatalf("GET: %d %s", code, b)
+	}
+	if code, b := redactGet(t, q.base, "/events?t=pg&include_revoked=true"); code != http.StatusOK || bytes.Contains(b, []byte(`{"id":"`+e.ID)) {
+		t.Fatalf("list: %d %s", code, b)
+	}
+	if out, ok := redactRun(t, "replay", "--compare", q.base, q.base); !ok || !strings.Contains(out, "match:") {
+		t.Fatalf("replay:\n%s", out)
+	}
+}
+
+// redactStreamUntil reads GET /stream from the log's start until a data
+// line carries id, and returns what it read.
+func redactStreamUntil(t *testing.T, base, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/stream", nil)
+	req.Header.Set("Last-Event-ID", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seen strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "data:") && strings.Contains(sc.Text(), `{"id":"`+id) {
+			return seen.String()
+		}
+	}
+	t.Fatalf("the stream ended before %s: %v\n%s", id, sc.Err(), seen.String())
+	return ""
 }
