@@ -99,4 +99,3 @@ func redactDigestAt(t *testing.T, out string) string {
 	}
 	return out[i:strings.Index(out[i:], ",")+i] + out[j+k:j+k+80]
 }
-
