@@ -824,6 +824,9 @@ func (m *Module) eventBody(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read event: %w", err)
 	}
+	if _, _, withheld := eventlog.WithheldOf(st.Body); withheld {
+		return nil, fmt.Errorf("event %s is withheld by the relay's operator (SPEC §21.8)", id)
+	}
 	m.keepBody(id, st.Body)
 	return st.Body, nil
 }
