@@ -91,6 +91,9 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	}
 	st, err := s.store.Get(c.Request().Context(), id)
 	if errors.Is(err, eventlog.ErrNotFound) {
+		if w, ok := s.state.Withheld(id); ok { // a counted redaction of an event never stored here
+			return nil, withheldError(id, w)
+		}
 		return nil, protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
 	if err != nil {

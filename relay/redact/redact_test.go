@@ -2,6 +2,7 @@ package redact_test
 
 import (
 	"context"
+	"fmt"
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
@@ -68,7 +69,7 @@ func TestHonoredRedactionLive(t *testing.T) {
 	if acc, rej, err := r.Core.IngestMirrored(context.Background(), []*protocol.Event{after}); acc != 1 || rej != 0 || err != nil {
 		t.Fatalf("mirrored: %d %d %v", acc, rej, err)
 	}
-	check := func(r *relaytest.Relay) {
+	check := func(r *relaytest.Relay, n int) {
 		t.Helper()
 		for _, e := range []*protocol.Event{before, after} {
 			a := r.Do(t, http.MethodGet, "/events/"+e.ID, "", nil, "Origin", "https://example.org")
@@ -95,18 +96,27 @@ func TestHonoredRedactionLive(t *testing.T) {
 		}
 		var w redact.Answer
 		a = r.Do(t, http.MethodGet, "/withheld", "", nil)
-		if err := json.Unmarshal(a.Body, &w); err != nil || len(w.Withheld) != 2 || len(w.Redactors) != 1 {
+		if err := json.Unmarshal(a.Body, &w); err != nil || len(w.Withheld) != n || len(w.Redactors) != 1 {
 			t.Fatalf("GET /withheld: %s %v", a.Body, err)
 		}
-		if a := r.Do(t, http.MethodGet, "/metrics", "", nil); !strings.Contains(string(a.Body), "anp2_withheld_events 2") {
+		if a := r.Do(t, http.MethodGet, "/metrics", "", nil); !strings.Contains(string(a.Body), fmt.Sprintf("anp2_withheld_events %d\n", n)) {
 			t.Fatalf("metrics lack the withheld count")
 		}
 	}
-	check(r)
+	check(r, 2)
+	// An event a counted redaction names that never reached this relay.
+	c, _ := json.Marshal(map[string]string{"reason": "never here"})
+	absent := strings.Repeat("ab", 32)
+	if a := r.Post(t, event(honored, protocol.KindRedaction, string(c), []string{"e", absent})); a.Status != http.StatusOK {
+		t.Fatalf("post: %d %s", a.Status, a.Body)
+	}
+	if a := r.Do(t, http.MethodGet, "/events/"+absent, "", nil); a.Status != http.StatusUnavailableForLegalReasons {
+		t.Fatalf("GET of a withheld event never stored: %d %s", a.Status, a.Body)
+	}
 	d1 := r.Core.State().Digest(relaytest.VectorTime)
 	r.Close()
 	again := relaytest.On(t, st, []relay.Module{redact.NewModule()}, honor)
-	check(again)
+	check(again, 3)
 	if d2 := again.Core.State().Digest(relaytest.VectorTime); d2.Digest != d1.Digest || d2.Revoked != d1.Revoked {
 		t.Fatalf("restart: %+v, before %+v", d2, d1)
 	}
