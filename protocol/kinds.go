@@ -20,16 +20,13 @@ const (
 	KindFunding       = 16
 	KindDonation      = 17
 	KindCapacity      = 22
-	// KindRedaction is a relay's record that it withholds an event's body
-	// (SPEC §21.8): content {"id", "reason"}, tags ["e", id].
-	KindRedaction   = 25
-	KindTaskRequest = 50
-	KindTaskAccept  = 51
-	KindTaskResult  = 52
-	KindTaskVerify  = 53
-	KindPayment     = 54
-	KindTaskCancel  = 55
-	KindHTTPAuth    = 27235
+	KindTaskRequest   = 50
+	KindTaskAccept    = 51
+	KindTaskResult    = 52
+	KindTaskVerify    = 53
+	KindPayment       = 54
+	KindTaskCancel    = 55
+	KindHTTPAuth      = 27235
 )
 
 // Code for kind-rule violations of this file.
