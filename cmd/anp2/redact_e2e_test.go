@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/postgres/pgtest"
+	"github.com/anp2net/relay/relay/reconcile"
 )
 
 // redactRun runs anp2 with args and returns its combined output and
@@ -327,6 +329,12 @@ func TestRedactPeersOptIn(t *testing.T) {
 			t.Fatalf("second mirror round: %s", out)
 		}
 	}
+	// Reconciling with A, whole or filtered, never lists the withheld id.
+	for _, q := range []string{"", "?since=0", "?kinds=1", "?authors=" + gone.AgentID} {
+		if need := redactNeed(t, a.base+"/sync"+q); slices.Contains(need, gone.ID) || q == "" && !slices.Contains(need, kept.ID) {
+			t.Fatalf("POST /sync%s lists %v", q, need)
+		}
+	}
 	m := startProc(t, dbM)
 	if code, _ := redactGet(t, m.base, "/events/"+kept.ID); code != http.StatusOK {
 		t.Fatalf("the mirror lacks the kept event: %d", code)
@@ -478,4 +486,31 @@ func redactStreamUntil(t *testing.T, base, id string) string {
 	}
 	t.Fatalf("the stream ended before %s: %v\n%s", id, sc.Err(), seen.String())
 	return ""
+}
+
+// redactNeed reconciles an empty set with url (POST /sync) and returns
+// the ids the relay lists.
+func redactNeed(t *testing.T, url string) []string {
+	t.Helper()
+	sess := reconcile.NewSession(reconcile.NewIndex(nil))
+	var need []string
+	for msg := sess.Initiate(); msg != nil; {
+		resp, err := http.Post(url, "application/negentropy", bytes.NewReader(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s", url, resp.StatusCode, reply)
+		}
+		var n [][32]byte
+		if msg, _, n, err = sess.Reconcile(reply); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range n {
+			need = append(need, hex.EncodeToString(id[:]))
+		}
+	}
+	return need
 }
