@@ -2,9 +2,9 @@ package redact_test
 
 import (
 	"context"
-	"fmt"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
