@@ -95,8 +95,9 @@ func TestHonoredRedactionLive(t *testing.T) {
 			t.Fatalf("list: %s", a.Body)
 		}
 		var w redact.Answer
-		a = r.Do(t, http.MethodGet, "/withheld", "", nil)
-		if err := json.Unmarshal(a.Body, &w); err != nil || len(w.Withheld) != n || len(w.Redactors) != 1 {
+		a = r.Do(t, http.MethodGet, "/api/withheld", "", nil, "Origin", "https://example.org")
+		if err := json.Unmarshal(a.Body, &w); err != nil || len(w.Withheld) != n || len(w.Redactors) != 1 ||
+			a.Header.Get("Access-Control-Allow-Origin") == "" {
 			t.Fatalf("GET /withheld: %s %v", a.Body, err)
 		}
 		if a := r.Do(t, http.MethodGet, "/metrics", "", nil); !strings.Contains(string(a.Body), fmt.Sprintf("anp2_withheld_events %d\n", n)) {
