@@ -297,8 +297,10 @@ func TestRedactAuditStillFailsOnARealMismatch(t *testing.T) {
 }
 
 // TestRedactPeersOptIn: a peer relay applies another relay's redaction
-// only when its operator names that relay's key with --honor-redactions;
-// a mirror of a relay with a withheld event converges without it.
+// (withholds the event and takes its body out of its log) only when its
+// operator names that relay's key with --honor-redactions; reconciling
+// with the redacting relay never lists the withheld id, and a mirror of
+// it converges.
 func TestRedactPeersOptIn(t *testing.T) {
 	dir := t.TempDir()
 	dbA := filepath.Join(dir, "a.db")
@@ -369,20 +371,43 @@ func TestRedactPeersOptIn(t *testing.T) {
 			t.Fatalf("replay of %s:\n%s", peer.base, out)
 		}
 	}
-	// The honoring peer's database holds the body: its state depends on
-	// the key. A replay of the file matches the peer when it learns the
-	// key from the peer, and derives another digest when it does not
-	// count A's redactions. (The peer's /export gives the tombstone.)
+	// The honoring peer takes the body out of its log as well; a replay
+	// of its database matches it.
 	dbP := filepath.Join(dir, "p.db")
+	waitFor(t, "the honoring peer's log holds the tombstone", func() bool { return redactHoldsTombstone(t, dbP, gone.ID) })
 	if out, ok := redactRun(t, "replay", "--compare", honors.base, dbP); !ok || !strings.Contains(out, "match:") {
 		t.Fatalf("replay of the honoring peer's database:\n%s", out)
 	}
+	// A log that holds the body and A's redaction derives another state
+	// when A's key counts: the key is part of what a replay must know.
+	dbQ := filepath.Join(dir, "q.db")
 	at := strconv.FormatInt(time.Now().Unix(), 10)
-	with, _ := redactRun(t, "replay", "--at", at, "--redactor", idA, dbP)
-	without, _ := redactRun(t, "replay", "--at", at, dbP)
+	with, _ := redactRun(t, "replay", "--at", at, "--redactor", idA, dbQ)
+	without, _ := redactRun(t, "replay", "--at", at, dbQ)
 	if dw, dn := redactDigest(t, with), redactDigest(t, without); dw == dn {
 		t.Fatalf("the redactor key changed nothing: %s", dw)
 	}
+	if redactHoldsTombstone(t, dbQ, gone.ID) {
+		t.Fatal("a peer that does not honor A's key replaced the body")
+	}
+}
+
+// redactHoldsTombstone reports whether the SQLite log at db holds the
+// tombstone of id (read without the writer lock, as replay reads).
+func redactHoldsTombstone(t *testing.T, db, id string) bool {
+	t.Helper()
+	r, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	idb, _ := hex.DecodeString(id)
+	var body []byte
+	if err := r.QueryRow(`SELECT body FROM events WHERE id = ?`, idb).Scan(&body); err != nil {
+		return false
+	}
+	_, _, ok := eventlog.WithheldOf(body)
+	return ok
 }
 
 // redactDigest returns the state digest a replay printed.

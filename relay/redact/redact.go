@@ -9,8 +9,10 @@
 // withheld events out of its lists and exports (relay/withheld.go). This
 // module adds what runs while the relay serves: it keeps withheld events
 // out of the reconciliation index (so no peer is told to fetch what will
-// never be served), refuses a publish of a withheld event with the 451,
-// lists the withheld events at GET /withheld and counts them in /metrics.
+// never be served), replaces the body of an event a redaction it honors
+// names with a tombstone (as anp2 redact does on the redacting relay),
+// refuses a publish of a withheld event with the 451, lists the withheld
+// events at GET /withheld and counts them in /metrics.
 package redact
 
 import (
@@ -33,10 +35,23 @@ import (
 // Module is the redaction module.
 type Module struct {
 	core *relay.Server
+	// due carries the ids whose stored body is to become a tombstone
+	// (bounded: a redaction names few events; an id dropped when it is
+	// full is taken up at the next start).
+	due chan string
 }
 
+// dueCap bounds the ids waiting for their tombstone.
+const dueCap = 4096
+
 // NewModule returns the module.
-func NewModule() *Module { return &Module{} }
+func NewModule() *Module { return &Module{due: make(chan string, dueCap)} }
+
+// redactor is a log that can replace a body with a tombstone (both
+// backends).
+type redactor interface {
+	Redact(ctx context.Context, id string, tombstone []byte) error
+}
 
 // Name is "redact".
 func (m *Module) Name() string { return "redact" }
@@ -61,6 +76,7 @@ func (m *Module) commit(batch []eventlog.Committed) {
 		e := c.Event
 		if _, ok := st.Withheld(e.ID); ok {
 			m.core.Index().Remove(relay.ItemOf(e))
+			m.schedule(e.ID)
 		}
 		if e.Kind != protocol.KindRedaction || !st.Redactor(e.AgentID) {
 			continue
@@ -71,8 +87,61 @@ func (m *Module) commit(batch []eventlog.Committed) {
 				if _, err := hex.Decode(it.ID[:], []byte(id)); err == nil {
 					m.core.Index().Remove(it)
 				}
+				m.schedule(id)
 			}
 		}
+	}
+}
+
+// schedule queues id for its tombstone, never blocking the commit hook.
+func (m *Module) schedule(id string) {
+	select {
+	case m.due <- id:
+	default:
+		m.core.Config().Logger.Warn("redact: tombstone queue full; the body is withheld and replaced at the next start", "event", id)
+	}
+}
+
+// Run replaces with tombstones the stored bodies of the events the state
+// withholds (a redaction this relay honors names a body it holds, SPEC
+// §21.8): those known at start, then each as its redaction or the event
+// commits. Reads withhold the body from the moment the state does; this
+// takes it out of the log as anp2 redact does.
+func (m *Module) Run(ctx context.Context) {
+	rd, ok := m.core.Log().(redactor)
+	if !ok {
+		return
+	}
+	for _, id := range m.core.State().WithheldIDs() {
+		m.tombstone(ctx, rd, id)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-m.due:
+			m.tombstone(ctx, rd, id)
+		}
+	}
+}
+
+// tombstone replaces the stored body of id, when the log holds one.
+func (m *Module) tombstone(ctx context.Context, rd redactor, id string) {
+	st, err := m.core.Log().Get(ctx, id)
+	if err != nil {
+		return // not stored here (or the log is closing)
+	}
+	if _, _, done := eventlog.WithheldOf(st.Body); done {
+		return
+	}
+	e, err := protocol.DecodeJSON(st.Body)
+	w, ok := m.core.State().Withheld(id)
+	if err != nil || !ok {
+		return
+	}
+	w.CreatedAt = e.CreatedAt
+	if err := rd.Redact(ctx, id, eventlog.Tombstone(id, w)); err != nil && ctx.Err() == nil {
+		m.core.Config().Logger.Warn("redact: the body of a withheld event stays in the log", "event", id, "err", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/redact"
 	"github.com/anp2net/relay/relay/relaytest"
 	"github.com/anp2net/relay/relay/sqlite"
@@ -105,6 +106,14 @@ func TestHonoredRedactionLive(t *testing.T) {
 		}
 	}
 	check(r, 2)
+	// The honoring relay takes the bodies out of its log too.
+	for _, e := range []*protocol.Event{before, after} {
+		relaytest.Eventually(t, "the body of "+e.ID+" replaced", func() bool {
+			st, err := r.Store.Get(context.Background(), e.ID)
+			_, _, ok := eventlog.WithheldOf(st.Body)
+			return err == nil && ok
+		})
+	}
 	// An event a counted redaction names that never reached this relay.
 	c, _ := json.Marshal(map[string]string{"reason": "never here"})
 	absent := strings.Repeat("ab", 32)
@@ -121,9 +130,11 @@ func TestHonoredRedactionLive(t *testing.T) {
 	if d2 := again.Core.State().Digest(relaytest.VectorTime); d2.Digest != d1.Digest || d2.Revoked != d1.Revoked {
 		t.Fatalf("restart: %+v, before %+v", d2, d1)
 	}
-	// Without the key the same log withholds nothing.
-	again.Close()
-	plain := relaytest.On(t, st, []relay.Module{redact.NewModule()})
+	// A relay that does not honor the key withholds nothing.
+	plain := relaytest.Start(t, []relay.Module{redact.NewModule()})
+	for _, e := range []*protocol.Event{before, redaction(honored, before.ID)} {
+		plain.Post(t, e)
+	}
 	if a := plain.Do(t, http.MethodGet, "/events/"+before.ID, "", nil); a.Status != http.StatusOK {
 		t.Fatalf("a relay that does not honor the key: %d %s", a.Status, a.Body)
 	}

@@ -23,8 +23,8 @@ var ErrWithheld = errors.New("event already withheld")
 // everything else: its body and raw bytes, its author and kind (so no
 // author, kind or history read finds it), its tag rows; a revokes row
 // keeps every query that checks revocations in SQL from returning the
-// tombstone. The space the body held is zeroed (secure_delete) and the
-// WAL checkpointed and truncated, so the bytes leave the files. It
+// tombstone. The space the body held is zeroed (secure_delete) and
+// checkpointed into the log file. It
 // returns ErrNotFound for an id the log does not hold, ErrWithheld for a
 // tombstone. The store's own indexes and cache forget the body; a relay
 // serving the log would not (its derived state), so anp2 redact runs only
@@ -107,9 +107,11 @@ func (s *Store) redact(id, revokeID, tombstone []byte) error {
 	if agent, err := hex.DecodeString(e.AgentID); err == nil && len(agent) == 32 {
 		s.authors.remove([32]byte(agent), seq)
 	}
-	// Best effort: a reader of this process still holding a snapshot
-	// leaves the WAL for the next checkpoint to empty.
-	s.walCheckpoint(s.write, "TRUNCATE")
+	// Copy the zeroed pages into the log file now (PASSIVE: a serving
+	// relay's readers are not waited for); the frames that held the body
+	// are overwritten as the WAL is reused, and the WAL is removed when
+	// the last connection closes (anp2 redact's store, at its end).
+	s.walCheckpoint(s.write, "PASSIVE")
 	return nil
 }
 
