@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
@@ -14,6 +15,10 @@ import (
 //
 // The tombstone begins with {"id":"<id>", as every stored body does, so
 // the tree reads its entry from it like any other.
+
+// ErrWithheld is a backend's answer to a redaction of an event whose
+// body it already withholds.
+var ErrWithheld = errors.New("event already withheld")
 
 // Withholding says why a stored event's body is withheld.
 type Withholding struct {

@@ -18,6 +18,7 @@ package redact
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -140,7 +141,8 @@ func (m *Module) tombstone(ctx context.Context, rd redactor, id string) {
 		return
 	}
 	w.CreatedAt = e.CreatedAt
-	if err := rd.Redact(ctx, id, eventlog.Tombstone(id, w)); err != nil && ctx.Err() == nil {
+	// ErrWithheld: another process over the same PostgreSQL log was first.
+	if err := rd.Redact(ctx, id, eventlog.Tombstone(id, w)); err != nil && ctx.Err() == nil && !errors.Is(err, eventlog.ErrWithheld) {
 		m.core.Config().Logger.Warn("redact: the body of a withheld event stays in the log", "event", id, "err", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // ErrWithheld is returned by Redact for an event whose body the log
 // already withholds.
-var ErrWithheld = errors.New("event already withheld")
+var ErrWithheld = eventlog.ErrWithheld
 
 // Redact replaces the stored body of event id with tombstone (an
 // eventlog.Tombstone naming it), SPEC §21.8: the row keeps its seq, id
