@@ -88,3 +88,47 @@ func Serving(ctx context.Context, url string) (int, error) {
 		AND pid <> pg_backend_pid() AND query = 'LISTEN `+channel+`'`).Scan(&n)
 	return n, err
 }
+
+// AppendTombstone appends, as the log's next event, the tombstone of a
+// withheld event (anp2 migrate copying a log that holds one, SPEC
+// §21.8): a row with the event's id and created_at and nothing else of
+// it, as Redact leaves one. It returns the seq it took; an id the log
+// already holds is ErrWithheld or a duplicate error.
+func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedAt int64) (int64, error) {
+	id, w, ok := eventlog.WithheldOf(tombstone)
+	if !ok {
+		return 0, fmt.Errorf("append tombstone: not a tombstone")
+	}
+	idb, _ := decodeID(id)
+	revokeID := idb
+	if b, ok := decodeID(w.Redaction); ok {
+		revokeID = b
+	}
+	var seq int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(logLock)); err != nil {
+			return err
+		}
+		var held bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS(SELECT 1 FROM events WHERE id = $1)`, idb).Scan(&held); err != nil {
+			return err
+		}
+		if held {
+			return fmt.Errorf("append tombstone: the log holds %s already", id)
+		}
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+			VALUES($1, $2, '\x'::bytea, $3, -1, $4, NULL, NULL, $5)`, seq, idb, w.CreatedAt, tombstone, receivedAt); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO revokes(target, author, revoke_id, created_at) VALUES($1, '\x'::bytea, $2, $3) ON CONFLICT DO NOTHING`,
+			idb, revokeID, int64(math.MinInt64))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append tombstone: %w", err)
+	}
+	return seq, nil
+}

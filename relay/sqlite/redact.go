@@ -149,3 +149,58 @@ func (x *authorIndex) remove(agent [32]byte, seq int64) {
 		}
 	}
 }
+
+// AppendTombstone appends, as the log's next event, the tombstone of a
+// withheld event (anp2 migrate copying a log that holds one, SPEC
+// §21.8): a row with the event's id and created_at and nothing else of
+// it, as Redact leaves one. It returns the seq it took; an id the log
+// already holds is an error.
+func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedAt int64) (int64, error) {
+	id, w, ok := eventlog.WithheldOf(tombstone)
+	if !ok {
+		return 0, fmt.Errorf("append tombstone: not a tombstone")
+	}
+	idb, _ := decodeID(id)
+	revokeID := idb
+	if b, ok := decodeID(w.Redaction); ok {
+		revokeID = b
+	}
+	var seq int64
+	err := s.control(ctx, func() error {
+		tx, err := s.write.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if s.unsure {
+			if err := s.catchUp(tx); err != nil {
+				return err
+			}
+		}
+		for _, c := range s.ids.candidates(nil, idb) {
+			var one int
+			if tx.QueryRow(`SELECT 1 FROM events WHERE seq = ? AND id = ?`, c, idb).Scan(&one) == nil {
+				return fmt.Errorf("the log holds %s already", id)
+			}
+		}
+		seq = s.nextSeq
+		if _, err := tx.Exec(`INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
+			VALUES(?, ?, x'', ?, -1, ?, NULL, NULL, ?)`, seq, idb, w.CreatedAt, string(tombstone), receivedAt); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO revokes(target, author, revoke_id, created_at) VALUES(?, x'', ?, ?)`,
+			idb, revokeID, int64(math.MinInt64)); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		s.nextSeq++
+		s.ids.put(idb, seq)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append tombstone: %w", err)
+	}
+	return seq, nil
+}

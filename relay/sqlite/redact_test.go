@@ -35,3 +35,6 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendTombstone runs the tombstone append checks on SQLite.
+func TestAppendTombstone(t *testing.T) { logtest.CheckAppendTombstone(t, open(t)) }

@@ -100,3 +100,53 @@ func checkRedacted(t *testing.T, l eventlog.Log, gone, kept *protocol.Event, tom
 		t.Fatalf("Export: %v %v %q", err, seqs, bodies)
 	}
 }
+
+// TombstoneAppender is a Redactor that can also store a withheld event's
+// tombstone as its next event (anp2 migrate).
+type TombstoneAppender interface {
+	Redactor
+	AppendTombstone(ctx context.Context, tombstone []byte, receivedAt int64) (int64, error)
+}
+
+// CheckAppendTombstone stores a tombstone between two events: it takes
+// the next seq, its event is then a duplicate, no query returns it, a
+// second copy is refused, and Export gives it at its seq.
+func CheckAppendTombstone(t *testing.T, l TombstoneAppender) {
+	t.Helper()
+	ctx := context.Background()
+	a := Key(303)
+	first := Ev(a, 1_780_000_300, 1, "first", []string{"t", "tomb"})
+	gone := Ev(a, 1_780_000_301, 1, RedactContent, []string{"t", "tomb"})
+	last := Ev(a, 1_780_000_302, 1, "last", []string{"t", "tomb"})
+	AppendAll(t, l, first)
+	tomb := eventlog.Tombstone(gone.ID, eventlog.Withholding{Reason: "copied", Redaction: first.ID, CreatedAt: gone.CreatedAt})
+	if seq, err := l.AppendTombstone(ctx, tomb, 5); err != nil || seq != 2 {
+		t.Fatalf("AppendTombstone = %d, %v", seq, err)
+	}
+	if _, err := l.AppendTombstone(ctx, tomb, 5); err == nil {
+		t.Fatal("a second copy of the tombstone was stored")
+	}
+	if res, err := l.Append(ctx, eventlog.Record{Event: last}); err != nil || res.Seq != 3 {
+		t.Fatalf("the next append: %+v %v", res, err)
+	}
+	if res, err := l.Append(ctx, eventlog.Record{Event: gone}); err != nil || !res.Duplicate {
+		t.Fatalf("the withheld event after its tombstone: %+v %v", res, err)
+	}
+	for _, f := range []eventlog.Filter{{}, {Tags: map[string][]string{"t": {"tomb"}}}, {Kinds: []int64{1}, Revoked: func(string) bool { return false }}} {
+		bodies, err := l.Query(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := IDs(t, bodies); slices.Contains(got, gone.ID) || !slices.Contains(got, last.ID) {
+			t.Fatalf("Query %+v: %v", f, got)
+		}
+	}
+	var bodies [][]byte
+	err := l.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
+		bodies = append(bodies, bytes.Clone(body))
+		return nil
+	})
+	if err != nil || len(bodies) != 3 || !bytes.Equal(bodies[1], tomb) {
+		t.Fatalf("Export: %v %q", err, bodies)
+	}
+}
