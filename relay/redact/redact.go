@@ -42,7 +42,8 @@ type Module struct {
 	due chan string
 }
 
-// dueCap bounds the ids waiting for their tombstone.
+// dueCap bounds the ids waiting for their tombstone (64-byte strings:
+// about 256 KiB).
 const dueCap = 4096
 
 // NewModule returns the module.
