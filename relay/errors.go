@@ -55,6 +55,7 @@ var statusOf = map[string]int{
 	CodeHidden:              http.StatusForbidden,
 	CodeStorageFull:         http.StatusInsufficientStorage,
 	CodeForbidden:           http.StatusForbidden,
+	CodeWithheld:            http.StatusUnavailableForLegalReasons,
 }
 
 // statusMu guards statusOf against modules registering codes while other

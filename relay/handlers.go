@@ -37,6 +37,9 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if q.Filter.IncludeRevoked {
+		bodies = s.dropWithheld(bodies)
+	}
 	_, thread := q.Filter.Tags["e"]
 	thread = thread || len(q.Filter.IDs) > 0
 	if bodies, err = s.onBranches(c, q, bodies, thread && !wantsCBOR(c)); err != nil {
@@ -89,10 +92,16 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	}
 	st, err := s.store.Get(c.Request().Context(), id)
 	if errors.Is(err, eventlog.ErrNotFound) {
+		if w, ok := s.state.Withheld(id); ok { // a counted redaction of an event never stored here
+			return nil, withheldError(id, w)
+		}
 		return nil, protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if w, ok := s.withheldOf(id, st.Body); ok {
+		return nil, withheldError(id, w)
 	}
 	if _, err := httpx.Params(c, "include_revoked", "include_hidden"); err != nil {
 		return nil, err
@@ -267,12 +276,16 @@ func (s *Server) export(c echo.Context) error {
 		if until >= 0 && seq > until {
 			return errExportDone
 		}
-		if mod != nil {
+		tomb := s.exportWithheld(body)
+		if tomb != nil {
+			body = tomb
+		}
+		if mod != nil && tomb == nil {
 			if id, author, ok := BodyIDs(body); ok && (mod.Hidden(id) || rule != nil && !rule("", author)) {
 				return nil
 			}
 		}
-		if keep != nil {
+		if keep != nil && tomb == nil {
 			if e, err := protocol.DecodeJSON(body); err != nil {
 				return nil
 			} else if ok, _ := keep(e); !ok {

@@ -90,6 +90,9 @@ type Config struct {
 	// StateDir, when set, is the directory of saved derived state: New
 	// resumes from it and SaveState writes it (SPEC §2.2).
 	StateDir string
+	// HonorRedactions are the relay keys (agent ids) besides RelayKey's
+	// whose kind 25 redactions this relay applies (SPEC §21.8).
+	HonorRedactions []string
 }
 
 // DefaultConfig returns the seed's limits: 60 events per agent and 300 per IP
@@ -183,7 +186,7 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
-		Folds: Folds(cfg.Modules)}
+		Folds: Folds(cfg.Modules), Redactors: Redactors(cfg)}
 	st, err := s.buildState(context.Background(), opts)
 	if err != nil {
 		return nil, err

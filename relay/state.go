@@ -28,13 +28,14 @@ func rebuild(ctx context.Context, st eventlog.Log, opts state.Options, progress 
 	var total, done int64
 	err := st.Export(ctx, 0, func(through int64) error { total = through; return nil },
 		func(seq int64, body []byte) error {
-			e, err := protocol.DecodeJSON(body)
+			folded = seq
+			e, err := s.AddStored(seq, body, lookup)
 			if err != nil {
 				return fmt.Errorf("rebuild: event at seq %d: %w", seq, err)
 			}
-			folded = seq
-			s.Add(seq, e, lookup)
-			also(e)
+			if e != nil { // nil: a withheld event's tombstone
+				also(e)
+			}
 			done++
 			if progress != nil && done%5000 == 0 {
 				progress(seq, total)
@@ -163,7 +164,11 @@ func (s *Server) buildState(ctx context.Context, opts state.Options) (*state.Sta
 			return st, err
 		}
 	}
-	return rebuild(ctx, s.store, opts, s.cfg.OnRebuild, func(e *protocol.Event) { s.index.Add(ItemOf(e)) })
+	st, err := rebuild(ctx, s.store, opts, s.cfg.OnRebuild, func(e *protocol.Event) { s.index.Add(ItemOf(e)) })
+	if err == nil {
+		dropWithheldItems(st, s.index)
+	}
+	return st, err
 }
 
 // resume builds the state from dir's newest snapshot and the log after
@@ -216,19 +221,21 @@ func resume(ctx context.Context, log eventlog.Log, opts state.Options, dir *stat
 	folded := m.Seq
 	tailLookup := foldedLookup(log, &folded)
 	err = log.Export(ctx, m.Seq, noStart, func(seq int64, body []byte) error {
-		e, err := protocol.DecodeJSON(body)
+		folded = seq
+		e, err := st.AddStored(seq, body, tailLookup)
 		if err != nil {
 			return fmt.Errorf("resume: event at seq %d: %w", seq, err)
 		}
-		folded = seq
-		st.Add(seq, e, tailLookup)
-		index.Add(ItemOf(e)) // idempotent: Items may have listed it
+		if e != nil { // nil: a withheld event's tombstone
+			index.Add(ItemOf(e)) // idempotent: Items may have listed it
+		}
 		tail++
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	dropWithheldItems(st, index)
 	current := true
 	for _, r := range why {
 		current = current && r == state.NoSnapshotSupport
@@ -253,11 +260,15 @@ func checkPosition(ctx context.Context, log eventlog.Log, m *state.Manifest) (st
 	var atSeq string
 	err = log.Export(ctx, max(m.Seq-1, 0), noStart, func(seq int64, body []byte) error {
 		if seq == m.Seq {
-			e, err := protocol.DecodeJSON(body)
-			if err != nil {
-				return fmt.Errorf("resume: event at seq %d: %w", seq, err)
+			id, ok := tombstoneID(body)
+			if !ok {
+				e, err := protocol.DecodeJSON(body)
+				if err != nil {
+					return fmt.Errorf("resume: event at seq %d: %w", seq, err)
+				}
+				id = e.ID
 			}
-			atSeq = e.ID
+			atSeq = id
 		}
 		if seq > m.Seq {
 			tail++
@@ -282,6 +293,9 @@ func feedHead(ctx context.Context, log eventlog.Log, st *state.State, through in
 	err := log.Export(ctx, 0, noStart, func(seq int64, body []byte) error {
 		if seq > through {
 			return errStop
+		}
+		if _, ok := tombstoneID(body); ok {
+			return nil // in no view
 		}
 		e, err := protocol.DecodeJSON(body)
 		if err != nil {

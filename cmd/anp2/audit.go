@@ -295,6 +295,7 @@ func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) erro
 	defer export.Close()
 	lines := bufio.NewReaderSize(export, 1<<20)
 	var f frontier
+	var wh withheldEntries
 	start := time.Now()
 	for n := int64(0); n*256 < size; n++ {
 		w := min(256, size-n*256)
@@ -311,10 +312,11 @@ func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) erro
 			b = b[2+l:]
 			at := n*256 + i
 			f.add(entry)
-			seq, id, err := nextExportID(lines)
+			seq, id, ev, err := nextExportLine(lines)
 			if err != nil {
 				return failf("/export ends or breaks before entry %d: %v", at, err)
 			}
+			wh.note(at, ev)
 			if seq != at+1 {
 				return failf("entry %d is %x but /export gives seq %d there: the log has a gap", at, entry, seq)
 			}
@@ -330,6 +332,9 @@ func (c *auditCmd) entries(ctx context.Context, size int64, root tlog.Hash) erro
 	c.progress.done()
 	// The log may have grown since; but its next event must be the next
 	// entry (a gap stops a relay's tree there, SPEC §21.1).
+	if err := wh.report(c.out); err != nil {
+		return err
+	}
 	if seq, _, err := nextExportID(lines); err == nil && seq != size+1 {
 		return failf("the log's next event after the checkpoint's %d entries has seq %d: the log has a gap and the tree stopped before it", size, seq)
 	} else if err != nil && err != io.EOF {
@@ -351,20 +356,31 @@ func entriesPath(n, w int64) string {
 // nextExportID reads the seq and event id of the next line of an export
 // with seq=true (io.EOF at its end).
 func nextExportID(r *bufio.Reader) (int64, string, error) {
+	seq, id, _, err := nextExportLine(r)
+	return seq, id, err
+}
+
+// nextExportLine is nextExportID that also returns the line's event (a
+// tombstone's too, SPEC §21.8).
+func nextExportLine(r *bufio.Reader) (int64, string, json.RawMessage, error) {
 	line, err := r.ReadBytes('\n')
 	if len(line) == 0 {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	var l struct {
-		Seq   int64 `json:"seq"`
-		Event struct {
-			ID string `json:"id"`
-		} `json:"event"`
+		Seq   int64           `json:"seq"`
+		Event json.RawMessage `json:"event"`
+	}
+	var ev struct {
+		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(line, &l); err != nil {
-		return 0, "", fmt.Errorf("line %.200q: %w", line, err)
+		return 0, "", nil, fmt.Errorf("line %.200q: %w", line, err)
 	}
-	return l.Seq, l.Event.ID, nil
+	if err := json.Unmarshal(l.Event, &ev); err != nil {
+		return 0, "", nil, fmt.Errorf("line %.200q: %w", line, err)
+	}
+	return l.Seq, ev.ID, l.Event, nil
 }
 
 // export opens the relay's /export with seqs, as an authenticated reader

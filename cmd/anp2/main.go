@@ -36,6 +36,7 @@ var commands = map[string]func(stdout, stderr io.Writer) command{
 	"dm":         func(o, e io.Writer) command { return &dmCmd{out: o, errOut: e} },
 	"repair":     func(o, e io.Writer) command { return &repairCmd{out: o, progress: newProgress(e)} },
 	"audit":      func(o, e io.Writer) command { return &auditCmd{out: o, progress: newProgress(e)} },
+	"redact":     func(o, e io.Writer) command { return &redactCmd{out: o} },
 }
 
 func main() {

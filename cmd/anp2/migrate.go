@@ -92,6 +92,25 @@ func (c *migrateCmd) copy(ctx context.Context, dst eventlog.Log) (int64, error) 
 		return nil
 	}
 	err := readStored(ctx, c.from, func(st *eventlog.Stored) error {
+		if id, _, ok := eventlog.WithheldOf(st.Body); ok {
+			// A withheld event (SPEC §21.8): its tombstone, at its seq.
+			ta, ok := dst.(tombstoneAppender)
+			if !ok {
+				return fmt.Errorf("seq %d holds the withheld event %s, and --to cannot store a tombstone", st.Seq, id)
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			seq, err := ta.AppendTombstone(ctx, st.Body, st.ReceivedAt)
+			if err != nil {
+				return err
+			}
+			if seq != st.Seq {
+				return fmt.Errorf("the tombstone of %s landed at seq %d, not at its source seq %d", id, seq, st.Seq)
+			}
+			done++
+			return ctx.Err()
+		}
 		e, err := protocol.DecodeJSON(st.Body)
 		if err != nil {
 			return fmt.Errorf("decode the event at seq %d: %w", st.Seq, err)
@@ -111,4 +130,10 @@ func (c *migrateCmd) copy(ctx context.Context, dst eventlog.Log) (int64, error) 
 		return done, err
 	}
 	return done, endErr
+}
+
+// tombstoneAppender is a log that can store a withheld event's tombstone
+// at its next seq (both backends).
+type tombstoneAppender interface {
+	AppendTombstone(ctx context.Context, tombstone []byte, receivedAt int64) (int64, error)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/anp2net/relay/relay/landing"
 	"github.com/anp2net/relay/relay/liveness"
 	"github.com/anp2net/relay/relay/mcp"
+	"github.com/anp2net/relay/relay/redact"
 	"github.com/anp2net/relay/relay/state"
 	"github.com/anp2net/relay/relay/stream"
 	"github.com/anp2net/relay/relay/tiers"
@@ -130,7 +131,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		ex,                  // the web explorer at / for browsers (SPEC §19)
 		landing.NewModule(), // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
 		g,
-		tl, // the log as a transparency log (SPEC §21)
+		tl,                 // the log as a transparency log (SPEC §21)
+		redact.NewModule(), // withheld events: the index, the 451 publish gate, GET /withheld (SPEC §21.8)
 		branches.NewModule(branches.Options{Folds: func() []state.NamedFold { fl, _ := folds(gov); return fl },
 			Sovereign: sovereignRollbacks(g), RevokedRelay: revokedRelay}),
 	}}, nil

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"runtime/debug"
@@ -43,6 +44,9 @@ type replayCmd struct {
 	branch   string
 	// powBypass: the log was written under serve --standing-pow-bypass.
 	powBypass bool
+	// redactors are the relay keys whose kind 25 redactions count
+	// (--redactor, and the compared relay's GET /withheld).
+	redactors listFlag
 }
 
 // errMismatch is returned when --compare finds a differing view.
@@ -58,6 +62,7 @@ func (c *replayCmd) ParseFlags(args []string) error {
 	fs.BoolVar(&c.verbose, "v", false, "print every invalid event, not just the first 20")
 	fs.StringVar(&c.branch, "branch", "", "also rebuild the state of this branch's events only (SPEC §17.5) and compare it with the relay's /state?branch=")
 	fs.BoolVar(&c.powBypass, "standing-pow-bypass", false, "the log comes from a relay serving with --standing-pow-bypass: keep kinds 0 and 50 that lack the mandatory PoW, which it admitted by standing (an over-claiming pow tag is still refused; SPEC §12.1)")
+	fs.Var(&c.redactors, "redactor", "agent_id of a relay key whose kind 25 redactions count, as they do on the relay that wrote the log (SPEC §21.8; repeatable; with --compare the relay's own GET /withheld names them)")
 	fs.StringVar(&c.keyPath, "key", "", "key file to authenticate a relay download with (default: a fresh key for this run; any key reads hidden events)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,6 +88,11 @@ func (c *replayCmd) Run(ctx context.Context) error {
 			return err
 		}
 		remote = &d
+		keys, err := fetchRedactors(ctx, c.compare)
+		if err != nil {
+			return err
+		}
+		c.redactors = append(c.redactors, keys...)
 		if sameRelay(c.compare, c.source) {
 			through = d.Seq // replay exactly what that /state folded
 		}
@@ -104,7 +114,7 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rp := &offline.Replayer{Checker: replayChecker(c.powBypass), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl},
+	rp := &offline.Replayer{Checker: replayChecker(c.powBypass), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl, Redactors: c.redactors},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())
 		}}
@@ -313,4 +323,26 @@ func replayChecker(powBypass bool) protocol.Checker {
 		c.PoW.Kinds = nil
 	}
 	return c
+}
+
+// fetchRedactors reads the relay keys whose redactions count on base
+// (GET /withheld, SPEC §21.8); a relay without the route has none.
+func fetchRedactors(ctx context.Context, base string) ([]string, error) {
+	var a struct {
+		Redactors []string `json:"redactors"`
+	}
+	err := client.New(base).GetJSON(ctx, "/withheld", nil, &a)
+	var se *client.Error
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("GET %s/withheld: %w", base, err)
+	}
+	for _, k := range a.Redactors {
+		if !protocol.IsHex64(k) {
+			return nil, fmt.Errorf("GET %s/withheld: redactor %q is not an agent_id", base, k)
+		}
+	}
+	return a.Redactors, nil
 }

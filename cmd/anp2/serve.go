@@ -36,6 +36,7 @@ type serveCmd struct {
 	treasury, relayKey           string
 	peers, peerKeys              listFlag
 	tlogWitness, tlogWitnessed   listFlag
+	honorRedactions              listFlag
 	mirrorEvery, operatorReport  time.Duration
 	infraCosts, seedWhitelist    string
 	operatorFunding, branch      string
@@ -77,6 +78,7 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	fs.Var(&c.peerKeys, "peer-key", "agent_id of a peer relay whose signed POST /gossip is mirrored history (repeatable; a --peer relay's key is read from its own GET /relays)")
 	fs.Var(&c.tlogWitness, "tlog-witness", "URL=KEY: a witness asked to cosign each new checkpoint of this relay's transparency log, KEY its GET /tlog/witness/key (repeatable)")
 	fs.Var(&c.tlogWitnessed, "tlog-witnessed", "the GET /tlog/key of a relay whose checkpoints this relay witnesses at POST /tlog/witness/add-checkpoint (repeatable)")
+	fs.Var(&c.honorRedactions, "honor-redactions", "agent_id of a peer relay whose kind 25 redactions this relay applies too: the events they name are withheld here (451) and left out of every view (SPEC §21.8; this relay's own are always applied; repeatable)")
 	fs.StringVar(&c.topics, "topics", "", fmt.Sprintf("comma-separated topics or capabilities this relay specialises in, announced in its kind 10 so other relays resolve agents of those capabilities here first (seed §12.9.2 topic relay; at most %d, each at most %d bytes)", federation.MaxTopics, federation.MaxTopicLen))
 	fs.DurationVar(&c.mirrorEvery, "mirror-interval", 5*time.Second, "pause between reconciliations with each peer")
 	fs.StringVar(&c.relayKey, "relay-key", "", "the relay's own key file, created at first start (default <db>.relay-key; with PostgreSQL ./anp2.relay-key: give every process over one database the same file)")
@@ -105,6 +107,11 @@ func (c *serveCmd) ParseFlags(args []string) error {
 	}
 	if err := c.scale.validate(); err != nil {
 		return err
+	}
+	for _, k := range c.honorRedactions {
+		if !protocol.IsHex64(k) {
+			return fmt.Errorf("--honor-redactions %q is not a relay's agent_id (64 lowercase hex)", k)
+		}
 	}
 	if !branches.ValidBranchID(c.branch) {
 		return fmt.Errorf("--branch %q is not main, pre-rollback-<8 to 16 hex> or b-<8 to 16 hex>", c.branch)
@@ -155,6 +162,7 @@ func (c *serveCmd) Start() error {
 	}
 	cfg.Treasury = c.treasury
 	cfg.PreferredBranch = c.branch
+	cfg.HonorRedactions = c.honorRedactions
 	fed := federation.DefaultOptions()
 	fed.Peers, fed.PeerKeys, fed.MirrorInterval = c.peers, c.peerKeys, c.mirrorEvery
 	fed.PeerRate, fed.SyncRate = c.peerRate, c.syncRate

@@ -340,6 +340,9 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 	var err error
 	if v.Known(branch) { // an unknown branch has no events: no read
 		err = m.core.Log().Export(ctx, 0, func(t int64) error { through = t; return nil }, func(seq int64, body []byte) error {
+			if _, _, withheld := eventlog.WithheldOf(body); withheld {
+				return nil // a tombstone is in no view (SPEC §21.8)
+			}
 			e, err := protocol.DecodeJSON(body)
 			if err != nil {
 				return fmt.Errorf("live branch state: event at seq %d: %w", seq, err)

@@ -42,6 +42,9 @@ func Prefix(asOf int64, opts state.Options, each func(func(*protocol.Event) erro
 func LogEvents(ctx context.Context, log eventlog.Log) func(func(*protocol.Event) error) error {
 	return func(fn func(*protocol.Event) error) error {
 		return log.Export(ctx, 0, func(int64) error { return nil }, func(seq int64, body []byte) error {
+			if _, _, withheld := eventlog.WithheldOf(body); withheld {
+				return nil // a tombstone is in no view (SPEC §21.8)
+			}
 			e, err := protocol.DecodeJSON(body)
 			if err != nil {
 				return fmt.Errorf("event at seq %d: %w", seq, err)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/relay/netguard"
 )
 
@@ -137,6 +138,9 @@ func (m *Module) fromLog(ctx context.Context, ix *index, after int64) ([]matchIt
 			return errChunk
 		}
 		last = seq
+		if _, _, withheld := eventlog.WithheldOf(body); withheld {
+			return nil // a tombstone (SPEC §21.8) triggers nothing
+		}
 		var ev protocol.Event
 		if json.Unmarshal(body, &ev) == nil {
 			it := matchItem{seq: seq, ev: &ev}
@@ -819,6 +823,9 @@ func (m *Module) eventBody(ctx context.Context, id string) ([]byte, error) {
 	st, err := m.core.Log().Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("read event: %w", err)
+	}
+	if _, _, withheld := eventlog.WithheldOf(st.Body); withheld {
+		return nil, fmt.Errorf("event %s is withheld by the relay's operator (SPEC §21.8)", id)
 	}
 	m.keepBody(id, st.Body)
 	return st.Body, nil

@@ -111,6 +111,7 @@ func (s *Module) mirrorSynced(ctx context.Context, base string, res *MirrorResul
 		}
 		have, need = append(have, h...), append(need, n...)
 	}
+	need = notWithheld(s.core, need)
 	res.Need, res.Have = res.Need+len(need), len(have)
 	report(progress, res)
 	if err := s.fetchAll(ctx, base, need, false, res, progress); err != nil {
@@ -821,4 +822,17 @@ func (s *Module) follow(ctx context.Context, base string, after int64) error {
 		return fmt.Errorf("stream from %s: %w (%v)", base, err, context.Cause(ctx))
 	}
 	return nil
+}
+
+// notWithheld drops from ids the events this relay withholds (SPEC
+// §21.8): they are left out of its index, so a peer that holds one lists
+// it as needed every round; fetching it again would only be refused.
+func notWithheld(core *relay.Server, ids [][32]byte) [][32]byte {
+	out := ids[:0]
+	for _, id := range ids {
+		if _, ok := core.State().Withheld(hex.EncodeToString(id[:])); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
 }

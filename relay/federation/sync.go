@@ -86,10 +86,13 @@ func (s *Module) filteredIndex(c echo.Context, kinds, authors, since string) (*r
 		from = n
 	}
 	var items []reconcile.Item
+	withheld := withheldSet(s.core)
 	err := s.core.Log().Items(c.Request().Context(), ks, as, from, func(at int64, id []byte) {
 		it := reconcile.Item{CreatedAt: at}
 		copy(it.ID[:], id)
-		items = append(items, it)
+		if !withheld[it.ID] {
+			items = append(items, it)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -105,4 +108,21 @@ func allHex64(list []string) bool {
 		}
 	}
 	return true
+}
+
+// withheldSet is the set of events this relay withholds (SPEC §21.8),
+// which a filtered index leaves out as the relay's own index does.
+func withheldSet(core *relay.Server) map[[32]byte]bool {
+	ids := core.State().WithheldIDs()
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make(map[[32]byte]bool, len(ids))
+	for _, h := range ids {
+		var id [32]byte
+		if decodeID(id[:], h) {
+			out[id] = true
+		}
+	}
+	return out
 }

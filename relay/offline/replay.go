@@ -26,6 +26,9 @@ type ReplayStats struct {
 	Duplicate int            `json:"duplicate"`
 	Rejected  map[string]int `json:"rejected"`
 	Kinds     map[int64]int  `json:"kinds"`
+	// Withheld counts the tombstones read (SPEC §21.8): events whose body
+	// the log withholds, counted in Valid.
+	Withheld int `json:"withheld"`
 	// AddCost is the mean time of one fold (State.Add) over the 8192
 	// events before each power-of-ten count (10^4, 10^5, …) was reached,
 	// and before the last event.
@@ -60,6 +63,14 @@ type lineItem struct {
 	ev     *protocol.Event
 	rec    eventlog.Record // importer only: the record to append
 	err    error
+	// withheld is set for a tombstone line (replayer only): its id and why.
+	withheld *withheldLine
+}
+
+// withheldLine is a tombstone read from a log (SPEC §21.8).
+type withheldLine struct {
+	id string
+	w  eventlog.Withholding
 }
 
 // Replay verifies and folds the log at path and returns the state.
@@ -74,6 +85,10 @@ func (rp *Replayer) Replay(ctx context.Context, path string) (*state.State, Repl
 	checker.Limits.MaxAge = 0
 	var readErr error
 	results := parallel(lines(ctx, f, &readErr), func(it *lineItem) {
+		if id, w, ok := eventlog.WithheldOf(unwrapExportLine(it.raw)); ok {
+			it.withheld, it.raw = &withheldLine{id, w}, nil
+			return
+		}
 		it.ev, _, it.err = verifyLine(it.raw, checker, rp.Now)
 		it.raw = nil
 	})
@@ -95,8 +110,22 @@ func (rp *Replayer) Replay(ctx context.Context, path string) (*state.State, Repl
 		return e
 	}
 	var cost addCost
+	withheld := make(map[string]bool)
 	for it := range results {
 		st.Read++
+		if it.withheld != nil {
+			// A tombstone is in the set and in no view; it is not a
+			// revocation's target (no offset: its line is no event).
+			if id := it.withheld.id; withheld[id] {
+				st.Duplicate++
+			} else {
+				withheld[id] = true
+				st.Valid++
+				st.Withheld++
+				s.AddWithheld(int64(st.Valid), id, it.withheld.w)
+			}
+			continue
+		}
 		if it.err == nil && it.ev.Kind == protocol.KindHealth {
 			it.err = protocol.Errorf("kind_11_not_stored", "kind 11 health beats are never stored")
 		}

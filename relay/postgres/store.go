@@ -468,12 +468,21 @@ func (s *Store) deliverRange(h func([]Committed), through int64) error {
 			return err
 		}
 		var batch []Committed
+		var first, last int64
+		rows := 0
 		for rs.Next() {
 			var seq int64
 			var body []byte
 			if err := rs.Scan(&seq, &body); err != nil {
 				rs.Close()
 				return err
+			}
+			if rows++; first == 0 {
+				first = seq
+			}
+			last = seq
+			if _, _, ok := eventlog.WithheldOf(body); ok {
+				continue // a withheld event's tombstone: no event to fold (SPEC §21.8)
 			}
 			e, err := protocol.DecodeJSON(body)
 			if err != nil {
@@ -486,15 +495,17 @@ func (s *Store) deliverRange(h func([]Committed), through int64) error {
 		if err := rs.Err(); err != nil {
 			return err
 		}
-		if len(batch) == 0 {
+		if rows == 0 {
 			return nil
 		}
-		if batch[0].Seq != s.delivered+1 {
-			return fmt.Errorf("log gap: expected seq %d, read %d", s.delivered+1, batch[0].Seq)
+		if first != s.delivered+1 {
+			return fmt.Errorf("log gap: expected seq %d, read %d", s.delivered+1, first)
 		}
-		h(batch)
-		s.delivered = batch[len(batch)-1].Seq
-		if len(batch) < page {
+		if len(batch) > 0 {
+			h(batch)
+		}
+		s.delivered = last
+		if rows < page {
 			return nil
 		}
 	}

@@ -330,3 +330,31 @@ func (f *fenwick) find(pos int) (int, int) {
 	}
 	return i, pos
 }
+
+// Remove deletes it and reports whether it was there. It rebuilds the
+// block sums' tree, O(blocks): removals are rare (a withheld event, SPEC
+// §21.8).
+func (x *Index) Remove(it Item) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.blocks) == 0 {
+		return false
+	}
+	bi := x.blockFor(it)
+	b := x.blocks[bi]
+	i, found := slices.BinarySearchFunc(b.items, it, Item.Compare)
+	if !found {
+		return false
+	}
+	b.items = slices.Delete(b.items, i, i+1)
+	b.sum = accumulator{}
+	for k := range b.items {
+		b.sum.addID(&b.items[k].ID)
+	}
+	if len(b.items) == 0 {
+		x.blocks = slices.Delete(x.blocks, bi, bi+1)
+	}
+	x.rebuild()
+	x.n--
+	return true
+}

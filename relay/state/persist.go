@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // Snapshotter is a view whose state can be saved and restored: a built-in
@@ -47,6 +48,11 @@ type compositionSaved struct {
 	Targets    []string
 	Revokers   [][]string
 	Revoked    []string
+	// Withheld and Withholdings are the withheld ids and why (a saved
+	// state from before redactions existed has none, which is right: no
+	// redaction could count then).
+	Withheld     []string
+	Withholdings []eventlog.Withholding
 }
 
 // View is one view's saved state within a Capture.
@@ -117,6 +123,11 @@ func (s *State) compositionLocked() *compositionSaved {
 	}
 	s.revMu.RUnlock()
 	sort.Strings(cs.Revoked)
+	cs.Withheld = s.WithheldIDs()
+	sort.Strings(cs.Withheld)
+	for _, id := range cs.Withheld {
+		cs.Withholdings = append(cs.Withholdings, s.withheld[id])
+	}
 	return cs
 }
 
@@ -128,7 +139,7 @@ func (s *State) restoreComposition(data []byte) error {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&cs); err != nil {
 		return fmt.Errorf("composition: %w", err)
 	}
-	if len(cs.Targets) != len(cs.Revokers) || cs.Count < 0 || cs.Seq < 0 {
+	if len(cs.Targets) != len(cs.Revokers) || len(cs.Withheld) != len(cs.Withholdings) || cs.Count < 0 || cs.Seq < 0 {
 		return fmt.Errorf("composition: inconsistent saved form")
 	}
 	revokers := make(map[string][]string, len(cs.Targets))
@@ -147,6 +158,9 @@ func (s *State) restoreComposition(data []byte) error {
 	s.seq, s.count, s.sum, s.lastID, s.revokers = cs.Seq, cs.Count, cs.Sum, cs.LastID, revokers
 	s.revMu.Lock()
 	s.revoked = revoked
+	for i, id := range cs.Withheld {
+		s.withheld[id] = cs.Withholdings[i]
+	}
 	s.revMu.Unlock()
 	s.version.Add(uint64(cs.Count))
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/anp2net/relay/credit"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog"
 	"github.com/anp2net/relay/tasks"
 	"github.com/anp2net/relay/trust"
 )
@@ -34,6 +35,11 @@ type Options struct {
 	// later. A fold that is also a Digester is digested into /state under
 	// its name.
 	Folds []NamedFold
+	// Redactors are the relay keys (agent ids) whose kind 25 redactions
+	// count (SPEC §21.8): the relay's own key, and the keys its operator
+	// chose to honor. An event a counted redaction names is excluded from
+	// every view, as a revoked one is.
+	Redactors []string
 }
 
 // Fold is a capability's pure part: its state is a function of the set
@@ -96,6 +102,11 @@ type State struct {
 	// revMu guards revoked for readers (Revoked runs per event on the
 	// stream's fan-out and must not wait for a fold); writers hold mu too.
 	revMu sync.RWMutex
+	// redactors are Options.Redactors; withheld maps each event id a
+	// counted redaction names, or whose body the log withholds, to why
+	// (guarded by mu and revMu like revoked).
+	redactors map[string]bool
+	withheld  map[string]eventlog.Withholding
 
 	digestMu sync.Mutex
 	weights  *trust.Snapshot
@@ -127,7 +138,11 @@ func (s *State) Version() uint64 { return s.version.Load() }
 
 // New returns an empty State.
 func New(opts Options) *State {
-	s := &State{revokers: make(map[string][]string), revoked: make(map[string]struct{})}
+	s := &State{revokers: make(map[string][]string), revoked: make(map[string]struct{}),
+		redactors: make(map[string]bool), withheld: make(map[string]eventlog.Withholding)}
+	for _, k := range opts.Redactors {
+		s.redactors[k] = true
+	}
 	for _, f := range opts.Folds {
 		if ex, ok := f.Fold.(Excluder); ok && opts.Trust.Excluded == nil {
 			opts.Trust.Excluded = ex.Excluded
@@ -187,7 +202,11 @@ func (s *State) Add(seq int64, ev *protocol.Event, lookup Lookup) {
 			}
 		}
 	}
+	if ev.Kind == protocol.KindRedaction && s.redactors[ev.AgentID] {
+		s.addRedaction(ev, lookup)
+	}
 	if s.isRevoked(ev) {
+		s.noteWithheld(ev)
 		s.markRevoked(ev.ID)
 		return
 	}
@@ -220,6 +239,9 @@ func (s *State) addRevoker(target, agent string) bool {
 }
 
 func (s *State) isRevoked(ev *protocol.Event) bool {
+	if _, ok := s.withheld[ev.ID]; ok {
+		return true
+	}
 	for _, a := range s.revokers[ev.ID] {
 		if a == ev.AgentID {
 			return true
@@ -229,10 +251,13 @@ func (s *State) isRevoked(ev *protocol.Event) bool {
 }
 
 // Revoked reports whether id is excluded from the views by its author's
-// revocation.
+// revocation, or withheld (SPEC §21.8).
 func (s *State) Revoked(id string) bool {
 	s.revMu.RLock()
 	defer s.revMu.RUnlock()
+	if _, ok := s.withheld[id]; ok {
+		return true
+	}
 	_, ok := s.revoked[id]
 	return ok
 }
