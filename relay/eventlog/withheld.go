@@ -1,8 +1,10 @@
 package eventlog
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/anp2net/relay/protocol"
@@ -69,4 +71,24 @@ func WithheldOf(body []byte) (id string, w Withholding, ok bool) {
 	}
 	t.Withholding.Reason = *t.Withheld
 	return t.ID, t.Withholding, true
+}
+
+// RedactionKeys checks a Redact call's arguments, as every log does: id is
+// a 64-hex event id and tombstone a tombstone naming it. It returns the
+// id's 32 bytes and the id the log records as the event's revoker: the
+// redaction's (id's own when the tombstone names none).
+func RedactionKeys(id string, tombstone []byte) (idb, revoker []byte, err error) {
+	idb, err = hex.DecodeString(id)
+	if err != nil || len(idb) != 32 {
+		return nil, nil, ErrNotFound
+	}
+	tid, w, ok := WithheldOf(tombstone)
+	if !ok || tid != id {
+		return nil, nil, fmt.Errorf("redact: the tombstone does not name %s", id)
+	}
+	revoker = idb
+	if b, err := hex.DecodeString(w.Redaction); err == nil && len(b) == 32 {
+		revoker = b
+	}
+	return idb, revoker, nil
 }

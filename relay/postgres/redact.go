@@ -24,17 +24,9 @@ var ErrWithheld = eventlog.ErrWithheld
 // returns ErrNotFound for an id the log does not hold, ErrWithheld for a
 // tombstone. PostgreSQL frees the old row version at its next vacuum.
 func (s *Store) Redact(ctx context.Context, id string, tombstone []byte) error {
-	idb, ok := decodeID(id)
-	if !ok {
-		return ErrNotFound
-	}
-	tid, w, ok := eventlog.WithheldOf(tombstone)
-	if !ok || tid != id {
-		return fmt.Errorf("redact: the tombstone does not name %s", id)
-	}
-	revokeID := idb
-	if b, ok := decodeID(w.Redaction); ok {
-		revokeID = b
+	idb, revokeID, err := eventlog.RedactionKeys(id, tombstone)
+	if err != nil {
+		return err
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(logLock)); err != nil {

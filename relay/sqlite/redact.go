@@ -30,17 +30,9 @@ var ErrWithheld = eventlog.ErrWithheld
 // serving the log would not (its derived state), so anp2 redact runs only
 // on a log no relay serves.
 func (s *Store) Redact(ctx context.Context, id string, tombstone []byte) error {
-	idb, ok := decodeID(id)
-	if !ok {
-		return ErrNotFound
-	}
-	tid, w, ok := eventlog.WithheldOf(tombstone)
-	if !ok || tid != id {
-		return fmt.Errorf("redact: the tombstone does not name %s", id)
-	}
-	revokeID := idb
-	if b, ok := decodeID(w.Redaction); ok {
-		revokeID = b
+	idb, revokeID, err := eventlog.RedactionKeys(id, tombstone)
+	if err != nil {
+		return err
 	}
 	return s.control(ctx, func() error { return s.redact(idb, revokeID, tombstone) })
 }
