@@ -277,7 +277,9 @@ func (c *benchCmd) startScaleProc(ctx context.Context, db, label string) (*scale
 		}
 		exe = self
 	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0")
+	// No periodic save: the state a kill -9 restarts from is the one the
+	// clean stop saved, whatever the run's length.
+	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0", "--state-every", "0")
 	cmd.Env = childEnv("serve")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-var _ state.Snapshotter = (*Fold)(nil)
+var _ state.Capturer = (*Fold)(nil)
 
 // snapshotVersion names the Fold's saved form (SPEC §2.2): the feed
 // index's horizon, then every event the fold holds in (created_at, id)
@@ -53,7 +53,12 @@ func (f *Fold) hold(e *protocol.Event, add bool) {
 }
 
 // Snapshot writes the horizon and every held event to w.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies the horizon and the set of held events (events
+// are never changed once held) and returns the function that encodes
+// them: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.RLock()
 	evs := make([]*protocol.Event, 0, len(f.held))
 	for _, e := range f.held {
@@ -61,6 +66,11 @@ func (f *Fold) Snapshot(w io.Writer) error {
 	}
 	horizon := f.recent.horizon
 	f.mu.RUnlock()
+	return func(w io.Writer) error { return encodeHeld(w, horizon, evs) }
+}
+
+// encodeHeld writes the horizon and evs, sorted in place, to w.
+func encodeHeld(w io.Writer, horizon int64, evs []*protocol.Event) error {
 	// Folding in time order at restore appends to the time-ordered
 	// indexes instead of inserting into them.
 	slices.SortFunc(evs, func(a, b *protocol.Event) int {
