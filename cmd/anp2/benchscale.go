@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -32,8 +33,8 @@ var scaleFigures = []scaleFigure{
 	{"ready after a clean stop", "s"},
 	{"ready after kill -9", "s"},
 	{"saved state written at stop", "s"},
-	{"steady RSS", "MiB"},
-	{"Go heap in use", "MiB"},
+	{"steady RSS after a GC", "MiB"},
+	{"Go heap in use after a GC", "MiB"},
 	{"publish rate", "/s"},
 	{"half-load publish p99", "ms"},
 	{"GET /events?t= p99", "ms"},
@@ -131,7 +132,7 @@ func (c *benchCmd) scaleOne(ctx context.Context, path string, n int) ([]float64,
 	for i, q := range scaleQueries() {
 		row[8+i] = p99ms(c.getAll(ctx, benchClient(p.base, c.queryConc), q, c.queryConc))
 	}
-	rssB, heapB, err := steadyMemory(ctx, p.base)
+	rssB, heapB, err := steadyMemory(ctx, p.base, p.debug)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +210,20 @@ func p99ms(lat []time.Duration) float64 {
 }
 
 // steadyMemory reads the relay's RSS and Go heap in use from /metrics
-// three times a second apart and returns the medians.
-func steadyMemory(ctx context.Context, base string) (rss, heap float64, err error) {
+// three times a second apart, each after a garbage collection (a heap
+// profile with gc=1 from the profiling listener at debug, when there is
+// one), and returns the medians.
+func steadyMemory(ctx context.Context, base, debug string) (rss, heap float64, err error) {
 	var rs, hs []float64
 	for i := range 3 {
 		if i > 0 {
 			time.Sleep(time.Second)
+		}
+		if debug != "" {
+			if resp, err := http.Get(debug + "/debug/pprof/heap?gc=1"); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
 		}
 		m, err := readMetrics(ctx, base)
 		if err != nil {
@@ -257,10 +266,15 @@ func readMetrics(ctx context.Context, base string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
+// debugListenerRe finds the address in anp2 serve's "profiling listener"
+// log line.
+var debugListenerRe = regexp.MustCompile(`profiling listener"? debug_addr=(\S+)`)
+
 // scaleProc is an anp2 serve process of the scale bench.
 type scaleProc struct {
 	cmd   *exec.Cmd
 	base  string
+	debug string        // the profiling listener's base URL ("" if none)
 	ready time.Duration // from start until /health answered 200
 	done  chan struct{} // closed once the process is waited for
 }
@@ -279,7 +293,9 @@ func (c *benchCmd) startScaleProc(ctx context.Context, db, label string) (*scale
 	}
 	// No periodic save: the state a kill -9 restarts from is the one the
 	// clean stop saved, whatever the run's length.
-	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0", "--state-every", "0")
+	// The profiling listener lets steadyMemory collect garbage first.
+	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0", "--state-every", "0",
+		"--debug-addr", "127.0.0.1:0")
 	cmd.Env = childEnv("serve")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -294,6 +310,9 @@ func (c *benchCmd) startScaleProc(ctx context.Context, db, label string) (*scale
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if m := debugListenerRe.FindStringSubmatch(sc.Text()); m != nil {
+				p.debug = "http://" + m[1]
+			}
 			if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 				break
