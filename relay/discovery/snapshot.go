@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
@@ -38,60 +39,82 @@ func keptWhole(k int64) bool {
 	return false
 }
 
+// heldEvent is a held event's saved form (appendEvent) and its time.
+// Holding the encoded bytes rather than the parsed event lets the
+// event's content and tags, which no index needs, be collected.
+type heldEvent struct {
+	at    int64
+	saved []byte
+}
+
 // hold records e as folded in (add) or withdrawn. Callers hold mu.
 func (f *Fold) hold(e *protocol.Event, add bool) {
 	if !add {
 		delete(f.held, e.ID)
 		return
 	}
-	if !keptWhole(e.Kind) {
-		slim := *e
-		slim.Sig = ""
-		e = &slim
+	f.scratch = appendEvent(f.scratch[:0], e)
+	f.held[e.ID] = heldEvent{e.CreatedAt, bytes.Clone(f.scratch)}
+}
+
+// appendEvent appends e's saved form: kind, created_at, id, agent_id, the
+// signature for the kinds kept whole (else an empty one), content and
+// tags.
+func appendEvent(b []byte, e *protocol.Event) []byte {
+	sig := ""
+	if keptWhole(e.Kind) {
+		sig = e.Sig
 	}
-	f.held[e.ID] = e
+	b = binary.AppendVarint(b, e.Kind)
+	b = binary.AppendVarint(b, e.CreatedAt)
+	b = appendText(b, e.ID)
+	b = appendText(b, e.AgentID)
+	b = appendText(b, sig)
+	b = appendText(b, e.Content)
+	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+	for _, t := range e.Tags {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		for _, s := range t {
+			b = appendText(b, s)
+		}
+	}
+	return b
 }
 
 // Snapshot writes the horizon and every held event to w.
 func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
 
-// CaptureSnapshot copies the horizon and the set of held events (events
-// are never changed once held) and returns the function that encodes
-// them: it may run while events are added and removed.
+// CaptureSnapshot copies the horizon and the set of held events (their
+// saved forms are never changed once held) and returns the function that
+// encodes them: it may run while events are added and removed.
 func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.RLock()
-	evs := make([]*protocol.Event, 0, len(f.held))
-	for _, e := range f.held {
-		evs = append(evs, e)
+	evs := make([]heldID, 0, len(f.held))
+	for id, h := range f.held {
+		evs = append(evs, heldID{id, h})
 	}
 	horizon := f.recent.horizon
 	f.mu.RUnlock()
 	return func(w io.Writer) error { return encodeHeld(w, horizon, evs) }
 }
 
+// heldID is a held event and its id.
+type heldID struct {
+	id string
+	heldEvent
+}
+
 // encodeHeld writes the horizon and evs, sorted in place, to w.
-func encodeHeld(w io.Writer, horizon int64, evs []*protocol.Event) error {
+func encodeHeld(w io.Writer, horizon int64, evs []heldID) error {
 	// Folding in time order at restore appends to the time-ordered
 	// indexes instead of inserting into them.
-	slices.SortFunc(evs, func(a, b *protocol.Event) int {
-		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	slices.SortFunc(evs, func(a, b heldID) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
 	})
 	b := binary.AppendVarint(nil, horizon)
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	for _, e := range evs {
-		b = binary.AppendVarint(b, e.Kind)
-		b = binary.AppendVarint(b, e.CreatedAt)
-		b = appendText(b, e.ID)
-		b = appendText(b, e.AgentID)
-		b = appendText(b, e.Sig)
-		b = appendText(b, e.Content)
-		b = binary.AppendUvarint(b, uint64(len(e.Tags)))
-		for _, t := range e.Tags {
-			b = binary.AppendUvarint(b, uint64(len(t)))
-			for _, s := range t {
-				b = appendText(b, s)
-			}
-		}
+		b = append(b, e.saved...)
 		if len(b) >= 1<<20 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -214,7 +237,9 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	horizon := r.varint()
 	n := r.count()
 	evs := make([]*protocol.Event, 0, n)
+	held := make(map[string]heldEvent, n)
 	for range n {
+		start := len(data) - len(r.b)
 		e := &protocol.Event{Kind: r.varint(), CreatedAt: r.varint(), ID: r.text(false)}
 		agent := r.text(false)
 		if a, ok := agents[agent]; ok {
@@ -242,13 +267,16 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 			return fmt.Errorf("%w: event %d", errSaved, len(evs))
 		}
 		evs = append(evs, e)
+		// The saved form as read, within data (kept whole while any of
+		// it is held).
+		held[e.ID] = heldEvent{e.CreatedAt, data[start : len(data)-len(r.b) : len(data)-len(r.b)]}
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return errSaved
 	}
 	g := New()
-	g.recent.horizon, g.held = horizon, make(map[string]*protocol.Event, len(evs))
 	g.replay(evs)
+	g.recent.horizon, g.held = horizon, held
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.beacons, f.subs, f.cites, f.ctx, f.emb = g.beacons, g.subs, g.cites, g.ctx, g.emb
@@ -291,7 +319,6 @@ func (g *Fold) replay(evs []*protocol.Event) {
 		g.ctx.apply(e, topicsOf(e), refs, true)
 	})
 	for _, e := range evs {
-		g.held[e.ID] = e
 		g.applyKind(e, true)
 		if mayCite(e) {
 			g.cites.apply(e, refsOf(e), true)
