@@ -25,7 +25,7 @@ func (f *Fold) Size() (entries, bytes int64) {
 		}
 	}
 	for id, h := range f.held {
-		bytes += int64(len(id)) + int64(cap(h.saved)) + 48 // map entry: key, slice, time
+		bytes += int64(len(id)) + int64(cap(h.rest)) + 80 // map entry: key, times, author, slice
 	}
 	return entries, bytes
 }

@@ -39,12 +39,14 @@ func keptWhole(k int64) bool {
 	return false
 }
 
-// heldEvent is a held event's saved form (appendEvent) and its time.
-// Holding the encoded bytes rather than the parsed event lets the
-// event's content and tags, which no index needs, be collected.
+// heldEvent is a held event as its saved form needs it. Holding the
+// encoded tail (signature, content, tags) rather than the parsed event
+// lets the event's content and tag slices, which no index reads, be
+// collected; the author string is the one the indexes share.
 type heldEvent struct {
-	at    int64
-	saved []byte
+	at, kind int64
+	agent    string
+	rest     []byte // appendRest
 }
 
 // hold records e as folded in (add) or withdrawn. Callers hold mu.
@@ -53,22 +55,17 @@ func (f *Fold) hold(e *protocol.Event, add bool) {
 		delete(f.held, e.ID)
 		return
 	}
-	f.scratch = appendEvent(f.scratch[:0], e)
-	f.held[e.ID] = heldEvent{e.CreatedAt, bytes.Clone(f.scratch)}
+	f.scratch = appendRest(f.scratch[:0], e)
+	f.held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, bytes.Clone(f.scratch)}
 }
 
-// appendEvent appends e's saved form: kind, created_at, id, agent_id, the
-// signature for the kinds kept whole (else an empty one), content and
-// tags.
-func appendEvent(b []byte, e *protocol.Event) []byte {
+// appendRest appends the end of e's saved form: the signature for the
+// kinds kept whole (else an empty one), content and tags.
+func appendRest(b []byte, e *protocol.Event) []byte {
 	sig := ""
 	if keptWhole(e.Kind) {
 		sig = e.Sig
 	}
-	b = binary.AppendVarint(b, e.Kind)
-	b = binary.AppendVarint(b, e.CreatedAt)
-	b = appendText(b, e.ID)
-	b = appendText(b, e.AgentID)
 	b = appendText(b, sig)
 	b = appendText(b, e.Content)
 	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
@@ -114,7 +111,11 @@ func encodeHeld(w io.Writer, horizon int64, evs []heldID) error {
 	b := binary.AppendVarint(nil, horizon)
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	for _, e := range evs {
-		b = append(b, e.saved...)
+		b = binary.AppendVarint(b, e.kind)
+		b = binary.AppendVarint(b, e.at)
+		b = appendText(b, e.id)
+		b = appendText(b, e.agent)
+		b = append(b, e.rest...)
 		if len(b) >= 1<<20 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -237,9 +238,8 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	horizon := r.varint()
 	n := r.count()
 	evs := make([]*protocol.Event, 0, n)
-	held := make(map[string]heldEvent, n)
+	rests := make([][2]int, 0, n) // each event's appendRest, as offsets in data
 	for range n {
-		start := len(data) - len(r.b)
 		e := &protocol.Event{Kind: r.varint(), CreatedAt: r.varint(), ID: r.text(false)}
 		agent := r.text(false)
 		if a, ok := agents[agent]; ok {
@@ -247,6 +247,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 		} else {
 			agents[agent] = agent
 		}
+		start := len(data) - len(r.b)
 		e.AgentID, e.Sig, e.Content = agent, r.text(false), r.text(false)
 		if nt := r.count(); nt > 0 {
 			e.Tags = make([][]string, nt)
@@ -267,22 +268,37 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 			return fmt.Errorf("%w: event %d", errSaved, len(evs))
 		}
 		evs = append(evs, e)
-		// The saved form as read, within data (kept whole while any of
-		// it is held).
-		held[e.ID] = heldEvent{e.CreatedAt, data[start : len(data)-len(r.b) : len(data)-len(r.b)]}
+		rests = append(rests, [2]int{start, len(data) - len(r.b)})
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return errSaved
 	}
 	g := New()
 	g.replay(evs)
-	g.recent.horizon, g.held = horizon, held
+	g.recent.horizon, g.held = horizon, heldOf(evs, rests, data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.beacons, f.subs, f.cites, f.ctx, f.emb = g.beacons, g.subs, g.cites, g.ctx, g.emb
 	f.profiles, f.disc, f.caps, f.relays, f.recent, f.held = g.profiles, g.disc, g.caps, g.relays, g.recent, g.held
 	f.invite.Store(g.invite.Load())
 	return nil
+}
+
+// heldOf returns the held form of evs, whose appendRest bytes are at
+// rests in data: copied into one buffer, so that data can be collected.
+func heldOf(evs []*protocol.Event, rests [][2]int, data []byte) map[string]heldEvent {
+	n := 0
+	for _, r := range rests {
+		n += r[1] - r[0]
+	}
+	buf := make([]byte, 0, n)
+	held := make(map[string]heldEvent, len(evs))
+	for i, e := range evs {
+		k := len(buf)
+		buf = append(buf, data[rests[i][0]:rests[i][1]]...)
+		held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, buf[k:len(buf):len(buf)]}
+	}
+	return held
 }
 
 // replay folds evs into g, which no one else sees yet, as Add would. The
