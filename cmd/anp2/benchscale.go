@@ -130,8 +130,10 @@ func (c *benchCmd) scaleOne(ctx context.Context, path string, n int) ([]float64,
 	}
 	row[6], row[7] = rate, p99
 	for i, q := range scaleQueries() {
+		c.progress.step(scaleFigures[8+i].name, "%s: timing %s", label, scaleFigures[8+i].name)
 		row[8+i] = p99ms(c.getAll(ctx, benchClient(p.base, c.queryConc), q, c.queryConc))
 	}
+	c.progress.done()
 	rssB, heapB, err := steadyMemory(ctx, p.base, p.debug)
 	if err != nil {
 		return nil, err

@@ -66,3 +66,17 @@ func TestSlopePerMillion(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSizes: --scale takes positive event counts separated by
+// commas, in any order, and refuses anything else.
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("3000000, 1000000,10000000")
+	if err != nil || len(got) != 3 || got[0] != 1000000 || got[1] != 3000000 || got[2] != 10000000 {
+		t.Fatalf("parseSizes: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "-5", "1e6", "1000,", "1000,,2000", "x"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("parseSizes(%q) accepted", bad)
+		}
+	}
+}
