@@ -49,7 +49,7 @@ func sameDirectory(a, b *directory.Directory) bool {
 }
 
 // TestCaptureWhileAddingEqualsFold captures every view at a cut of a
-// shuffled corpus, folds the rest of the corpus in before the copies are
+// shuffled corpus, folds the rest of the corpus in while the copies are
 // encoded (as publishes do during a save), then resumes a fresh state from
 // what was saved and folds the same rest: its digest must be that of a
 // state that folded the whole corpus from empty, and its directory (not
@@ -75,11 +75,18 @@ func TestCaptureWhileAddingEqualsFold(t *testing.T) {
 		for i, e := range evs[:cut] {
 			add(live, i+1, e)
 		}
+		// The rest is folded while the copies are encoded (under -race,
+		// an encoder reading what an Add writes is reported).
+		added := make(chan struct{})
 		c, err := live.CaptureThen(func() {
-			for i, e := range evs[cut:] {
-				add(live, cut+i+1, e)
-			}
+			go func() {
+				defer close(added)
+				for i, e := range evs[cut:] {
+					add(live, cut+i+1, e)
+				}
+			}()
 		})
+		<-added
 		if err != nil {
 			t.Fatal(err)
 		}
