@@ -314,8 +314,9 @@ func feedHead(ctx context.Context, log eventlog.Log, st *state.State, through in
 }
 
 // SaveState saves the derived state in the state directory (Config.StateDir):
-// every view is encoded at one log position under the state's lock, then
-// written out without it. It does nothing without a state directory.
+// every view is copied at one log position under the state's lock, then
+// encoded and written out without it. It does nothing without a state
+// directory.
 func (s *Server) SaveState() error {
 	if s.stateDir == nil {
 		return nil
@@ -338,7 +339,7 @@ func (s *Server) SaveState() error {
 		bytes += v.Bytes
 	}
 	s.cfg.Logger.Info("derived state saved", "seq", m.Seq, "bytes", bytes, "unsaved", len(m.Unsaved),
-		"encode_seconds", held.Seconds(), "seconds", time.Since(t0).Seconds())
+		"locked_seconds", c.Held.Seconds(), "encode_seconds", held.Seconds(), "seconds", time.Since(t0).Seconds())
 	return nil
 }
 

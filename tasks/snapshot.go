@@ -17,7 +17,11 @@ func (f *Fold) SnapshotVersion() string { return "tasks.ids/2" }
 // Snapshot writes the ids of every event f holds. A task's records keep
 // parsed contents, not events; the log keeps the events, and Restore reads
 // them back from it.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.RLock()
 	var ids [][32]byte
 	for _, t := range f.tasks {
@@ -31,13 +35,15 @@ func (f *Fold) Snapshot(w io.Writer) error {
 		}
 	}
 	f.mu.RUnlock()
-	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	for _, id := range ids {
-		if _, err := w.Write(id[:]); err != nil {
-			return err
+	return func(w io.Writer) error {
+		sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+		for _, id := range ids {
+			if _, err := w.Write(id[:]); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // Restore adds to an empty f the events whose ids Snapshot wrote, fetched

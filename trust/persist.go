@@ -41,7 +41,11 @@ type voteSaved struct {
 func (g *Graph) SnapshotVersion() string { return "trust.graph/2" }
 
 // Snapshot writes g's votes and agent table to w.
-func (g *Graph) Snapshot(w io.Writer) error {
+func (g *Graph) Snapshot(w io.Writer) error { return g.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (g *Graph) CaptureSnapshot() func(w io.Writer) error {
 	g.mu.RLock()
 	sv := graphSaved{Names: g.agents.names[:len(g.agents.names):len(g.agents.names)], Pairs: make([]pairSaved, len(g.pairs))}
 	for i, p := range g.pairs {
@@ -56,7 +60,7 @@ func (g *Graph) Snapshot(w io.Writer) error {
 		sv.Seen[i] = append([]int64(nil), t...)
 	}
 	g.mu.RUnlock()
-	return gob.NewEncoder(w).Encode(&sv)
+	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
 }
 
 // Restore replaces g's votes with those Snapshot wrote. On an error g is
@@ -131,7 +135,11 @@ type flagSaved struct {
 func (m *Moderation) SnapshotVersion() string { return "trust.moderation/2" }
 
 // Snapshot writes m's per-event records, activity and flags to w.
-func (m *Moderation) Snapshot(w io.Writer) error {
+func (m *Moderation) Snapshot(w io.Writer) error { return m.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (m *Moderation) CaptureSnapshot() func(w io.Writer) error {
 	m.mu.RLock()
 	sv := modSaved{Names: m.agents.names[:len(m.agents.names):len(m.agents.names)],
 		Keys: make([]idKey, 0, len(m.events)), Authors: make([]int32, 0, len(m.events)),
@@ -150,11 +158,11 @@ func (m *Moderation) Snapshot(w io.Writer) error {
 	sv.Flags = make([][]flagSaved, len(sv.Targets))
 	for i, t := range sv.Targets {
 		for _, f := range m.targets[t] {
-			sv.Flags[i] = append(sv.Flags[i], flagSaved{f.id, f.flagger, f.createdAt, f.category, f.reason, f.override, f.appeal, f.cosigners, f.signed})
+			sv.Flags[i] = append(sv.Flags[i], flagSaved{f.id, f.flagger, f.createdAt, f.category, f.reason, f.override, f.appeal, slices.Clone(f.cosigners), slices.Clone(f.signed)})
 		}
 	}
 	m.mu.RUnlock()
-	return gob.NewEncoder(w).Encode(&sv)
+	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
 }
 
 // Restore replaces m's records with those Snapshot wrote. On an error m

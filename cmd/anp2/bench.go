@@ -57,6 +57,8 @@ type benchCmd struct {
 	// backends and pg: see benchBackends.
 	backends int
 	pg       string
+	// scale is --scale's list of log sizes (see benchScale).
+	scale string
 	// push and its sizes: see benchPush.
 	push                                                     bool
 	pushSubs, pushTriggers, pushRate, pushEvents, pushTopics int
@@ -83,7 +85,8 @@ func (c *benchCmd) ParseFlags(args []string) error {
 	fs.IntVar(&c.batch, "batch", 100, "events per POST /events/batch in the batch run (0: skip it)")
 	fs.IntVar(&c.backends, "backends", 0, "instead, fill a log of this many events and compare SQLite, PostgreSQL with one relay process and with two (needs --pg), and time its migration")
 	fs.StringVar(&c.pg, "pg", "", "with --backends: a postgres:// URL of a database on the server to create the bench's databases on (they are dropped after)")
-	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file); with --backends: the SQLite log to reuse or fill")
+	fs.StringVar(&c.corpus, "corpus", "", "with --replay: corpus file to reuse, or to create when missing (default: a temporary file); with --backends: the SQLite log to reuse or fill; with --scale: a directory of corpus-N.jsonl files, one per size, reused or created")
+	fs.StringVar(&c.scale, "scale", "", "instead, for each of these comma-separated log sizes (e.g. 1000000,3000000,10000000) import a mixed corpus into a fresh log and measure the relay process on it: time to ready with no saved state, after a clean stop and after kill -9, RSS and Go heap, publish rate and half-load p99, read p99s; then print a table with the slope per million events (--corpus DIR keeps one corpus-N.jsonl per size for later runs)")
 	fs.BoolVar(&c.push, "push", false, "instead, measure push delivery (SPEC §16): WebSocket subscribers and webhook triggers while events are published at --push-rate")
 	fs.IntVar(&c.pushSubs, "push-subscribers", 1000, "with --push: WebSocket clients, one REQ each")
 	fs.IntVar(&c.pushTriggers, "push-triggers", 1000, "with --push: webhook triggers")
@@ -96,6 +99,9 @@ func (c *benchCmd) ParseFlags(args []string) error {
 func (c *benchCmd) Run(ctx context.Context) error {
 	if c.push {
 		return c.benchPush(ctx)
+	}
+	if c.scale != "" {
+		return c.benchScale(ctx)
 	}
 	if c.replay > 0 {
 		return c.benchReplay(ctx)

@@ -41,7 +41,7 @@ func (c *benchCmd) benchViews(ctx context.Context) error {
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "views.db")
-	if err := c.importCorpus(ctx, db); err != nil {
+	if err := c.importFile(ctx, db, c.corpus); err != nil {
 		return err
 	}
 	srv := newServe(c.out, os.Stderr)
@@ -328,14 +328,14 @@ func (c *benchCmd) mirrorInProcess(ctx context.Context, db, source string, start
 	return res, "in the bench's process", err
 }
 
-// importCorpus loads the corpus into db with the importer.
-func (c *benchCmd) importCorpus(ctx context.Context, db string) error {
+// importFile loads the corpus at path into db with the importer.
+func (c *benchCmd) importFile(ctx context.Context, db, path string) error {
 	st, err := sqlite.Open(db, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	f, err := os.Open(c.corpus)
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

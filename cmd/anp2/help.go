@@ -84,10 +84,11 @@ anp2 dm read --key bob.key --follow`, subs: []string{"send", "read"}},
 		usage:    "anp2 redact [--db DB] --id EVENT_ID --reason TEXT [--relay-key FILE] [--state-dir DIR]   (with the relay stopped)",
 		examples: `anp2 redact --db anp2.db --id 3f2a…e9 --reason 'court order 2026-123'   # then start the relay again`},
 	{name: "bench", summary: "measure ingest and query speed against the machine's ceiling",
-		usage: "anp2 bench [--events N] [--concurrency N] [--in-process] [--push|--views N|--replay N|--backends N]",
+		usage: "anp2 bench [--events N] [--concurrency N] [--in-process] [--push|--views N|--replay N|--backends N|--scale N,N…]",
 		examples: `anp2 bench                       # publish throughput and latency on a fresh relay process
 anp2 bench --push                # push delivery to WebSocket subscribers and webhooks
-anp2 bench --replay 100000       # the auditor's replay`},
+anp2 bench --replay 100000       # the auditor's replay
+anp2 bench --scale 1000000,3000000 --corpus corpora/   # restart, memory, publish and reads as the log grows`},
 	{name: "help", summary: "list the commands, or show one command's examples and flags",
 		usage:    "anp2 help [COMMAND] | anp2 help --markdown",
 		examples: "anp2 help serve\nanp2 help --markdown > docs/configuration.md   # regenerate the configuration reference"},

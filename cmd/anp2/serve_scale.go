@@ -29,7 +29,7 @@ type scaleFlags struct {
 
 func (f *scaleFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stateDir, "state-dir", "", "directory of saved derived state, resumed at start (default <db>.state beside a SQLite log, none with PostgreSQL: give each process its own; none: fold the whole log at every start)")
-	fs.DurationVar(&f.stateEvery, "state-every", 0, "also save the derived state this often while serving, when the log grew (0, the default: only at a clean stop; publishes wait while the views are encoded, about a second per 100,000 events)")
+	fs.DurationVar(&f.stateEvery, "state-every", 5*time.Minute, "also save the derived state this often while serving, when the log grew, so that a kill -9 refolds at most this much of the log at the next start (0: only at a clean stop); publishes wait only while the views are copied, not while they are encoded and written")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060, on a listener of its own (default off; other addresses are refused)")
 }
 

@@ -38,7 +38,11 @@ type idSaved struct {
 func (f *Fold) SnapshotVersion() string { return "branches/1" }
 
 // Snapshot writes f's events and indexes to w.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.Lock()
 	sv := saved{NBans: f.nbans, Gen: f.gen, Version: f.version, Indexed: f.ids != nil}
 	for _, e := range f.votes {
@@ -66,7 +70,7 @@ func (f *Fold) Snapshot(w io.Writer) error {
 		sv.IDs[i] = idSaved{e.id, e.at, e.kind}
 	}
 	f.mu.Unlock()
-	return gob.NewEncoder(w).Encode(&sv)
+	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
 }
 
 // Restore replaces f's events and indexes with those Snapshot wrote; the

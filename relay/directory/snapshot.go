@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/anp2net/relay/protocol"
@@ -30,7 +31,11 @@ type saved struct {
 func (d *Directory) SnapshotVersion() string { return "directory/2" }
 
 // Snapshot writes d's records to w.
-func (d *Directory) Snapshot(w io.Writer) error {
+func (d *Directory) Snapshot(w io.Writer) error { return d.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (d *Directory) CaptureSnapshot() func(w io.Writer) error {
 	d.mu.RLock()
 	var sv saved
 	for id := range d.agents {
@@ -42,7 +47,7 @@ func (d *Directory) Snapshot(w io.Writer) error {
 		if a.everProfile {
 			sv.Ever = append(sv.Ever, i)
 		}
-		sv.Times = append(sv.Times, a.times)
+		sv.Times = append(sv.Times, slices.Clone(a.times)) // times change in place
 		sv.Profiles = append(sv.Profiles, eventIDs(a.profiles))
 		sv.Caps = append(sv.Caps, eventIDs(a.caps))
 	}
@@ -51,7 +56,7 @@ func (d *Directory) Snapshot(w io.Writer) error {
 	}
 	sort.Strings(sv.Rooms)
 	for _, t := range sv.Rooms {
-		sv.RoomTimes = append(sv.RoomTimes, d.rooms[t].times)
+		sv.RoomTimes = append(sv.RoomTimes, slices.Clone(d.rooms[t].times))
 	}
 	for k := range d.kinds {
 		sv.Kinds = append(sv.Kinds, k)
@@ -60,9 +65,8 @@ func (d *Directory) Snapshot(w io.Writer) error {
 	for _, k := range sv.Kinds {
 		sv.Counts = append(sv.Counts, d.kinds[k])
 	}
-	err := gob.NewEncoder(w).Encode(&sv)
 	d.mu.RUnlock()
-	return err
+	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
 }
 
 func eventIDs(evs []*protocol.Event) []string {

@@ -39,10 +39,11 @@ type Fold struct {
 	caps     map[string][]*protocol.Event // every kind 4 revision
 	relays   map[string]int               // non-revoked kind 10 announcements per relay key
 	recent   recentIndex                  // the feed's candidates by author and topic
-	// held is every event folded in and not removed, by id, as its saved
-	// form needs it (snapshot.go): the event itself for the kinds the
-	// fold keeps whole, a copy without its signature for the others.
-	held map[string]*protocol.Event
+	// held is every event folded in and not removed, by id, in its saved
+	// form (snapshot.go), signature included only for the kinds the fold
+	// keeps whole; scratch is hold's encoding buffer.
+	held    map[string]heldEvent
+	scratch []byte
 	// invite counts the invite_only agents, read without the lock: while
 	// it is 0 the reader rule (§12.8) restricts nothing.
 	invite atomic.Int64
@@ -54,7 +55,7 @@ func New() *Fold {
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
 		ctx: newContexts(), emb: newEmbeddings(),
 		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
-		relays: map[string]int{}, recent: newRecentIndex(), held: map[string]*protocol.Event{},
+		relays: map[string]int{}, recent: newRecentIndex(), held: map[string]heldEvent{},
 	}
 }
 

@@ -3,8 +3,9 @@ package discovery
 import "unsafe"
 
 // Size returns the number of posts and citations f holds and an estimate
-// of the heap bytes of its post records and citation edges, the parts
-// that grow with the number of events (for /metrics); the other indexes
+// of the heap bytes of its post records, citation edges and held saved
+// forms, the parts that grow with the number of events (for /metrics);
+// the other indexes
 // grow with agents, topics and threads and are left out of the estimate.
 func (f *Fold) Size() (entries, bytes int64) {
 	f.mu.RLock()
@@ -22,6 +23,9 @@ func (f *Fold) Size() (entries, bytes int64) {
 			entries++
 			bytes += 2*int64(unsafe.Sizeof(*c)) + int64(len(c.Citing)+len(c.Target)+len(c.AgentID)) + 64
 		}
+	}
+	for id, h := range f.held {
+		bytes += int64(len(id)) + int64(cap(h.rest)) + 80 // map entry: key, times, author, slice
 	}
 	return entries, bytes
 }

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,7 +15,7 @@ import (
 	"github.com/anp2net/relay/relay/state"
 )
 
-var _ state.Snapshotter = (*Fold)(nil)
+var _ state.Capturer = (*Fold)(nil)
 
 // snapshotVersion names the Fold's saved form (SPEC §2.2): the feed
 // index's horizon, then every event the fold holds in (created_at, id)
@@ -38,50 +39,83 @@ func keptWhole(k int64) bool {
 	return false
 }
 
+// heldEvent is a held event as its saved form needs it. Holding the
+// encoded tail (signature, content, tags) rather than the parsed event
+// lets the event's content and tag slices, which no index reads, be
+// collected; the author string is the one the indexes share.
+type heldEvent struct {
+	at, kind int64
+	agent    string
+	rest     []byte // appendRest
+}
+
 // hold records e as folded in (add) or withdrawn. Callers hold mu.
 func (f *Fold) hold(e *protocol.Event, add bool) {
 	if !add {
 		delete(f.held, e.ID)
 		return
 	}
-	if !keptWhole(e.Kind) {
-		slim := *e
-		slim.Sig = ""
-		e = &slim
+	f.scratch = appendRest(f.scratch[:0], e)
+	f.held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, bytes.Clone(f.scratch)}
+}
+
+// appendRest appends the end of e's saved form: the signature for the
+// kinds kept whole (else an empty one), content and tags.
+func appendRest(b []byte, e *protocol.Event) []byte {
+	sig := ""
+	if keptWhole(e.Kind) {
+		sig = e.Sig
 	}
-	f.held[e.ID] = e
+	b = appendText(b, sig)
+	b = appendText(b, e.Content)
+	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+	for _, t := range e.Tags {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		for _, s := range t {
+			b = appendText(b, s)
+		}
+	}
+	return b
 }
 
 // Snapshot writes the horizon and every held event to w.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies the horizon and the set of held events (their
+// saved forms are never changed once held) and returns the function that
+// encodes them: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.RLock()
-	evs := make([]*protocol.Event, 0, len(f.held))
-	for _, e := range f.held {
-		evs = append(evs, e)
+	evs := make([]heldID, 0, len(f.held))
+	for id, h := range f.held {
+		evs = append(evs, heldID{id, h})
 	}
 	horizon := f.recent.horizon
 	f.mu.RUnlock()
+	return func(w io.Writer) error { return encodeHeld(w, horizon, evs) }
+}
+
+// heldID is a held event and its id.
+type heldID struct {
+	id string
+	heldEvent
+}
+
+// encodeHeld writes the horizon and evs, sorted in place, to w.
+func encodeHeld(w io.Writer, horizon int64, evs []heldID) error {
 	// Folding in time order at restore appends to the time-ordered
 	// indexes instead of inserting into them.
-	slices.SortFunc(evs, func(a, b *protocol.Event) int {
-		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	slices.SortFunc(evs, func(a, b heldID) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
 	})
 	b := binary.AppendVarint(nil, horizon)
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	for _, e := range evs {
-		b = binary.AppendVarint(b, e.Kind)
-		b = binary.AppendVarint(b, e.CreatedAt)
-		b = appendText(b, e.ID)
-		b = appendText(b, e.AgentID)
-		b = appendText(b, e.Sig)
-		b = appendText(b, e.Content)
-		b = binary.AppendUvarint(b, uint64(len(e.Tags)))
-		for _, t := range e.Tags {
-			b = binary.AppendUvarint(b, uint64(len(t)))
-			for _, s := range t {
-				b = appendText(b, s)
-			}
-		}
+		b = binary.AppendVarint(b, e.kind)
+		b = binary.AppendVarint(b, e.at)
+		b = appendText(b, e.id)
+		b = appendText(b, e.agent)
+		b = append(b, e.rest...)
 		if len(b) >= 1<<20 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -204,6 +238,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	horizon := r.varint()
 	n := r.count()
 	evs := make([]*protocol.Event, 0, n)
+	rests := make([][2]int, 0, n) // each event's appendRest, as offsets in data
 	for range n {
 		e := &protocol.Event{Kind: r.varint(), CreatedAt: r.varint(), ID: r.text(false)}
 		agent := r.text(false)
@@ -212,6 +247,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 		} else {
 			agents[agent] = agent
 		}
+		start := len(data) - len(r.b)
 		e.AgentID, e.Sig, e.Content = agent, r.text(false), r.text(false)
 		if nt := r.count(); nt > 0 {
 			e.Tags = make([][]string, nt)
@@ -232,19 +268,37 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 			return fmt.Errorf("%w: event %d", errSaved, len(evs))
 		}
 		evs = append(evs, e)
+		rests = append(rests, [2]int{start, len(data) - len(r.b)})
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return errSaved
 	}
 	g := New()
-	g.recent.horizon, g.held = horizon, make(map[string]*protocol.Event, len(evs))
 	g.replay(evs)
+	g.recent.horizon, g.held = horizon, heldOf(evs, rests, data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.beacons, f.subs, f.cites, f.ctx, f.emb = g.beacons, g.subs, g.cites, g.ctx, g.emb
 	f.profiles, f.disc, f.caps, f.relays, f.recent, f.held = g.profiles, g.disc, g.caps, g.relays, g.recent, g.held
 	f.invite.Store(g.invite.Load())
 	return nil
+}
+
+// heldOf returns the held form of evs, whose appendRest bytes are at
+// rests in data: copied into one buffer, so that data can be collected.
+func heldOf(evs []*protocol.Event, rests [][2]int, data []byte) map[string]heldEvent {
+	n := 0
+	for _, r := range rests {
+		n += r[1] - r[0]
+	}
+	buf := make([]byte, 0, n)
+	held := make(map[string]heldEvent, len(evs))
+	for i, e := range evs {
+		k := len(buf)
+		buf = append(buf, data[rests[i][0]:rests[i][1]]...)
+		held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, buf[k:len(buf):len(buf)]}
+	}
+	return held
 }
 
 // replay folds evs into g, which no one else sees yet, as Add would. The
@@ -281,7 +335,6 @@ func (g *Fold) replay(evs []*protocol.Event) {
 		g.ctx.apply(e, topicsOf(e), refs, true)
 	})
 	for _, e := range evs {
-		g.held[e.ID] = e
 		g.applyKind(e, true)
 		if mayCite(e) {
 			g.cites.apply(e, refsOf(e), true)

@@ -21,7 +21,11 @@ type saved struct {
 func (f *Fold) SnapshotVersion() string { return "funding/1" }
 
 // Snapshot writes the events f holds to w.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.RLock()
 	var sv saved
 	for _, m := range f.fundings {
@@ -43,9 +47,11 @@ func (f *Fold) Snapshot(w io.Writer) error {
 		}
 	}
 	f.mu.RUnlock()
-	sort.Slice(sv.Events, func(i, j int) bool { return sv.Events[i].ID < sv.Events[j].ID })
-	sort.Slice(sv.Operators, func(i, j int) bool { return sv.Operators[i][1] < sv.Operators[j][1] })
-	return gob.NewEncoder(w).Encode(&sv)
+	return func(w io.Writer) error {
+		sort.Slice(sv.Events, func(i, j int) bool { return sv.Events[i].ID < sv.Events[j].ID })
+		sort.Slice(sv.Operators, func(i, j int) bool { return sv.Operators[i][1] < sv.Operators[j][1] })
+		return gob.NewEncoder(w).Encode(&sv)
+	}
 }
 
 // Restore replaces f's sets with those Snapshot wrote. On an error f is

@@ -34,7 +34,11 @@ type usageSaved struct {
 func (f *Fold) SnapshotVersion() string { return "governance/1" }
 
 // Snapshot writes f's events, activity and usage to w.
-func (f *Fold) Snapshot(w io.Writer) error {
+func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
+
+// CaptureSnapshot copies what Snapshot writes and returns the function that
+// encodes the copy: it may run while events are added and removed.
+func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	var sv saved
 	f.mu.Lock()
 	for _, e := range f.events {
@@ -63,9 +67,11 @@ func (f *Fold) Snapshot(w io.Writer) error {
 		}
 	}
 	f.usage.mu.Unlock()
-	sort.Slice(sv.Acts, func(i, j int) bool { return sv.Acts[i].ID < sv.Acts[j].ID })
-	sort.Slice(sv.PIPs, func(i, j int) bool { return sv.PIPs[i].ID < sv.PIPs[j].ID })
-	return gob.NewEncoder(w).Encode(&sv)
+	return func(w io.Writer) error {
+		sort.Slice(sv.Acts, func(i, j int) bool { return sv.Acts[i].ID < sv.Acts[j].ID })
+		sort.Slice(sv.PIPs, func(i, j int) bool { return sv.PIPs[i].ID < sv.PIPs[j].ID })
+		return gob.NewEncoder(w).Encode(&sv)
+	}
 }
 
 // Restore replaces f's events, activity and usage with those Snapshot

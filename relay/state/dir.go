@@ -102,12 +102,15 @@ var validName = func(n string) bool {
 }
 
 // Save writes c as the newest snapshot and removes older ones and any
-// left by an interrupted save. It returns the manifest written.
+// left by an interrupted save. It returns the manifest written, or the
+// one saved already when c is not newer.
 func (d *Dir) Save(c *Capture) (*Manifest, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.last != nil && d.last.Seq == c.Seq && c.Seq > 0 {
-		return d.last, nil // nothing new since
+	if d.last != nil && (d.last.Seq == c.Seq && c.Seq > 0 || d.last.Seq > c.Seq) {
+		// Nothing new since, or a capture older than the saved one (two
+		// saves' encodings overlapped): keep the newer.
+		return d.last, nil
 	}
 	m := &Manifest{Format: manifestFormat, Seq: c.Seq, Count: c.Count, LastID: c.LastID, SavedAt: time.Now().Unix(), Unsaved: c.Unsaved}
 	tmp, err := os.MkdirTemp(d.path, "tmp-")

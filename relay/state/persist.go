@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/eventlog"
@@ -20,7 +21,8 @@ type Snapshotter interface {
 	// version is never restored.
 	SnapshotVersion() string
 	// Snapshot writes the view's state to w. The caller holds the
-	// composition's lock: no Add or Remove runs meanwhile.
+	// composition's lock: no Add or Remove runs meanwhile (a Capturer's
+	// encoder runs without it).
 	Snapshot(w io.Writer) error
 	// Restore replaces the state of a view that has seen no event with
 	// what Snapshot wrote; lookup fetches stored events by id for a view
@@ -71,6 +73,9 @@ type Capture struct {
 	// a Snapshotter; Unsaved names the views that are not.
 	Views   []View
 	Unsaved []string
+	// Held is how long the capture held the composition's lock (and so
+	// publishes): the copying of the views' state, not their encoding.
+	Held time.Duration
 }
 
 // views returns every view by name: the built-in ones, then the modules'
@@ -80,32 +85,80 @@ func (s *State) views() []NamedFold {
 	return append(out, s.folds...)
 }
 
-// Capture encodes the composition and every Snapshotter view into memory
-// under the composition's lock, so that all of them are at one log
-// position; the caller writes them out after (Dir.Save) without the lock.
-// Publishes wait for the encoding, not for the disk.
-func (s *State) Capture() (*Capture, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := &Capture{Seq: s.seq, Count: s.count, LastID: s.lastID}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s.compositionLocked()); err != nil {
-		return nil, fmt.Errorf("capture composition: %w", err)
+// Capturer is a Snapshotter that copies its state cheaply and encodes the
+// copy later: CaptureSnapshot runs under the composition's lock and
+// returns the encoder, which runs without it while Add and Remove go on,
+// so that saving state does not hold publishes for the encoding. The
+// encoder must write what Snapshot would have written at the capture.
+type Capturer interface {
+	Snapshotter
+	CaptureSnapshot() func(w io.Writer) error
+}
+
+// Capture saves the composition and every Snapshotter view at one log
+// position: under the composition's lock it copies the composition's
+// bookkeeping and each Capturer view's state (a Snapshotter that is not a
+// Capturer is encoded there), then encodes the copies into memory without
+// the lock. The caller writes them out after (Dir.Save). Publishes wait
+// for the copies only.
+func (s *State) Capture() (*Capture, error) { return s.captureThen(nil) }
+
+// captureThen is Capture with between, when not nil, run after the lock
+// is released and before the copies are encoded (tests).
+func (s *State) captureThen(between func()) (*Capture, error) {
+	c, encoders, err := s.capture()
+	if err != nil {
+		return nil, err
 	}
-	c.Views = append(c.Views, View{CompositionView, compositionVersion, bytes.Clone(buf.Bytes())})
-	for _, v := range s.views() {
-		sn, ok := v.Fold.(Snapshotter)
-		if !ok {
-			c.Unsaved = append(c.Unsaved, v.Name)
-			continue
+	if between != nil {
+		between()
+	}
+	var buf bytes.Buffer
+	for i := range c.Views {
+		if encoders[i] == nil {
+			continue // encoded under the lock
 		}
 		buf.Reset()
-		if err := sn.Snapshot(&buf); err != nil {
-			return nil, fmt.Errorf("capture %s: %w", v.Name, err)
+		if err := encoders[i](&buf); err != nil {
+			return nil, fmt.Errorf("capture %s: %w", c.Views[i].Name, err)
 		}
-		c.Views = append(c.Views, View{v.Name, sn.SnapshotVersion(), bytes.Clone(buf.Bytes())})
+		c.Views[i].Data = bytes.Clone(buf.Bytes())
 	}
 	return c, nil
+}
+
+// capture is Capture's part under the lock: the views in order with an
+// encoder each, or nil and their data when encoded already.
+func (s *State) capture() (c *Capture, encoders []func(io.Writer) error, err error) {
+	s.mu.Lock()
+	t0 := time.Now()
+	defer func() {
+		if c != nil {
+			c.Held = time.Since(t0)
+		}
+		s.mu.Unlock()
+	}()
+	c = &Capture{Seq: s.seq, Count: s.count, LastID: s.lastID}
+	cs := s.compositionLocked()
+	c.Views = append(c.Views, View{Name: CompositionView, Version: compositionVersion})
+	encoders = []func(io.Writer) error{func(w io.Writer) error { return gob.NewEncoder(w).Encode(cs) }}
+	for _, v := range s.views() {
+		switch sn := v.Fold.(type) {
+		case Capturer:
+			c.Views = append(c.Views, View{Name: v.Name, Version: sn.SnapshotVersion()})
+			encoders = append(encoders, sn.CaptureSnapshot())
+		case Snapshotter:
+			var buf bytes.Buffer
+			if err := sn.Snapshot(&buf); err != nil {
+				return nil, nil, fmt.Errorf("capture %s: %w", v.Name, err)
+			}
+			c.Views = append(c.Views, View{v.Name, sn.SnapshotVersion(), buf.Bytes()})
+			encoders = append(encoders, nil)
+		default:
+			c.Unsaved = append(c.Unsaved, v.Name)
+		}
+	}
+	return c, encoders, nil
 }
 
 func (s *State) compositionLocked() *compositionSaved {
