@@ -104,10 +104,12 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 	disc := discovery.NewModule()
 	tl = tlog.NewModule(tlog.Options{Path: tlogPath})
 	ex := explorer.NewModule()
+	dir := directory.NewModule().SetResolver(f.ResolveProfile)  // GET /agents/{id}?resolve=true through federation
+	land := landing.NewModule().SetStats(dir.Directory().Stats) // /heartbeat.md lists /stats' counts
 	return relayModules{federation: f, funding: fund, tiers: tier, tlog: tl, explorer: ex, all: []relay.Module{
 		views.NewModule(), // trust, flags, tasks, credit, /state: mounted first, as when the core served them
 		push,              // before a2a, which delivers task updates through it
-		directory.NewModule().SetResolver(f.ResolveProfile), // GET /agents/{id}?resolve=true through federation
+		dir,
 		disc,
 		discovery.NewIntro(disc),       // §12.6 introduction beacons, signed by the relay
 		discovery.NewFeedPush(disc, 0), // §12.5 kind 1200 feeds for agents that ask
@@ -128,8 +130,8 @@ func modules(fed federation.Options, gov governance.Options, queue ...string) (r
 		tier,
 		f,
 		dms.NewModule(),
-		ex,                  // the web explorer at / for browsers (SPEC §19)
-		landing.NewModule(), // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
+		ex,   // the web explorer at / for browsers (SPEC §19)
+		land, // /llms.txt, /heartbeat.md, /openapi.json (SPEC §3.7)
 		g,
 		tl,                 // the log as a transparency log (SPEC §21)
 		redact.NewModule(), // withheld events: the index, the 451 publish gate, GET /withheld (SPEC §21.8)

@@ -1,9 +1,11 @@
 package branches
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,9 +39,12 @@ type live struct {
 	// lists, per b- id, the events tagging it that were left out of the
 	// branch (by sequence and id): when that fork vanishes (every event
 	// tagging it revoked) those events fall back into main as revoked
-	// ones and are folded in then (absorb), without a rebuild.
-	forks   map[string]bool
-	outside map[string][]seqID
+	// ones and are folded in then (absorb), without a rebuild. Each list
+	// is in sequence order. absorbing holds, while absorb runs, the ids
+	// it has still to fold in.
+	forks     map[string]bool
+	outside   map[string][]seqID
+	absorbing map[string]bool
 	// checked is the last view stale found the state good for (views are
 	// cached per minute and event set, so a commit usually sees the same).
 	checked *View
@@ -126,31 +131,59 @@ func (l *live) noteOutside(seq int64, e *protocol.Event) {
 
 // absorb folds in the events of the forks that vanished since the last
 // call which now belong to branch (SPEC §17.3: their tags name no branch
-// any more), fetching them from the log. Callers hold l.mu.
-func (m *Module) absorb(v *View, branch string, lookup state.Lookup) {
+// any more), fetching them from the log, in sequence order. Callers hold
+// l.mu.
+func (m *Module) absorb(v *View, branch string) {
 	l := &m.live
-	done := map[string]bool{}
+	var todo []seqID
 	for f := range l.forks {
 		if v.Known(f) {
 			continue
 		}
+		if l.absorbing == nil {
+			l.absorbing = map[string]bool{}
+		}
 		for _, r := range l.outside[f] {
-			if done[r.id] || r.seq > l.through {
-				continue
+			if !l.absorbing[r.id] && r.seq <= l.through {
+				l.absorbing[r.id] = true
+				todo = append(todo, r)
 			}
-			e, err := m.core.Log().GetEvent(context.Background(), r.id)
-			if err != nil || e == nil || !inBranch(v, branch, e) {
-				continue
-			}
-			done[r.id] = true
-			for _, g := range strayForks(v, e) {
-				l.strays[g] = true
-			}
-			l.st.Add(r.seq, e, lookup)
 		}
 		delete(l.outside, f)
 	}
+	slices.SortFunc(todo, func(a, b seqID) int { return cmp.Compare(a.seq, b.seq) })
+	lookup := m.liveLookup(v, branch)
+	for _, r := range todo {
+		delete(l.absorbing, r.id) // folded in from here (or in no branch)
+		e, err := m.core.Log().GetEvent(context.Background(), r.id)
+		if err != nil || e == nil || !inBranch(v, branch, e) {
+			continue
+		}
+		for _, g := range strayForks(v, e) {
+			l.strays[g] = true
+		}
+		l.st.Add(r.seq, e, lookup)
+	}
+	l.absorbing = nil
 	l.forks = forksOf(v)
+}
+
+// folded reports whether the stored event e at seq is folded into the
+// live state, given that it is one of the branch's events: the events up
+// to l.through are, except those still listed outside the branch (a
+// vanished fork's, until absorb folds them in). Callers hold l.mu.
+func (l *live) folded(seq int64, e *protocol.Event) bool {
+	if seq > l.through || l.absorbing[e.ID] {
+		return false
+	}
+	for _, t := range branchTags(e) {
+		list := l.outside[t]
+		i, found := slices.BinarySearchFunc(list, seq, func(r seqID, s int64) int { return cmp.Compare(r.seq, s) })
+		if found && list[i].id == e.ID {
+			return false
+		}
+	}
+	return true
 }
 
 // stale reports whether the live state cannot answer for branch under v,
@@ -193,9 +226,12 @@ func strayForks(v *View, e *protocol.Event) []string {
 	return out
 }
 
-// feed folds the committed events of branch under v not yet folded in.
-// Callers hold l.mu.
-func (l *live) feed(v *View, branch string, batch []eventlog.Committed, lookup state.Lookup) {
+// feed folds the committed events of branch under v not yet folded in, in
+// sequence order: a revocation finds only the events before it (not one
+// later in the same batch). Callers hold l.mu.
+func (m *Module) feed(v *View, branch string, batch []eventlog.Committed) {
+	l := &m.live
+	lookup := m.liveLookup(v, branch)
 	for _, c := range batch {
 		if c.Seq <= l.through {
 			continue
@@ -234,17 +270,29 @@ func (m *Module) onCommitLive(batch []eventlog.Committed) {
 		l.wakeLive()
 		return
 	}
-	lookup := m.branchLookup(v, b)
-	l.feed(v, b, batch, lookup)
-	m.absorb(v, b, lookup)
+	m.feed(v, b, batch)
+	m.absorb(v, b)
 }
 
-// branchLookup fetches a stored event for a revocation, only when it is
-// one of branch's events: a revocation does not reach outside its branch.
-func (m *Module) branchLookup(v *View, branch string) state.Lookup {
+// liveLookup fetches a stored event for a revocation the live state folds
+// in, only when it is one of branch's events already folded in: a
+// revocation does not reach outside its branch, and one that meets its
+// target first (a batch or a mirror holding them in that order, or a
+// vanished fork's event not absorbed yet) is applied when the target is
+// folded in, so that no view is asked to remove an event it never saw.
+// Callers hold l.mu.
+func (m *Module) liveLookup(v *View, branch string) state.Lookup {
+	l := &m.live
 	return func(id string) *protocol.Event {
-		e, err := m.core.Log().GetEvent(context.Background(), id)
-		if err != nil || e == nil || !inBranch(v, branch, e) {
+		se, err := m.core.Log().Get(context.Background(), id)
+		if err != nil || se.Seq > l.through {
+			return nil
+		}
+		if _, _, withheld := eventlog.WithheldOf(se.Body); withheld {
+			return nil
+		}
+		e, err := protocol.DecodeJSON(se.Body)
+		if err != nil || !inBranch(v, branch, e) || !l.folded(se.Seq, e) {
 			return nil
 		}
 		return e
@@ -385,9 +433,8 @@ func (m *Module) buildLive(ctx context.Context, v *View, branch string) error {
 	l.st, l.last, l.key, l.through, l.strays, l.checked = st, st, liveKey(v, branch), through, strays, v
 	l.forks, l.outside = forksOf(v), outside
 	l.builds++
-	lookup := m.branchLookup(v, branch)
-	l.feed(v, branch, pending, lookup)
-	m.absorb(m.fold.Current(m.core.Now()), branch, lookup)
+	m.feed(v, branch, pending)
+	m.absorb(m.fold.Current(m.core.Now()), branch)
 	return nil
 }
 

@@ -7,19 +7,16 @@
 package landing
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/anp2net/relay/relay"
+	"github.com/anp2net/relay/relay/directory"
 	"github.com/anp2net/relay/relay/httpx"
 	"github.com/labstack/echo/v4"
 )
@@ -27,6 +24,9 @@ import (
 // Module is the landing module.
 type Module struct {
 	core *relay.Server
+	// stats returns the directory's network counts (GET /stats); nil
+	// when the relay serves no directory.
+	stats func() directory.Stats
 	// doc is the OpenAPI document without servers, built at the first
 	// request (getOpenAPI).
 	docOnce sync.Once
@@ -36,6 +36,11 @@ type Module struct {
 
 // NewModule returns the landing module.
 func NewModule() *Module { return &Module{} }
+
+// SetStats gives the heartbeat the directory's network counts, the
+// figures of GET /stats (cmd/anp2 wires the directory module's); without
+// it the heartbeat lists /health's figures only.
+func (m *Module) SetStats(stats func() directory.Stats) *Module { m.stats = stats; return m }
 
 // Name is "landing".
 func (m *Module) Name() string { return "landing" }
@@ -115,53 +120,44 @@ func (m *Module) getLLMs(c echo.Context) error {
 }
 
 // getHeartbeat is GET /heartbeat.md: the relay's live status as markdown,
-// from its own /health and /stats answers.
+// with the figures of its /health (the core's Health) and /stats (the
+// directory's counts, when SetStats gave them).
 func (m *Module) getHeartbeat(c echo.Context) error {
 	if _, err := httpx.Params(c); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	var health struct {
-		Status  string `json:"status"`
-		Events  int64  `json:"events"`
-		UptimeS int64  `json:"uptime_s"`
-	}
-	var stats struct {
-		TotalEvents  int64            `json:"total_events"`
-		UniqueAgents int64            `json:"unique_agents"`
-		ProfileNodes int64            `json:"profile_nodes"`
-		VisitorsOnly int64            `json:"visitors_only"`
-		LastEventAt  int64            `json:"last_event_at"`
-		ByKind       map[string]int64 `json:"by_kind"`
-	}
-	m.get(ctx, c.RealIP(), "/health", &health)
-	hasStats := m.get(ctx, c.RealIP(), "/stats", &stats)
+	health, _ := m.core.Health(c.Request().Context()) // on an error no figures, as /health then gives none
 	now := m.core.Now()
 	var b strings.Builder
 	b.WriteString("# ANP2 relay heartbeat\n\n")
 	fmt.Fprintf(&b, "Live status of %s at %s (unix %d). Fetch it again for fresh figures.\n\n", m.core.BaseURL(c), time.Unix(now, 0).UTC().Format(time.RFC3339), now)
 	fmt.Fprintf(&b, "- status: %s\n- uptime: %d s\n- stored events: %d\n", orDash(health.Status), health.UptimeS, health.Events)
-	if hasStats {
-		fmt.Fprintf(&b, "- agents: %d (%d with a profile, %d visitors only)\n", stats.UniqueAgents, stats.ProfileNodes, stats.VisitorsOnly)
-		if stats.LastEventAt > 0 {
-			fmt.Fprintf(&b, "- last event: %s\n", time.Unix(stats.LastEventAt, 0).UTC().Format(time.RFC3339))
-		}
-		kinds := make([]string, 0, len(stats.ByKind))
-		for k := range stats.ByKind {
-			kinds = append(kinds, k)
-		}
-		sort.Slice(kinds, func(i, j int) bool {
-			return len(kinds[i]) < len(kinds[j]) || len(kinds[i]) == len(kinds[j]) && kinds[i] < kinds[j]
-		})
-		if len(kinds) > 0 {
-			b.WriteString("\n## Events by kind\n\n| kind | events |\n|---|---|\n")
-			for _, k := range kinds {
-				fmt.Fprintf(&b, "| %s | %d |\n", k, stats.ByKind[k])
-			}
-		}
+	if m.stats != nil {
+		writeStats(&b, m.stats())
 	}
 	b.WriteString("\nThe full API is described at /openapi.json; the figures above are /health's and /stats'.\n")
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(b.String()))
+}
+
+// writeStats writes the heartbeat's /stats figures: agents (unique_agents,
+// profile_nodes, visitors_only), the last event and the events by kind,
+// in kind order.
+func writeStats(b *strings.Builder, st directory.Stats) {
+	fmt.Fprintf(b, "- agents: %d (%d with a profile, %d visitors only)\n", st.Agents, st.Registered, st.Agents-st.Registered)
+	if st.LastEventAt > 0 {
+		fmt.Fprintf(b, "- last event: %s\n", time.Unix(st.LastEventAt, 0).UTC().Format(time.RFC3339))
+	}
+	kinds := make([]int64, 0, len(st.ByKind))
+	for k := range st.ByKind {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		b.WriteString("\n## Events by kind\n\n| kind | events |\n|---|---|\n")
+		for _, k := range kinds {
+			fmt.Fprintf(b, "| %d | %d |\n", k, st.ByKind[k])
+		}
+	}
 }
 
 func orDash(s string) string {
@@ -169,22 +165,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// get runs one of the relay's own GET routes in process for the client at
-// ip and decodes its answer into v; false when it is not a 200 (the route
-// is not mounted, or failed).
-func (m *Module) get(ctx context.Context, ip, path string, v any) bool {
-	req := httptest.NewRequestWithContext(ctx, http.MethodGet, path, nil)
-	req.RemoteAddr = net.JoinHostPort(orIP(ip), "0")
-	rec := httptest.NewRecorder()
-	m.core.Handler().ServeHTTP(rec, req)
-	return rec.Code == http.StatusOK && json.NewDecoder(bytes.NewReader(rec.Body.Bytes())).Decode(v) == nil
-}
-
-func orIP(ip string) string {
-	if ip == "" {
-		return "0.0.0.0"
-	}
-	return ip
 }

@@ -2,8 +2,12 @@ package landing_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay"
@@ -16,8 +20,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
+// start runs a relay with the landing module wired as cmd/anp2 wires it:
+// the heartbeat reads the directory's counts.
 func start(t *testing.T) *relaytest.Relay {
-	return relaytest.Start(t, []relay.Module{directory.NewModule(), mcp.NewModule(mcp.Options{}), landing.NewModule()})
+	dir := directory.NewModule()
+	return relaytest.Start(t, []relay.Module{dir, mcp.NewModule(mcp.Options{}), landing.NewModule().SetStats(dir.Directory().Stats)})
 }
 
 type doc struct {
@@ -184,5 +191,98 @@ func TestLLMsAndHeartbeat(t *testing.T) {
 	}
 	if ans := r.Do(t, "GET", "/heartbeat.md?x=1", "", nil); ans.Status != 400 {
 		t.Fatalf("/heartbeat.md with an unknown parameter: %d", ans.Status)
+	}
+}
+
+// heartbeatFromJSON renders /heartbeat.md from r's GET /health and (when
+// withStats) GET /stats answers, independently of the module: the page
+// must be exactly this.
+func heartbeatFromJSON(t *testing.T, r *relaytest.Relay, withStats bool) string {
+	t.Helper()
+	var health struct {
+		Status  string `json:"status"`
+		Events  int64  `json:"events"`
+		UptimeS int64  `json:"uptime_s"`
+		Now     int64  `json:"now"`
+	}
+	if a := r.Do(t, "GET", "/health", "", nil); a.Status != 200 || json.Unmarshal(a.Body, &health) != nil {
+		t.Fatalf("GET /health: %d %s", a.Status, a.Body)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ANP2 relay heartbeat\n\nLive status of %s at %s (unix %d). Fetch it again for fresh figures.\n\n",
+		r.URL, time.Unix(health.Now, 0).UTC().Format(time.RFC3339), health.Now)
+	fmt.Fprintf(&b, "- status: %s\n- uptime: %d s\n- stored events: %d\n", health.Status, health.UptimeS, health.Events)
+	if withStats {
+		var stats struct {
+			UniqueAgents int64            `json:"unique_agents"`
+			ProfileNodes int64            `json:"profile_nodes"`
+			VisitorsOnly int64            `json:"visitors_only"`
+			LastEventAt  int64            `json:"last_event_at"`
+			ByKind       map[string]int64 `json:"by_kind"`
+		}
+		if a := r.Do(t, "GET", "/stats", "", nil); a.Status != 200 || json.Unmarshal(a.Body, &stats) != nil {
+			t.Fatalf("GET /stats: %d %s", a.Status, a.Body)
+		}
+		fmt.Fprintf(&b, "- agents: %d (%d with a profile, %d visitors only)\n", stats.UniqueAgents, stats.ProfileNodes, stats.VisitorsOnly)
+		if stats.LastEventAt > 0 {
+			fmt.Fprintf(&b, "- last event: %s\n", time.Unix(stats.LastEventAt, 0).UTC().Format(time.RFC3339))
+		}
+		var kinds []int64
+		for k := range stats.ByKind {
+			n, err := strconv.ParseInt(k, 10, 64)
+			if err != nil {
+				t.Fatalf("by_kind key %q", k)
+			}
+			kinds = append(kinds, n)
+		}
+		slices.Sort(kinds)
+		if len(kinds) > 0 {
+			b.WriteString("\n## Events by kind\n\n| kind | events |\n|---|---|\n")
+			for _, k := range kinds {
+				fmt.Fprintf(&b, "| %d | %d |\n", k, stats.ByKind[strconv.FormatInt(k, 10)])
+			}
+		}
+	}
+	b.WriteString("\nThe full API is described at /openapi.json; the figures above are /health's and /stats'.\n")
+	return b.String()
+}
+
+// TestHeartbeatEqualsJSONRoutes: /heartbeat.md carries exactly the figures
+// of GET /health and GET /stats — events of several kinds, a profile, a
+// revocation (stored, but out of /stats' counts), an uptime — and without
+// the directory module (no /stats) only /health's.
+func TestHeartbeatEqualsJSONRoutes(t *testing.T) {
+	r := start(t)
+	a, b := tt.NewAgent("heartbeat-a"), tt.NewAgent("heartbeat-b")
+	at := int64(relaytest.VectorTime - 600)
+	gone := a.Sign(protocol.KindPost, at+1, "soon revoked")
+	for _, e := range []*protocol.Event{
+		a.Sign(protocol.KindProfile, at, `{"name":"heartbeat a"}`),
+		a.Sign(protocol.KindPost, at+2, "hello", []string{"t", "weather"}),
+		gone,
+		a.Sign(protocol.KindRevoke, at+3, "", []string{"e", gone.ID}),
+		b.Sign(protocol.KindTrustVote, at+4, `{"score":1}`, []string{"p", a.ID}),
+		tt.Request(b, at+5, at+3600, tt.Reward{}, false),
+	} {
+		if ans := r.Post(t, e); ans.Status != 200 {
+			t.Fatalf("publish kind %d: %d %s", e.Kind, ans.Status, ans.Body)
+		}
+	}
+	r.Clock.Add(90 * time.Second)
+	want := heartbeatFromJSON(t, r, true)
+	for _, s := range []string{"- uptime: 90 s", "- stored events: 6", "(1 with a profile, 1 visitors only)", "| 50 | 1 |\n", "| 1 | 1 |\n"} {
+		if !strings.Contains(want, s) {
+			t.Fatalf("the JSON routes' figures lack %q:\n%s", s, want)
+		}
+	}
+	ans := r.Do(t, "GET", "/heartbeat.md", "", nil)
+	if ans.Status != 200 || string(ans.Body) != want {
+		t.Fatalf("/heartbeat.md: %d\n%s\nwant\n%s", ans.Status, ans.Body, want)
+	}
+
+	bare := relaytest.Start(t, []relay.Module{landing.NewModule()})
+	bare.Post(t, a.Sign(protocol.KindPost, at, "alone"))
+	if ans := bare.Do(t, "GET", "/heartbeat.md", "", nil); ans.Status != 200 || string(ans.Body) != heartbeatFromJSON(t, bare, false) {
+		t.Fatalf("/heartbeat.md without /stats: %d\n%s", ans.Status, ans.Body)
 	}
 }
