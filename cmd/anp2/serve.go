@@ -246,7 +246,6 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	c.log.Info("derived state rebuilt", "seconds", time.Since(rebuildStart).Round(time.Millisecond).Seconds())
-	releaseStartMemory()
 	if a, ok := st.(interface{ Announce(...string) error }); ok { // SQLite's writer lock names its holder
 		a.Announce("addr=" + ln.Addr().String())
 	}
