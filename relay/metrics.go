@@ -87,6 +87,7 @@ var runtimeSamples = []string{
 	"/memory/classes/total:bytes",
 	"/gc/cycles/total:gc-cycles",
 	"/sched/goroutines:goroutines",
+	"/memory/classes/heap/free:bytes",
 }
 
 // writeRuntime appends the Go runtime's figures to w: live heap, memory
@@ -106,8 +107,11 @@ func writeRuntime(w io.Writer) {
 	}
 	gauge(w, "anp2_go_heap_inuse_bytes", "Bytes of live and not yet collected heap objects.", float64(val(0)))
 	gauge(w, "anp2_go_runtime_mapped_bytes", "Bytes of memory mapped by the Go runtime.", float64(val(1)))
-	if rss, ok := residentBytes(); ok {
-		gauge(w, "anp2_process_resident_bytes", "Resident set size of the process (/proc/self/statm).", float64(rss))
+	gauge(w, "anp2_go_heap_unreturned_bytes", "Bytes of free heap the Go runtime holds and has not returned to the OS.", float64(val(4)))
+	if r, ok := residentBytes(); ok {
+		gauge(w, "anp2_process_resident_bytes", "Resident set size of the process (/proc/self/status VmRSS).", float64(r.total))
+		gauge(w, "anp2_process_resident_anon_bytes", "Anonymous resident memory: the Go heap, stacks and the runtime (RssAnon).", float64(r.anon))
+		gauge(w, "anp2_process_resident_file_bytes", "File-backed resident memory: the binary and the log's memory-mapped pages, reclaimable (RssFile).", float64(r.file))
 	}
 	var gc debug.GCStats
 	debug.ReadGCStats(&gc)
@@ -121,22 +125,55 @@ func gauge(w io.Writer, name, help string, v float64) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v)
 }
 
-// residentBytes reads the process's resident set size from
-// /proc/self/statm (pages × page size); false where there is no procfs.
-func residentBytes() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/statm")
+// resident is the process's resident set size and its parts, in bytes.
+type resident struct {
+	total, anon, file int64
+}
+
+// residentBytes reads the process's resident set size and its anonymous
+// and file-backed parts from /proc/self/status (VmRSS, RssAnon, RssFile);
+// false where there is no procfs or the kernel does not report them.
+func residentBytes() (resident, bool) {
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, false
+		return resident{}, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, false
+	return parseStatusRSS(string(b))
+}
+
+// parseStatusRSS reads VmRSS, RssAnon and RssFile (kB) from the text of
+// /proc/self/status; false unless all three are there.
+func parseStatusRSS(status string) (resident, bool) {
+	var r resident
+	seen := 0
+	for _, line := range strings.Split(status, "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch name {
+		case "VmRSS":
+			dst = &r.total
+		case "RssAnon":
+			dst = &r.anon
+		case "RssFile":
+			dst = &r.file
+		default:
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return resident{}, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 {
+			return resident{}, false
+		}
+		*dst = kb << 10
+		seen++
 	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return pages * int64(os.Getpagesize()), true
+	return r, seen == 3
 }
 
 // writeFolds appends a gauge per derived view of its entries and bytes in

@@ -42,10 +42,19 @@ func TestMetricsRuntimeAndFolds(t *testing.T) {
 	if a.Status != 200 {
 		t.Fatalf("GET /metrics: %d %s", a.Status, a.Body)
 	}
-	for _, name := range []string{"anp2_go_heap_inuse_bytes", "anp2_go_runtime_mapped_bytes", "anp2_process_resident_bytes", "anp2_go_goroutines"} {
+	for _, name := range []string{"anp2_go_heap_inuse_bytes", "anp2_go_runtime_mapped_bytes", "anp2_process_resident_bytes", "anp2_process_resident_anon_bytes", "anp2_process_resident_file_bytes", "anp2_go_goroutines"} {
 		if v, ok := metricValue(a.Body, name); !ok || v <= 0 {
 			t.Errorf("%s = %v, %v; want a positive figure in:\n%s", name, v, ok, a.Body)
 		}
+	}
+	total, _ := metricValue(a.Body, "anp2_process_resident_bytes")
+	anon, _ := metricValue(a.Body, "anp2_process_resident_anon_bytes")
+	file, _ := metricValue(a.Body, "anp2_process_resident_file_bytes")
+	if anon+file > total {
+		t.Errorf("anonymous %v + file-backed %v resident bytes exceed the total %v", anon, file, total)
+	}
+	if _, ok := metricValue(a.Body, "anp2_go_heap_unreturned_bytes"); !ok {
+		t.Errorf("no anp2_go_heap_unreturned_bytes")
 	}
 	if _, ok := metricValue(a.Body, "anp2_go_gc_cycles_total"); !ok {
 		t.Errorf("no anp2_go_gc_cycles_total")

@@ -34,6 +34,8 @@ var scaleFigures = []scaleFigure{
 	{"ready after kill -9", "s"},
 	{"saved state written at stop", "s"},
 	{"steady RSS after a GC", "MiB"},
+	{"anonymous RSS after a GC", "MiB"},
+	{"file-backed RSS after a GC", "MiB"},
 	{"Go heap in use after a GC", "MiB"},
 	{"publish rate", "/s"},
 	{"half-load publish p99", "ms"},
@@ -128,17 +130,19 @@ func (c *benchCmd) scaleOne(ctx context.Context, path string, n int) ([]float64,
 	if err != nil {
 		return nil, err
 	}
-	row[6], row[7] = rate, p99
+	row[8], row[9] = rate, p99
 	for i, q := range scaleQueries() {
-		c.progress.step(scaleFigures[8+i].name, "%s: timing %s", label, scaleFigures[8+i].name)
-		row[8+i] = p99ms(c.getAll(ctx, benchClient(p.base, c.queryConc), q, c.queryConc))
+		c.progress.step(scaleFigures[10+i].name, "%s: timing %s", label, scaleFigures[10+i].name)
+		row[10+i] = p99ms(c.getAll(ctx, benchClient(p.base, c.queryConc), q, c.queryConc))
 	}
 	c.progress.done()
-	rssB, heapB, err := steadyMemory(ctx, p.base, p.debug)
+	mem, err := steadyMemory(ctx, p.base, p.debug)
 	if err != nil {
 		return nil, err
 	}
-	row[4], row[5] = rssB/(1<<20), heapB/(1<<20)
+	for i, v := range mem {
+		row[4+i] = v / (1 << 20)
+	}
 	// 3. kill -9 with the events published since the last save unsaved:
 	// the restart resumes from that save and folds the tail.
 	p.kill()
@@ -149,8 +153,8 @@ func (c *benchCmd) scaleOne(ctx context.Context, path string, n int) ([]float64,
 	if _, err := p.stop(c.progress, label+": clean stop"); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(c.out, "%d events: ready %.1f s cold, %.1f s after a clean stop, %.1f s after kill -9; RSS %.0f MiB, heap %.0f MiB; publish %.0f/s, half-load p99 %.1f ms\n",
-		n, row[0], row[1], row[2], row[4], row[5], row[6], row[7])
+	fmt.Fprintf(c.out, "%d events: ready %.1f s cold, %.1f s after a clean stop, %.1f s after kill -9; RSS %.0f MiB (anonymous %.0f, file-mapped %.0f), heap %.0f MiB; publish %.0f/s, half-load p99 %.1f ms\n",
+		n, row[0], row[1], row[2], row[4], row[5], row[6], row[7], row[8], row[9])
 	return row, nil
 }
 
@@ -211,12 +215,22 @@ func p99ms(lat []time.Duration) float64 {
 	return float64(s[min(len(s)-1, int(0.99*float64(len(s))))]) / float64(time.Millisecond)
 }
 
-// steadyMemory reads the relay's RSS and Go heap in use from /metrics
-// three times a second apart, each after a garbage collection (a heap
-// profile with gc=1 from the profiling listener at debug, when there is
-// one), and returns the medians.
-func steadyMemory(ctx context.Context, base, debug string) (rss, heap float64, err error) {
-	var rs, hs []float64
+// steadyMemoryMetrics are the /metrics samples steadyMemory reads, in
+// scaleFigures' order from "steady RSS after a GC".
+var steadyMemoryMetrics = []string{
+	"anp2_process_resident_bytes",
+	"anp2_process_resident_anon_bytes",
+	"anp2_process_resident_file_bytes",
+	"anp2_go_heap_inuse_bytes",
+}
+
+// steadyMemory reads the relay's RSS, its anonymous and file-mapped
+// parts, and the Go heap in use from /metrics three times a second apart,
+// each after a garbage collection (a heap profile with gc=1 from the
+// profiling listener at debug, when there is one), and returns the
+// medians in steadyMemoryMetrics' order, in bytes.
+func steadyMemory(ctx context.Context, base, debug string) ([]float64, error) {
+	samples := make([][]float64, len(steadyMemoryMetrics))
 	for i := range 3 {
 		if i > 0 {
 			time.Sleep(time.Second)
@@ -229,18 +243,22 @@ func steadyMemory(ctx context.Context, base, debug string) (rss, heap float64, e
 		}
 		m, err := readMetrics(ctx, base)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		r, okR := m["anp2_process_resident_bytes"]
-		h, okH := m["anp2_go_heap_inuse_bytes"]
-		if !okR || !okH {
-			return 0, 0, fmt.Errorf("/metrics lacks anp2_process_resident_bytes or anp2_go_heap_inuse_bytes")
+		for k, name := range steadyMemoryMetrics {
+			v, ok := m[name]
+			if !ok {
+				return nil, fmt.Errorf("/metrics lacks %s", name)
+			}
+			samples[k] = append(samples[k], v)
 		}
-		rs, hs = append(rs, r), append(hs, h)
 	}
-	sort.Float64s(rs)
-	sort.Float64s(hs)
-	return rs[1], hs[1], nil
+	out := make([]float64, len(samples))
+	for k, s := range samples {
+		sort.Float64s(s)
+		out[k] = s[1]
+	}
+	return out, nil
 }
 
 // readMetrics returns the unlabelled samples of GET /metrics by name.
