@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -250,16 +249,6 @@ func (s *Module) gossipPeer(c echo.Context) (string, error) {
 func (s *Module) isPeerKey(agent string) bool {
 	_, ok := s.peerKeys.Load(agent)
 	return ok
-}
-
-// sameBase compares two relay base URLs, ignoring a trailing slash and
-// an /api suffix (D1).
-func sameBase(a, b string) bool {
-	norm := func(u string) string {
-		u = strings.TrimRight(strings.TrimSpace(u), "/")
-		return strings.TrimSuffix(u, "/api")
-	}
-	return a != "" && norm(a) == norm(b)
 }
 
 // learnPeerKey reads the relay key a configured peer names for itself in
