@@ -128,10 +128,3 @@ func isTaskUUID(id string) bool {
 	}
 	return true
 }
-
-// len returns how many tasks are held in memory.
-func (s *store) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.tasks)
-}
