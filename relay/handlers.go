@@ -93,7 +93,7 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 	st, err := s.store.Get(c.Request().Context(), id)
 	if errors.Is(err, eventlog.ErrNotFound) {
 		if w, ok := s.state.Withheld(id); ok { // a counted redaction of an event never stored here
-			return nil, withheldError(id, w)
+			return nil, WithheldError(id, w)
 		}
 		return nil, protocol.Errorf(CodeNotFound, "event %s not found", id)
 	}
@@ -101,7 +101,7 @@ func (s *Server) lookupStored(c echo.Context) (*eventlog.Stored, error) {
 		return nil, err
 	}
 	if w, ok := s.withheldOf(id, st.Body); ok {
-		return nil, withheldError(id, w)
+		return nil, WithheldError(id, w)
 	}
 	if _, err := httpx.Params(c, "include_revoked", "include_hidden"); err != nil {
 		return nil, err

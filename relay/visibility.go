@@ -192,8 +192,9 @@ func (s *Server) withheldOf(id string, body []byte) (eventlog.Withholding, bool)
 	return s.state.Withheld(id)
 }
 
-// withheldError is the 451 answer for a withheld event.
-func withheldError(id string, w eventlog.Withholding) error {
+// WithheldError is the 451 answer for a withheld event, on every path
+// that meets one (reads, and a publish of it).
+func WithheldError(id string, w eventlog.Withholding) error {
 	return protocol.Errorf(CodeWithheld, "event %s is withheld by this relay's operator: %s (redaction %s)", id, w.Reason, w.Redaction)
 }
 

@@ -6,7 +6,7 @@
 // the composed state (relay/state) counts a kind 25 by one of its
 // Redactors as a revocation of the events it names, and a tombstone as an
 // event of the set that is in no view. The core answers 451 and leaves
-// withheld events out of its lists and exports (relay/withheld.go). This
+// withheld events out of its lists and exports (relay/visibility.go). This
 // module adds what runs while the relay serves: it keeps withheld events
 // out of the reconciliation index (so no peer is told to fetch what will
 // never be served), replaces the body of an event a redaction it honors
@@ -151,7 +151,7 @@ func (m *Module) tombstone(ctx context.Context, rd redactor, id string) {
 // gate refuses a direct publish of a withheld event with its 451.
 func (m *Module) gate(_ context.Context, e *protocol.Event, _ time.Time) error {
 	if w, ok := m.core.State().Withheld(e.ID); ok {
-		return protocol.Errorf(relay.CodeWithheld, "event %s is withheld by this relay's operator: %s (redaction %s)", e.ID, w.Reason, w.Redaction)
+		return relay.WithheldError(e.ID, w)
 	}
 	return nil
 }
