@@ -91,13 +91,12 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 	if !ok {
 		return 0, fmt.Errorf("append tombstone: not a tombstone")
 	}
-	idb, _ := decodeID(id)
-	revokeID := idb
-	if b, ok := decodeID(w.Redaction); ok {
-		revokeID = b
+	idb, revokeID, err := eventlog.RedactionKeys(id, tombstone)
+	if err != nil {
+		return 0, err
 	}
 	var seq int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(logLock)); err != nil {
 			return err
 		}

@@ -152,13 +152,12 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 	if !ok {
 		return 0, fmt.Errorf("append tombstone: not a tombstone")
 	}
-	idb, _ := decodeID(id)
-	revokeID := idb
-	if b, ok := decodeID(w.Redaction); ok {
-		revokeID = b
+	idb, revokeID, err := eventlog.RedactionKeys(id, tombstone)
+	if err != nil {
+		return 0, err
 	}
 	var seq int64
-	err := s.control(ctx, func() error {
+	err = s.control(ctx, func() error {
 		tx, err := s.write.Begin()
 		if err != nil {
 			return err
