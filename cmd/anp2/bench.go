@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -467,11 +467,17 @@ func printLatency(w io.Writer, name string, lat []time.Duration) {
 	if len(lat) == 0 {
 		return
 	}
-	s := append([]time.Duration(nil), lat...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	p := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	p := quantiles(lat)
 	fmt.Fprintf(w, "%s: p50 %s  p90 %s  p99 %s  max %s  (n=%d)\n", name,
-		p(0.50).Round(time.Microsecond), p(0.90).Round(time.Microsecond), p(0.99).Round(time.Microsecond), s[len(s)-1].Round(time.Microsecond), len(s))
+		p(0.50).Round(time.Microsecond), p(0.90).Round(time.Microsecond), p(0.99).Round(time.Microsecond), p(1).Round(time.Microsecond), len(lat))
+}
+
+// quantiles sorts a copy of lat (not empty) and returns its quantile
+// function: q of 1 is the maximum.
+func quantiles(lat []time.Duration) func(q float64) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
 }
 
 // cpuPerEvent formats the relay process's CPU time per accepted event

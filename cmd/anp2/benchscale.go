@@ -210,9 +210,7 @@ func p99ms(lat []time.Duration) float64 {
 	if len(lat) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), lat...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return float64(s[min(len(s)-1, int(0.99*float64(len(s))))]) / float64(time.Millisecond)
+	return float64(quantiles(lat)(0.99)) / float64(time.Millisecond)
 }
 
 // steadyMemoryMetrics are the /metrics samples steadyMemory reads, in
@@ -303,13 +301,9 @@ type scaleProc struct {
 // with its saved state beside it and waits until /health answers,
 // showing the time so far on a terminal.
 func (c *benchCmd) startScaleProc(ctx context.Context, db, label string) (*scaleProc, error) {
-	exe := c.relayBin
-	if exe == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		exe = self
+	exe, err := relayExe(c.relayBin)
+	if err != nil {
+		return nil, err
 	}
 	// No periodic save: the state a kill -9 restarts from is the one the
 	// clean stop saved, whatever the run's length.

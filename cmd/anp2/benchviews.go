@@ -161,12 +161,9 @@ func serveProcess(ctx context.Context, db string, extra ...string) (string, int,
 // serveProcessOf is serveProcess of the anp2 binary exe ("": this one),
 // so that a bench can measure another build of the relay (an A/B run).
 func serveProcessOf(ctx context.Context, exe, db string, extra ...string) (string, int, func(), error) {
-	if exe == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return "", 0, nil, err
-		}
-		exe = self
+	exe, err := relayExe(exe)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-agent", "0", "--rate-ip", "0"}, extra...)
 	cmd := exec.CommandContext(ctx, exe, args...)
@@ -207,6 +204,15 @@ func serveProcessOf(ctx context.Context, exe, db string, extra ...string) (strin
 }
 
 // clock ticks of 1/100 s), or 0.
+// relayExe is the anp2 binary a bench runs as its relay: exe, else this
+// one.
+func relayExe(exe string) (string, error) {
+	if exe != "" {
+		return exe, nil
+	}
+	return os.Executable()
+}
+
 // listeningRe finds the address in anp2 serve's "relay listening" log line.
 var listeningRe = regexp.MustCompile(`relay listening"? addr=(\S+)`)
 
