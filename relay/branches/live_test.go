@@ -379,7 +379,9 @@ func TestLiveTagRevokeAttack(t *testing.T) {
 // while one holds the rebuild lock — answering from the state last built.
 func TestLiveRebuildsBounded(t *testing.T) {
 	fork := "b-00fedcba"
-	mod := branches.NewModule(branches.Options{}) // the default: one rebuild per 10 s at most
+	// An interval no run of this test can outlast on a loaded machine, so
+	// the bound below does not depend on how fast the loop runs.
+	mod := branches.NewModule(branches.Options{LiveRebuildEvery: time.Hour})
 	w := &world{t: t, r: relaytest.Start(t, []relay.Module{mod}, func(c *relay.Config) { c.PreferredBranch = fork })}
 	relaytest.Eventually(t, "the first build", func() bool { return mod.LiveBuilds() == 1 })
 	a := taskstest.NewAgent("tag-revoke-preferred")
