@@ -1,23 +1,20 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/internal/pipeload"
 )
 
 // BenchmarkPublish measures single-event publishes over real HTTP with
@@ -161,83 +158,16 @@ func BenchmarkPublishOne(b *testing.B) {
 		body := protocol.AppendJSON(nil, mk(keys[i%len(keys)], now, 1, fmt.Sprint("one ", i), []string{"t", fmt.Sprint("t", i%50)}))
 		reqs[i] = fmt.Appendf(nil, "POST /events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu0 := processCPU()
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nc, err := net.Dial("tcp", host)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer nc.Close()
-			br := bufio.NewReader(nc)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(reqs) {
-					return
-				}
-				if _, err := nc.Write(reqs[i]); err != nil {
-					b.Error(err)
-					return
-				}
-				if err := readAccepted(br); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
+	cpu, err := pipeload.Post(host, reqs, conns, func(status, body []byte) error {
+		if err := pipeload.OK(status, body); err != nil || !bytes.Contains(body, []byte(`"accepted":true`)) {
+			return fmt.Errorf("%q %q", status, body)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
-	cpu := processCPU() - cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-// readAccepted reads one HTTP/1.1 answer with a Content-Length and
-// reports an error unless it is a 200 accepting the event.
-func readAccepted(br *bufio.Reader) error {
-	status, err := br.ReadSlice('\n')
-	if err != nil {
-		return err
-	}
-	ok := bytes.HasPrefix(status, []byte("HTTP/1.1 200 "))
-	n := -1
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if len(line) <= 2 {
-			break
-		}
-		if v, found := bytes.CutPrefix(line, []byte("Content-Length: ")); found {
-			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-		}
-	}
-	if n < 0 {
-		return fmt.Errorf("answer without Content-Length: %q", status)
-	}
-	var buf [512]byte
-	if n > len(buf) {
-		return fmt.Errorf("answer of %d bytes", n)
-	}
-	if _, err := io.ReadFull(br, buf[:n]); err != nil {
-		return err
-	}
-	if !ok || !bytes.Contains(buf[:n], []byte(`"accepted":true`)) {
-		return fmt.Errorf("%q %q", status, buf[:n])
-	}
-	return nil
-}
-
-// processCPU is the user and system CPU this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

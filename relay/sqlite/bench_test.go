@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/internal/pipeload"
 )
 
 // BenchmarkAppendBatch measures the writer alone: pre-signed events in
@@ -118,20 +118,14 @@ func benchAppendShaped(b *testing.B, n int, records func(int) []Record, shape fu
 		b.Fatal(err)
 	}
 	recs = recs[fill:]
-	cpu0 := processCPU()
+	cpu0 := pipeload.ProcessCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += n {
 		if _, err := s.AppendBatch(ctx, recs[i:min(i+n, b.N)]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/event")
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(pipeload.ProcessCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/event")
 }
 
 // BenchmarkAppendFloor measures what SQLite alone costs per durable event

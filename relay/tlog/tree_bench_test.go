@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"path/filepath"
 	"testing"
+
+	"github.com/anp2net/relay/relay/internal/pipeload"
 )
 
 // BenchmarkTreeAppend is the tree's own cost per event, as the commit
@@ -18,7 +20,7 @@ func BenchmarkTreeAppend(b *testing.B) {
 	defer t.Close()
 	batch := make([][32]byte, 8)
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := pipeload.ProcessCPU()
 	for i := 0; i < b.N; i += len(batch) {
 		for k := range batch {
 			batch[k] = sha256.Sum256([]byte{byte(i), byte(i >> 8), byte(i >> 16), byte(k)})
@@ -27,5 +29,5 @@ func BenchmarkTreeAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((pipeload.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
