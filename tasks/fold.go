@@ -3,6 +3,7 @@ package tasks
 import (
 	"encoding/hex"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -141,6 +142,7 @@ func (f *Fold) intern(agent string) uint32 {
 		return n
 	}
 	n := uint32(len(f.names))
+	agent = strings.Clone(agent) // not the parsed event's bytes
 	f.agents[agent] = n
 	f.names = append(f.names, agent)
 	return n

@@ -44,8 +44,30 @@ func newRec(ev *protocol.Event, id [32]byte) *rec {
 	if !r.valid {
 		r.parsed = nil
 		r.invalid = protocol.CodeOf(errs[0])
+		return r
 	}
+	slim(r.parsed)
 	return r
+}
+
+// slim drops what the fold never reads from parsed content (the task id is
+// the record's key, warnings are publish's), so that a record holds what
+// the saved form holds and no more.
+func slim(parsed any) {
+	switch p := parsed.(type) {
+	case *protocol.TaskRequest:
+		p.Warnings = nil
+	case *protocol.TaskAccept:
+		p.TaskID, p.Warnings = "", nil
+	case *protocol.TaskResult:
+		p.TaskID, p.Warnings = "", nil
+	case *protocol.TaskVerify:
+		p.TaskID, p.Warnings = "", nil
+	case *protocol.TaskPayment:
+		p.TaskID, p.Warnings = "", nil
+	case *protocol.TaskCancel:
+		p.TaskID, p.Warnings = "", nil
+	}
 }
 
 func (r *rec) accept() *protocol.TaskAccept   { return r.parsed.(*protocol.TaskAccept) }
