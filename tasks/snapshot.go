@@ -171,7 +171,7 @@ func decodeFold(b []byte) (*Fold, error) {
 	for i, n := range nf.names {
 		nf.agents[n] = uint32(i)
 	}
-	n := d.Count(32 + 8)
+	n := d.Count(32 + 7) // id, two flags, five list lengths
 	for range n {
 		t := decodeTask(d, len(nf.names))
 		if d.Err() != nil {

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/anp2net/relay/internal/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 
@@ -62,6 +64,12 @@ func keyOf(id string) idKey {
 	return k
 }
 
+func cmpKey(a, b idKey) int { return bytes.Compare(a[:], b[:]) }
+
+// newEventTable returns an empty table of live events: 20 bytes an event
+// in sorted arrays (16 of key, 4 of author) instead of a map's ~60.
+func newEventTable() *sortedtab.Table[idKey, int32] { return sortedtab.New[idKey, int32](cmpKey) }
+
 // Moderation is the §7 visibility view: it folds kind 7 flags, and every
 // event's (id, agent_id, created_at) for target authors and the active-agent
 // count, and derives visibility with the weights of a Graph. It is safe for
@@ -72,8 +80,8 @@ type Moderation struct {
 
 	mu          sync.RWMutex
 	agents      agentTable
-	events      map[idKey]int32 // every live event → its author
-	activity    [][]int64       // per agent: sorted created_at of its live events
+	events      *sortedtab.Table[idKey, int32] // every live event → its author
+	activity    [][]int64                      // per agent: sorted created_at of its live events
 	targets     map[string][]flagRec
 	version     atomic.Uint64 // every change
 	flagVersion atomic.Uint64 // changes to flags only
@@ -89,7 +97,7 @@ type Moderation struct {
 func NewModeration(g *Graph, opts ModerationOptions) *Moderation {
 	opts.Options = opts.Options.withDefaults()
 	return &Moderation{g: g, opts: opts, agents: newAgentTable(),
-		events: make(map[idKey]int32), targets: make(map[string][]flagRec)}
+		events: newEventTable(), targets: make(map[string][]flagRec)}
 }
 
 // Version counts the changes folded in so far.
@@ -103,11 +111,11 @@ func (m *Moderation) Add(ev *protocol.Event) {
 	k := keyOf(ev.ID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.events[k]; dup {
+	if _, dup := m.events.Get(k); dup {
 		return
 	}
 	a := m.agents.intern(ev.AgentID)
-	m.events[k] = a
+	m.events.Put(k, a)
 	for len(m.activity) <= int(a) {
 		m.activity = append(m.activity, nil)
 	}
@@ -156,11 +164,11 @@ func (m *Moderation) Remove(ev *protocol.Event) {
 	k := keyOf(ev.ID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a, ok := m.events[k]
+	a, ok := m.events.Get(k)
 	if !ok {
 		return
 	}
-	delete(m.events, k)
+	m.events.Delete(k)
 	if i, found := slices.BinarySearch(m.activity[a], ev.CreatedAt); found {
 		m.activity[a] = slices.Delete(m.activity[a], i, i+1)
 	}

@@ -1,44 +1,31 @@
 package trust
 
 import (
-	"encoding/gob"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 
+	"github.com/anp2net/relay/internal/binform"
+	"github.com/anp2net/relay/internal/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 
-// The saved forms below are the views' exact structures, written with
-// encoding/gob: a restored view is the view that was saved, so its
-// snapshots and digests are those of a refold of the same events. A change
-// to a structure changes its SnapshotVersion, and older saved state is then
-// refolded from the log instead (SPEC §2.2).
+// The saved forms below are the views' exact structures in a compact
+// binary encoding (internal/binform): each agent id once in a table, then
+// indexes into it; event ids as their 32 bytes; times as varints. A
+// restored view is the view that was saved, so its snapshots and digests
+// are those of a refold of the same events. A change to a structure
+// changes its SnapshotVersion, and older saved state is then refolded from
+// the log instead (SPEC §2.2).
 
-// graphSaved is a Graph's saved form.
-type graphSaved struct {
-	Names []string
-	Pairs []pairSaved
-	// Seen is each agent's sorted first-seen times (the new-agent ramp).
-	Seen [][]int64
-}
-
-type pairSaved struct {
-	Voter, Target int32
-	Latest        int
-	Recs          []voteSaved
-}
-
-type voteSaved struct {
-	ID        string
-	CreatedAt int64
-	Score     float64
-	Reason    string
-}
+const (
+	graphVersion      = "trust.graph/3"
+	moderationVersion = "trust.moderation/3"
+)
 
 // SnapshotVersion names the Graph's saved form.
-func (g *Graph) SnapshotVersion() string { return "trust.graph/2" }
+func (g *Graph) SnapshotVersion() string { return graphVersion }
 
 // Snapshot writes g's votes and agent table to w.
 func (g *Graph) Snapshot(w io.Writer) error { return g.CaptureSnapshot()(w) }
@@ -47,169 +34,234 @@ func (g *Graph) Snapshot(w io.Writer) error { return g.CaptureSnapshot()(w) }
 // encodes the copy: it may run while events are added and removed.
 func (g *Graph) CaptureSnapshot() func(w io.Writer) error {
 	g.mu.RLock()
-	sv := graphSaved{Names: g.agents.names[:len(g.agents.names):len(g.agents.names)], Pairs: make([]pairSaved, len(g.pairs))}
+	names := g.agents.names[:len(g.agents.names):len(g.agents.names)]
+	pairs := make([]pairState, len(g.pairs))
 	for i, p := range g.pairs {
-		ps := pairSaved{Voter: p.key.voter, Target: p.key.target, Latest: p.latest, Recs: make([]voteSaved, len(p.recs))}
-		for j, r := range p.recs {
-			ps.Recs[j] = voteSaved{r.id, r.createdAt, r.score, r.reason}
-		}
-		sv.Pairs[i] = ps
+		// recs is copied on removal (append(p.recs[:i:i], ...)) but
+		// appended to in place: cap the copy at its length.
+		pairs[i] = pairState{key: p.key, recs: p.recs[:len(p.recs):len(p.recs)]}
 	}
-	sv.Seen = make([][]int64, len(g.seen))
+	seen := make([][]int64, len(g.seen))
 	for i, t := range g.seen {
-		sv.Seen[i] = append([]int64(nil), t...)
+		seen[i] = slices.Clone(t)
 	}
 	g.mu.RUnlock()
-	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
+	return func(w io.Writer) error {
+		e := binform.NewWriter(graphVersion)
+		e.WriteTable(names)
+		e.Int(len(pairs))
+		for _, p := range pairs {
+			e.Int(int(p.key.voter))
+			e.Int(int(p.key.target))
+			e.Int(len(p.recs))
+			for _, r := range p.recs {
+				e.ID(r.id)
+				e.Varint(r.createdAt)
+				e.Float64(r.score)
+				e.String(r.reason)
+			}
+		}
+		e.Int(len(seen))
+		for _, t := range seen {
+			e.Times(t)
+		}
+		_, err := w.Write(e.Bytes())
+		return err
+	}
 }
 
 // Restore replaces g's votes with those Snapshot wrote. On an error g is
 // unchanged.
 func (g *Graph) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	var sv graphSaved
-	if err := gob.NewDecoder(r).Decode(&sv); err != nil {
+	b, err := io.ReadAll(r)
+	if err != nil {
 		return fmt.Errorf("trust graph: %w", err)
 	}
+	d := binform.NewReader(b, graphVersion)
+	names := d.ReadTable()
 	agents := newAgentTable()
-	for _, n := range sv.Names {
-		if _, dup := agents.index[n]; dup {
-			return fmt.Errorf("trust graph: agent %q twice", n)
-		}
+	for _, n := range names {
 		agents.intern(n)
 	}
-	pairIdx := make(map[pairKey]int32, len(sv.Pairs))
-	pairs := make([]pairState, len(sv.Pairs))
+	np := d.Count(3)
+	pairIdx := make(map[pairKey]int32, np)
+	pairs := make([]pairState, np)
 	inbound := make(map[int32][]int32)
-	for i, ps := range sv.Pairs {
-		k := pairKey{ps.Voter, ps.Target}
-		if int(k.voter) >= len(sv.Names) || int(k.target) >= len(sv.Names) || k.voter < 0 || k.target < 0 || ps.Latest >= len(ps.Recs) {
-			return fmt.Errorf("trust graph: pair %d out of range", i)
+	for i := range pairs {
+		k := pairKey{int32(d.Index(len(names))), int32(d.Index(len(names)))}
+		recs := make([]voteRec, d.Count(12))
+		for j := range recs {
+			recs[j] = voteRec{id: d.ID(), createdAt: d.Varint(), score: d.Float64(), reason: d.Shared()}
+		}
+		if d.Err() != nil {
+			break
 		}
 		if _, dup := pairIdx[k]; dup {
-			return fmt.Errorf("trust graph: pair %d twice", i)
+			d.Fail("pair %d twice", i)
+			break
 		}
-		p := pairState{key: k, latest: ps.Latest, recs: make([]voteRec, len(ps.Recs))}
-		for j, v := range ps.Recs {
-			p.recs[j] = voteRec{id: v.ID, createdAt: v.CreatedAt, score: v.Score, reason: v.Reason}
-		}
+		pairs[i] = pairState{key: k, recs: recs}
+		pairs[i].relatest()
 		pairIdx[k] = int32(i)
-		pairs[i] = p
 		inbound[k.target] = append(inbound[k.target], k.voter)
 	}
-	if len(sv.Seen) > len(sv.Names) {
-		return fmt.Errorf("trust graph: first-seen times of %d agents, %d named", len(sv.Seen), len(sv.Names))
+	seen := make([][]int64, d.Count(1))
+	if len(seen) > len(names) {
+		d.Fail("first-seen times of %d agents, %d named", len(seen), len(names))
 	}
-	for i, t := range sv.Seen {
-		if !slices.IsSorted(t) {
-			return fmt.Errorf("trust graph: first-seen times of agent %d out of order", i)
+	for i := range seen {
+		if seen[i] = d.Times(); d.Err() != nil {
+			break
 		}
 	}
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("trust graph: %w", err)
+	}
 	g.mu.Lock()
-	g.agents, g.pairIdx, g.pairs, g.inbound, g.seen = agents, pairIdx, pairs, inbound, sv.Seen
+	g.agents, g.pairIdx, g.pairs, g.inbound, g.seen = agents, pairIdx, pairs, inbound, seen
 	g.mu.Unlock()
 	g.version.Add(1)
 	return nil
 }
 
-// modSaved is a Moderation's saved form.
-type modSaved struct {
-	Names    []string
-	Keys     []idKey
-	Authors  []int32
-	Activity [][]int64
-	Targets  []string
-	Flags    [][]flagSaved
-}
-
-type flagSaved struct {
-	ID               string
-	Flagger          int32
-	CreatedAt        int64
-	Category, Reason string
-	Override, Appeal bool
-	Cosigners        []int32
-	Signed           []int32 // cosigners whose signature verified (§7.5)
-}
-
 // SnapshotVersion names the Moderation's saved form.
-func (m *Moderation) SnapshotVersion() string { return "trust.moderation/2" }
+func (m *Moderation) SnapshotVersion() string { return moderationVersion }
 
 // Snapshot writes m's per-event records, activity and flags to w.
 func (m *Moderation) Snapshot(w io.Writer) error { return m.CaptureSnapshot()(w) }
 
 // CaptureSnapshot copies what Snapshot writes and returns the function that
-// encodes the copy: it may run while events are added and removed.
+// encodes the copy: it may run while events are added and removed. The
+// per-event records are not copied: the table lends its sorted arrays,
+// which later writes leave unchanged.
 func (m *Moderation) CaptureSnapshot() func(w io.Writer) error {
-	m.mu.RLock()
-	sv := modSaved{Names: m.agents.names[:len(m.agents.names):len(m.agents.names)],
-		Keys: make([]idKey, 0, len(m.events)), Authors: make([]int32, 0, len(m.events)),
-		Activity: make([][]int64, len(m.activity))}
-	for k, a := range m.events {
-		sv.Keys = append(sv.Keys, k)
-		sv.Authors = append(sv.Authors, a)
-	}
+	m.mu.Lock() // Freeze merges the table's recent additions
+	names := m.agents.names[:len(m.agents.names):len(m.agents.names)]
+	keys, authors := m.events.Freeze()
+	activity := make([][]int64, len(m.activity))
 	for i, a := range m.activity {
-		sv.Activity[i] = append([]int64(nil), a...)
+		activity[i] = slices.Clone(a)
 	}
+	targets := make([]string, 0, len(m.targets))
 	for t := range m.targets {
-		sv.Targets = append(sv.Targets, t)
+		targets = append(targets, t)
 	}
-	sort.Strings(sv.Targets)
-	sv.Flags = make([][]flagSaved, len(sv.Targets))
-	for i, t := range sv.Targets {
-		for _, f := range m.targets[t] {
-			sv.Flags[i] = append(sv.Flags[i], flagSaved{f.id, f.flagger, f.createdAt, f.category, f.reason, f.override, f.appeal, slices.Clone(f.cosigners), slices.Clone(f.signed)})
+	flags := make([][]flagRec, len(targets))
+	for i, t := range targets {
+		flags[i] = slices.Clone(m.targets[t]) // cosigner lists are never changed in place
+	}
+	m.mu.Unlock()
+	return func(w io.Writer) error {
+		e := binform.NewWriter(moderationVersion)
+		e.WriteTable(names)
+		e.Int(len(keys))
+		for i, k := range keys {
+			e.Raw(k[:])
+			e.Int(int(authors[i]))
+		}
+		e.Int(len(activity))
+		for _, a := range activity {
+			e.Times(a)
+		}
+		order := make([]int, len(targets))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, b int) bool { return targets[order[a]] < targets[order[b]] })
+		e.Int(len(targets))
+		for _, i := range order {
+			e.ID(targets[i])
+			e.Int(len(flags[i]))
+			for _, f := range flags[i] {
+				encodeFlag(e, &f)
+			}
+		}
+		_, err := w.Write(e.Bytes())
+		return err
+	}
+}
+
+func encodeFlag(e *binform.Writer, f *flagRec) {
+	e.ID(f.id)
+	e.Int(int(f.flagger))
+	e.Varint(f.createdAt)
+	e.String(f.category)
+	e.String(f.reason)
+	e.Bool(f.override)
+	e.Bool(f.appeal)
+	for _, l := range [][]int32{f.cosigners, f.signed} {
+		e.Int(len(l))
+		for _, a := range l {
+			e.Int(int(a))
 		}
 	}
-	m.mu.RUnlock()
-	return func(w io.Writer) error { return gob.NewEncoder(w).Encode(&sv) }
+}
+
+func decodeFlag(d *binform.Reader, n int) flagRec {
+	f := flagRec{id: d.ID(), flagger: int32(d.Index(n)), createdAt: d.Varint(), category: canonicalCategory(d.Shared()),
+		reason: d.Shared(), override: d.Bool(), appeal: d.Bool()}
+	for _, l := range []*[]int32{&f.cosigners, &f.signed} {
+		if c := d.Count(1); c > 0 {
+			*l = make([]int32, c)
+			for i := range *l {
+				(*l)[i] = int32(d.Index(n))
+			}
+		}
+	}
+	return f
 }
 
 // Restore replaces m's records with those Snapshot wrote. On an error m
 // is unchanged.
 func (m *Moderation) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	var sv modSaved
-	if err := gob.NewDecoder(r).Decode(&sv); err != nil {
+	b, err := io.ReadAll(r)
+	if err != nil {
 		return fmt.Errorf("moderation: %w", err)
 	}
-	if len(sv.Keys) != len(sv.Authors) || len(sv.Targets) != len(sv.Flags) || len(sv.Activity) > len(sv.Names) {
-		return fmt.Errorf("moderation: inconsistent saved form")
-	}
+	d := binform.NewReader(b, moderationVersion)
+	names := d.ReadTable()
 	agents := newAgentTable()
-	for _, n := range sv.Names {
-		if _, dup := agents.index[n]; dup {
-			return fmt.Errorf("moderation: agent %q twice", n)
-		}
+	for _, n := range names {
 		agents.intern(n)
 	}
-	n := int32(len(sv.Names))
-	inRange := func(a int32) bool { return a >= 0 && a < n }
-	events := make(map[idKey]int32, len(sv.Keys))
-	for i, k := range sv.Keys {
-		if !inRange(sv.Authors[i]) {
-			return fmt.Errorf("moderation: author out of range")
-		}
-		events[k] = sv.Authors[i]
+	ne := d.Count(17)
+	keys, authors := make([]idKey, ne), make([]int32, ne)
+	for i := range keys {
+		copy(keys[i][:], d.Raw(len(idKey{})))
+		authors[i] = int32(d.Index(len(names)))
 	}
-	targets := make(map[string][]flagRec, len(sv.Targets))
-	for i, t := range sv.Targets {
-		recs := make([]flagRec, len(sv.Flags[i]))
-		for j, f := range sv.Flags[i] {
-			if !inRange(f.Flagger) {
-				return fmt.Errorf("moderation: flagger out of range")
-			}
-			for _, c := range append(f.Cosigners[:len(f.Cosigners):len(f.Cosigners)], f.Signed...) {
-				if !inRange(c) {
-					return fmt.Errorf("moderation: cosigner out of range")
-				}
-			}
-			recs[j] = flagRec{id: f.ID, flagger: f.Flagger, createdAt: f.CreatedAt, category: f.Category,
-				reason: f.Reason, override: f.Override, appeal: f.Appeal, cosigners: f.Cosigners, signed: f.Signed}
+	activity := make([][]int64, d.Count(1))
+	if len(activity) > len(names) {
+		d.Fail("activity of %d agents, %d named", len(activity), len(names))
+	}
+	for i := range activity {
+		activity[i] = d.Times()
+	}
+	nt := d.Count(3)
+	targets := make(map[string][]flagRec, nt)
+	for range nt {
+		t := d.ID()
+		recs := make([]flagRec, d.Count(10))
+		for j := range recs {
+			recs[j] = decodeFlag(d, len(names))
+		}
+		if _, dup := targets[t]; dup && d.Err() == nil {
+			d.Fail("target %s twice", t)
+		}
+		if d.Err() != nil {
+			break
 		}
 		targets[t] = recs
 	}
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("moderation: %w", err)
+	}
+	events, ok := sortedtab.FromSorted(cmpKey, keys, authors)
+	if !ok {
+		return fmt.Errorf("moderation: %w: event keys out of order", binform.ErrCorrupt)
+	}
 	m.mu.Lock()
-	m.agents, m.events, m.activity, m.targets = agents, events, sv.Activity, targets
+	m.agents, m.events, m.activity, m.targets = agents, events, activity, targets
 	m.mu.Unlock()
 	m.flagVersion.Add(1)
 	m.version.Add(1)

@@ -30,8 +30,8 @@ func (g *Graph) Size() (entries, bytes int64) {
 func (m *Moderation) Size() (entries, bytes int64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	entries = int64(len(m.events))
-	bytes = m.agents.size() + entries*int64(unsafe.Sizeof(idKey{})+4+mapEntryOverhead)
+	entries = int64(m.events.Len())
+	bytes = m.agents.size() + m.events.Bytes(int(unsafe.Sizeof(idKey{})), 4)
 	for _, a := range m.activity {
 		bytes += 24 + int64(cap(a))*8
 	}

@@ -117,7 +117,7 @@ func (m *Moderation) extract(at int64) modInput {
 	in := modInput{version: m.version.Load(), flagVersion: m.flagVersion.Load(),
 		active: m.activeAgents(at), names: m.agents.names, targets: make([]targetInput, 0, len(m.targets))}
 	for id, flags := range m.targets {
-		author, ok := m.events[keyOf(id)]
+		author, ok := m.events.Get(keyOf(id))
 		if !ok {
 			author = -1
 		}

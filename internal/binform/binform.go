@@ -9,6 +9,7 @@ package binform
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -62,8 +63,9 @@ func (w *Writer) Raw(b []byte) { w.b = append(w.b, b...) }
 
 // Reader decodes what a Writer wrote.
 type Reader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	shared map[string]string
 }
 
 // NewReader returns a Reader over b that has checked the magic header.
@@ -196,6 +198,96 @@ func (r *Reader) Raw(n int) []byte {
 func (r *Reader) String() string {
 	n := r.Count(1)
 	return string(r.Raw(n))
+}
+
+// maxShared bounds the strings Shared keeps one copy of.
+const maxShared = 128
+
+// Shared reads a length-prefixed string like String, returning one copy
+// per distinct value for short strings (categories, reasons, verdicts).
+func (r *Reader) Shared() string {
+	n := r.Count(1)
+	b := r.Raw(n)
+	if n > maxShared {
+		return string(b)
+	}
+	if s, ok := r.shared[string(b)]; ok {
+		return s
+	}
+	if r.shared == nil {
+		r.shared = map[string]string{}
+	}
+	s := string(b)
+	r.shared[s] = s
+	return s
+}
+
+// ID appends an event id: its 32 bytes when it is 64 lowercase hex digits
+// (every stored id), else the string as it is.
+func (w *Writer) ID(id string) {
+	var raw [32]byte
+	if len(id) == 64 && isLowerHex(id) {
+		hex.Decode(raw[:], []byte(id))
+		w.Bool(true)
+		w.Raw(raw[:])
+		return
+	}
+	w.Bool(false)
+	w.String(id)
+}
+
+// ID reads what Writer.ID wrote.
+func (r *Reader) ID() string {
+	if r.Bool() {
+		return hex.EncodeToString(r.Raw(32))
+	}
+	return r.String()
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Times appends a sorted list of times: its length, the first, then the
+// differences.
+func (w *Writer) Times(ts []int64) {
+	w.Int(len(ts))
+	for i, t := range ts {
+		if i == 0 {
+			w.Varint(t)
+		} else {
+			w.Uvarint(uint64(t - ts[i-1]))
+		}
+	}
+}
+
+// Times reads what Writer.Times wrote; a list that is not sorted (the
+// differences wrapped) is an error.
+func (r *Reader) Times() []int64 {
+	n := r.Count(1)
+	if n == 0 || r.err != nil {
+		return nil
+	}
+	ts := make([]int64, n)
+	for i := range ts {
+		if i == 0 {
+			ts[i] = r.Varint()
+		} else {
+			ts[i] = ts[i-1] + int64(r.Uvarint())
+			if ts[i] < ts[i-1] {
+				r.fail("times out of order")
+			}
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	return ts
 }
 
 // Strings is a table of distinct strings written once and then referred
