@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/anp2net/relay/protocol"
@@ -54,9 +55,12 @@ type Fold struct {
 	announces map[string]*protocol.Event
 	// tagged maps a branch id to the events tagging it (id → created_at).
 	tagged map[string]map[string]int64
-	// ids are every folded event's id, time and kind, for the forks' roots
-	// (roots.go); roots remembers each resolved fork's root.
-	ids   []idEntry
+	// ids are every folded event's id, time and governance bit, for the
+	// forks' roots (roots.go); roots remembers each resolved fork's root.
+	ids   *idTable
+	// agents holds one copy of each agent id the kept votes name, so a
+	// vote keeps no string of the parsed event it came from.
+	agents map[string]string
 	roots map[string]rootRef
 	// topAt caches the high-trust set over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
@@ -95,7 +99,7 @@ type SovereignRollback struct {
 func NewFold() *Fold {
 	return &Fold{votes: map[string]*protocol.Event{}, special: map[string]*stamped{},
 		announces: map[string]*protocol.Event{}, tagged: map[string]map[string]int64{},
-		topAt: map[int64]TopSet{}, roots: map[string]rootRef{}}
+		topAt: map[int64]TopSet{}, roots: map[string]rootRef{}, ids: newIDTable(), agents: map[string]string{}}
 }
 
 // Add folds one stored, non-revoked event in.
@@ -133,7 +137,12 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	switch e.Kind {
 	case protocol.KindTrustVote:
-		setOrDelete(f.votes, e.ID, slimVote(e), add)
+		if add {
+			v := f.slimVote(e)
+			f.votes[v.ID] = v
+		} else {
+			delete(f.votes, e.ID)
+		}
 		for t := range f.topAt {
 			if t >= e.CreatedAt {
 				delete(f.topAt, t)
@@ -144,9 +153,7 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	case protocol.KindRelayAnnounce:
 		setOrDelete(f.announces, e.ID, e, add)
 	}
-	if add || len(f.ids) > 0 {
-		f.indexID(e, add)
-	}
+	f.indexID(e, add)
 	for _, b := range tags {
 		if f.tagged[b] == nil {
 			f.tagged[b] = map[string]int64{}
@@ -281,12 +288,27 @@ func contentKey(e *protocol.Event) string {
 
 // slimVote keeps what the trust graph reads of a kind 6 (id, author, time,
 // content, p tags), not its signature or other tags.
-func slimVote(e *protocol.Event) *protocol.Event {
-	v := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind, Content: e.Content}
+func (f *Fold) slimVote(e *protocol.Event) *protocol.Event {
+	v := &protocol.Event{ID: strings.Clone(e.ID), AgentID: f.intern(e.AgentID), CreatedAt: e.CreatedAt, Kind: e.Kind,
+		Content: strings.Clone(e.Content)}
 	for _, t := range e.Tags {
 		if len(t) >= 2 && t[0] == "p" {
-			v.Tags = append(v.Tags, t[:2])
+			p := strings.Clone(t[1])
+			if protocol.IsHex64(p) {
+				p = f.intern(p)
+			}
+			v.Tags = append(v.Tags, []string{"p", p})
 		}
 	}
 	return v
+}
+
+// intern returns the fold's copy of an agent id. Callers hold mu.
+func (f *Fold) intern(id string) string {
+	if s, ok := f.agents[id]; ok {
+		return s
+	}
+	s := strings.Clone(id)
+	f.agents[s] = s
+	return s
 }

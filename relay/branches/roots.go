@@ -1,29 +1,62 @@
 package branches
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/hex"
 	"slices"
 	"strings"
 
+	"github.com/anp2net/relay/internal/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 
 // A voluntary fork b-<hex> is rooted at the earliest event, by
 // (created_at, id), whose id starts with <hex> (SPEC §17.3). The fold
-// keeps every event's id, time and kind (48 bytes an event) to find a
-// root that came before its fork, and remembers each fork's root until an
-// event with its prefix is added or removed.
+// keeps every event's id, time and whether it is a governance kind (40
+// bytes an event, in an id-sorted table, so a prefix is a range) to find
+// a root that came before its fork, and remembers each fork's root until
+// an event with its prefix is added or removed.
 
-// idEntry is one folded event as the root search reads it.
-type idEntry struct {
-	id   [32]byte
-	at   int64
-	kind int64
+// idTable is every folded event: id → packed time and governance bit.
+type idTable = sortedtab.Table[[32]byte, int64]
+
+func cmpID(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }
+
+func newIDTable() *idTable { return sortedtab.New[[32]byte, int64](cmpID) }
+
+// fromSortedIDs returns a table of ids, which must be strictly increasing,
+// and their packed values.
+func fromSortedIDs(ids [][32]byte, packed []int64) (*idTable, bool) {
+	return sortedtab.FromSorted(cmpID, ids, packed)
+}
+
+// packID packs an event's time and whether its kind is a governance kind
+// (the only part of the kind the forks' lines read, View.lines) into one
+// int64; created_at is below 2^53 (SPEC §3).
+func packID(at, kind int64) int64 {
+	v := at << 1
+	if isGovernance(kind) {
+		v |= 1
+	}
+	return v
+}
+
+// unpackID returns the time and a kind standing for the governance bit.
+func unpackID(v int64) (at, kind int64) {
+	if v&1 == 1 {
+		return v >> 1, protocol.KindCheckpoint
+	}
+	return v >> 1, 0
+}
+
+func isGovernance(kind int64) bool {
+	return kind == protocol.KindCheckpoint || kind == protocol.KindRollback || kind == protocol.KindBan
 }
 
 // rootRef is a fork's root as resolved: ok false when no event has the
-// prefix. tags are the root's branch tags.
+// prefix. tags are the root's branch tags; kind is the root's kind as far
+// as governance goes (unpackID).
 type rootRef struct {
 	ok   bool
 	id   string
@@ -32,19 +65,17 @@ type rootRef struct {
 	tags []string
 }
 
-// index records or withdraws e for the root search, and drops the roots
+// indexID records or withdraws e for the root search, and drops the roots
 // its id may change. Callers hold mu.
 func (f *Fold) indexID(e *protocol.Event, add bool) {
-	var ent idEntry
-	if _, err := hex.Decode(ent.id[:], []byte(e.ID)); err != nil {
+	var id [32]byte
+	if _, err := hex.Decode(id[:], []byte(e.ID)); err != nil || len(e.ID) != 64 {
 		return
 	}
-	ent.at, ent.kind = e.CreatedAt, e.Kind
 	if add {
-		f.ids = append(f.ids, ent)
-	} else if i := slices.IndexFunc(f.ids, func(x idEntry) bool { return x.id == ent.id }); i >= 0 {
-		f.ids[i] = f.ids[len(f.ids)-1]
-		f.ids = f.ids[:len(f.ids)-1]
+		f.ids.Put(id, packID(e.CreatedAt, e.Kind))
+	} else {
+		f.ids.Delete(id)
 	}
 	if len(f.roots) == 0 {
 		return
@@ -64,19 +95,33 @@ func (f *Fold) root(fork string) rootRef {
 	}
 	prefix := strings.TrimPrefix(fork, "b-")
 	full, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
-	var best *idEntry
-	for i := range f.ids {
-		e := &f.ids[i]
-		if !hasHexPrefix(e.id, full, prefix) {
-			continue
+	var from [32]byte
+	copy(from[:], full)
+	found := false
+	var best [32]byte
+	var bestAt, bestKind int64
+	consider := func(id [32]byte, v int64) {
+		at, kind := unpackID(v)
+		if !found || cmp.Or(cmp.Compare(at, bestAt), slices.Compare(id[:], best[:])) < 0 {
+			found, best, bestAt, bestKind = true, id, at, kind
 		}
-		if best == nil || cmp.Or(cmp.Compare(e.at, best.at), slices.Compare(e.id[:], best.id[:])) < 0 {
-			best = e
+	}
+	for id, v := range f.ids.Ascend(from) {
+		if string(id[:len(full)]) != string(full) {
+			break // past the prefix's range
+		}
+		if hasHexPrefix(id, full, prefix) {
+			consider(id, v)
+		}
+	}
+	for id, v := range f.ids.Recent() {
+		if hasHexPrefix(id, full, prefix) {
+			consider(id, v)
 		}
 	}
 	r := rootRef{}
-	if best != nil {
-		r = rootRef{ok: true, id: hex.EncodeToString(best.id[:]), at: best.at, kind: best.kind}
+	if found {
+		r = rootRef{ok: true, id: hex.EncodeToString(best[:]), at: bestAt, kind: bestKind}
 		for b, ids := range f.tagged {
 			if _, ok := ids[r.id]; ok {
 				r.tags = append(r.tags, b)
