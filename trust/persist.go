@@ -237,6 +237,11 @@ func (m *Moderation) Restore(r io.Reader, _ func(id string) *protocol.Event) err
 	for i := range activity {
 		activity[i] = d.Times()
 	}
+	for _, a := range authors {
+		if int(a) >= len(activity) && d.Err() == nil {
+			d.Fail("author %d has no activity", a) // Remove reads it
+		}
+	}
 	nt := d.Count(3)
 	targets := make(map[string][]flagRec, nt)
 	for range nt {

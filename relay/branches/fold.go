@@ -57,11 +57,11 @@ type Fold struct {
 	tagged map[string]map[string]int64
 	// ids are every folded event's id, time and governance bit, for the
 	// forks' roots (roots.go); roots remembers each resolved fork's root.
-	ids   *idTable
+	ids *idTable
 	// agents holds one copy of each agent id the kept votes name, so a
 	// vote keeps no string of the parsed event it came from.
 	agents map[string]string
-	roots map[string]rootRef
+	roots  map[string]rootRef
 	// topAt caches the high-trust set over the votes created at or
 	// before a time; a vote added or removed drops the entries it changes.
 	topAt map[int64]TopSet
