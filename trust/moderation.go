@@ -3,6 +3,7 @@ package trust
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"slices"
 	"strings"
@@ -68,7 +69,11 @@ func cmpKey(a, b idKey) int { return bytes.Compare(a[:], b[:]) }
 
 // newEventTable returns an empty table of live events: 20 bytes an event
 // in sorted arrays (16 of key, 4 of author) instead of a map's ~60.
-func newEventTable() *sortedtab.Table[idKey, int32] { return sortedtab.New[idKey, int32](cmpKey) }
+func newEventTable() *sortedtab.Table[idKey, int32] {
+	return sortedtab.New[idKey, int32](cmpKey, keyPrefix)
+}
+
+func keyPrefix(k idKey) uint64 { return binary.BigEndian.Uint64(k[:8]) }
 
 // Moderation is the §7 visibility view: it folds kind 7 flags, and every
 // event's (id, agent_id, created_at) for target authors and the active-agent

@@ -261,7 +261,7 @@ func (m *Moderation) Restore(r io.Reader, _ func(id string) *protocol.Event) err
 	if err := d.Done(); err != nil {
 		return fmt.Errorf("moderation: %w", err)
 	}
-	events, ok := sortedtab.FromSorted(cmpKey, keys, authors)
+	events, ok := sortedtab.FromSorted(cmpKey, keyPrefix, keys, authors)
 	if !ok {
 		return fmt.Errorf("moderation: %w: event keys out of order", binform.ErrCorrupt)
 	}

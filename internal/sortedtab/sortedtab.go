@@ -2,8 +2,9 @@
 // kept in a sorted array beside their values, with a small map of recent
 // additions merged in as it grows. An entry costs its key and value bytes
 // plus, amortized, a few bytes of the recent map; a Go map of the same
-// entries costs about three times as much. Lookups are a map probe and a
-// binary search.
+// entries costs about three times as much. Lookups are a map probe, a
+// binary search among one key in fenceStep (their 64-bit prefixes, a
+// quarter byte an entry), and one within a block.
 package sortedtab
 
 import (
@@ -14,46 +15,75 @@ import (
 // minTail is the least size of the recent map before it is merged.
 const minTail = 4096
 
+// fenceStep is how many sorted keys one fence entry stands for.
+const fenceStep = 32
+
 // Table maps keys to values. Its zero value is not usable; New makes one.
 // It is not safe for concurrent use: callers lock around it. Readers that
 // only call Get, Len and All may share it under a read lock.
 type Table[K comparable, V any] struct {
-	cmp  func(a, b K) int
-	keys []K // sorted, distinct
-	vals []V
-	dead []uint64 // bit i: keys[i] was deleted
-	ndel int
-	tail map[K]V // recent additions, none of them in keys unless dead
-	// shared is set while keys and vals are lent out by Freeze: they are
-	// then never written in place (keys never are; vals are copied first).
-	shared bool
+	cmp func(a, b K) int
+	// prefix maps a key to 64 bits in the same order (a ≤ b ⇒ prefix(a) ≤
+	// prefix(b)); fence[j] is the prefix of keys[j*fenceStep].
+	prefix func(K) uint64
+	fence  []uint64
+	keys   []K // sorted, distinct
+	vals   []V
+	dead   []uint64 // bit i: keys[i] was deleted
+	ndel   int
+	// tail holds recent additions; one of its keys may also be in keys,
+	// shadowed, until the next merge. Neither keys nor vals is ever
+	// written in place (a merge makes new ones), so Freeze may lend them.
+	tail map[K]V
 }
 
-// New returns an empty table whose keys compare with cmp.
-func New[K comparable, V any](cmp func(a, b K) int) *Table[K, V] {
-	return &Table[K, V]{cmp: cmp, tail: map[K]V{}}
+// New returns an empty table whose keys compare with cmp; prefix maps a
+// key to 64 bits that order alike (its first 8 bytes, big-endian).
+func New[K comparable, V any](cmp func(a, b K) int, prefix func(K) uint64) *Table[K, V] {
+	return &Table[K, V]{cmp: cmp, prefix: prefix, tail: map[K]V{}}
 }
 
 // FromSorted returns a table holding keys and vals, which it keeps; keys
 // must be strictly increasing by cmp (false otherwise, and no table).
-func FromSorted[K comparable, V any](cmp func(a, b K) int, keys []K, vals []V) (*Table[K, V], bool) {
+func FromSorted[K comparable, V any](cmp func(a, b K) int, prefix func(K) uint64, keys []K, vals []V) (*Table[K, V], bool) {
 	if len(keys) != len(vals) {
 		return nil, false
 	}
 	for i := 1; i < len(keys); i++ {
-		if cmp(keys[i-1], keys[i]) >= 0 {
+		if cmp(keys[i-1], keys[i]) >= 0 || prefix(keys[i-1]) > prefix(keys[i]) {
 			return nil, false
 		}
 	}
-	return &Table[K, V]{cmp: cmp, keys: keys, vals: vals, dead: make([]uint64, (len(keys)+63)/64), tail: map[K]V{}}, true
+	t := &Table[K, V]{cmp: cmp, prefix: prefix, keys: keys, vals: vals, dead: make([]uint64, (len(keys)+63)/64), tail: map[K]V{}}
+	t.buildFence()
+	return t, true
 }
 
-// Len returns the number of entries.
+func (t *Table[K, V]) buildFence() {
+	t.fence = make([]uint64, (len(t.keys)+fenceStep-1)/fenceStep)
+	for j := range t.fence {
+		t.fence[j] = t.prefix(t.keys[j*fenceStep])
+	}
+}
+
+// Len returns the number of entries, exact after a merge (Freeze); until
+// then a key Put again while in the sorted part counts twice.
 func (t *Table[K, V]) Len() int { return len(t.keys) - t.ndel + len(t.tail) }
 
+// find returns the position of the first key ≥ k and whether it is k.
+// The fence narrows the search to the blocks whose first prefixes
+// bracket k's: keys[(j1-1)·step] < k, and every key from j2·step on has
+// a greater prefix.
 func (t *Table[K, V]) find(k K) (int, bool) {
-	i, ok := slices.BinarySearchFunc(t.keys, k, t.cmp)
-	return i, ok
+	p := t.prefix(k)
+	j1, _ := slices.BinarySearch(t.fence, p)
+	j2 := j1
+	for j2 < len(t.fence) && t.fence[j2] == p {
+		j2++
+	}
+	lo, hi := max(0, (j1-1)*fenceStep), min(len(t.keys), j2*fenceStep)
+	i, ok := slices.BinarySearchFunc(t.keys[lo:hi], k, t.cmp)
+	return lo + i, ok
 }
 
 func (t *Table[K, V]) isDead(i int) bool { return t.dead[i/64]&(1<<(i%64)) != 0 }
@@ -66,7 +96,7 @@ func (t *Table[K, V]) setDead(i int, d bool) {
 	}
 }
 
-// Get returns k's value.
+// Get returns k's value: the recent map's, else the sorted part's.
 func (t *Table[K, V]) Get(k K) (V, bool) {
 	if v, ok := t.tail[k]; ok {
 		return v, true
@@ -78,34 +108,23 @@ func (t *Table[K, V]) Get(k K) (V, bool) {
 	return zero, false
 }
 
-// Put sets k's value.
+// Put sets k's value. It does not search the sorted part: a key there is
+// shadowed by the recent map until the next merge, which keeps the recent
+// value (Len may count such a key twice meanwhile).
 func (t *Table[K, V]) Put(k K, v V) {
-	if i, ok := t.find(k); ok {
-		if t.isDead(i) {
-			t.setDead(i, false)
-			t.ndel--
-		}
-		if t.shared {
-			t.vals, t.shared = slices.Clone(t.vals), false
-		}
-		t.vals[i] = v
-		return
-	}
 	t.tail[k] = v
-	if len(t.tail) >= max(minTail, len(t.keys)/16) {
+	if len(t.tail) >= max(minTail, len(t.keys)/8) {
 		t.merge()
 	}
 }
 
 // Delete removes k; false when it was absent.
 func (t *Table[K, V]) Delete(k K) bool {
-	if _, ok := t.tail[k]; ok {
-		delete(t.tail, k)
-		return true
-	}
+	_, inTail := t.tail[k]
+	delete(t.tail, k)
 	i, ok := t.find(k)
 	if !ok || t.isDead(i) {
-		return false
+		return inTail
 	}
 	t.setDead(i, true) // vals[i] stays: a frozen copy may read it
 	t.ndel++
@@ -117,29 +136,51 @@ func (t *Table[K, V]) Delete(k K) bool {
 
 // merge rebuilds the sorted arrays from the live entries and the tail.
 func (t *Table[K, V]) merge() {
-	tk := make([]K, 0, len(t.tail))
-	for k := range t.tail {
-		tk = append(tk, k)
+	type kv struct {
+		p uint64
+		k K
+		v V
 	}
-	slices.SortFunc(tk, t.cmp)
-	n := len(t.keys) - t.ndel + len(tk)
+	tl := make([]kv, 0, len(t.tail))
+	for k, v := range t.tail {
+		tl = append(tl, kv{t.prefix(k), k, v})
+	}
+	slices.SortFunc(tl, func(a, b kv) int {
+		if a.p != b.p {
+			if a.p < b.p {
+				return -1
+			}
+			return 1
+		}
+		return t.cmp(a.k, b.k)
+	})
+	n := len(t.keys) - t.ndel + len(tl) // at most: shadowed keys make it less
 	keys, vals := make([]K, 0, n), make([]V, 0, n)
 	i, j := 0, 0
-	for i < len(t.keys) || j < len(tk) {
+	for i < len(t.keys) || j < len(tl) {
 		if i < len(t.keys) && t.isDead(i) {
 			i++
 			continue
 		}
-		if j == len(tk) || i < len(t.keys) && t.cmp(t.keys[i], tk[j]) < 0 {
+		c := 1
+		if i < len(t.keys) && j < len(tl) {
+			c = t.cmp(t.keys[i], tl[j].k)
+		} else if i < len(t.keys) {
+			c = -1
+		}
+		switch {
+		case c < 0:
 			keys, vals = append(keys, t.keys[i]), append(vals, t.vals[i])
 			i++
-		} else {
-			keys, vals = append(keys, tk[j]), append(vals, t.tail[tk[j]])
+		case c == 0:
+			i++ // shadowed by the recent value
+		default:
+			keys, vals = append(keys, tl[j].k), append(vals, tl[j].v)
 			j++
 		}
 	}
-	t.keys, t.vals, t.dead, t.ndel, t.shared = keys, vals, make([]uint64, (n+63)/64), 0, false
-	clear(t.tail)
+	t.keys, t.vals, t.dead, t.ndel = keys, vals, make([]uint64, (len(keys)+63)/64), 0
+	t.buildFence()
 	t.tail = map[K]V{} // let the old buckets go
 }
 
@@ -151,7 +192,6 @@ func (t *Table[K, V]) Freeze() ([]K, []V) {
 	if len(t.tail) > 0 || t.ndel > 0 {
 		t.merge()
 	}
-	t.shared = true
 	return t.keys[:len(t.keys):len(t.keys)], t.vals[:len(t.vals):len(t.vals)]
 }
 
@@ -160,7 +200,7 @@ func (t *Table[K, V]) Freeze() ([]K, []V) {
 func (t *Table[K, V]) All() iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		for i, k := range t.keys {
-			if !t.isDead(i) && !yield(k, t.vals[i]) {
+			if _, shadowed := t.tail[k]; !t.isDead(i) && !shadowed && !yield(k, t.vals[i]) {
 				return
 			}
 		}
@@ -178,7 +218,7 @@ func (t *Table[K, V]) Ascend(k K) iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		i, _ := t.find(k)
 		for ; i < len(t.keys); i++ {
-			if !t.isDead(i) && !yield(t.keys[i], t.vals[i]) {
+			if _, shadowed := t.tail[t.keys[i]]; !t.isDead(i) && !shadowed && !yield(t.keys[i], t.vals[i]) {
 				return
 			}
 		}
@@ -200,6 +240,6 @@ func (t *Table[K, V]) Recent() iter.Seq2[K, V] {
 // Bytes estimates the table's heap bytes given the size of one key and
 // one value (for /metrics).
 func (t *Table[K, V]) Bytes(keySize, valSize int) int64 {
-	n := int64(cap(t.keys))*int64(keySize) + int64(cap(t.vals))*int64(valSize) + int64(cap(t.dead))*8
+	n := int64(cap(t.keys))*int64(keySize) + int64(cap(t.vals))*int64(valSize) + int64(cap(t.dead)+cap(t.fence))*8
 	return n + int64(len(t.tail))*int64(keySize+valSize+16)
 }

@@ -3,6 +3,7 @@ package branches
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/hex"
 	"slices"
 	"strings"
@@ -23,12 +24,14 @@ type idTable = sortedtab.Table[[32]byte, int64]
 
 func cmpID(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }
 
-func newIDTable() *idTable { return sortedtab.New[[32]byte, int64](cmpID) }
+func idPrefix(id [32]byte) uint64 { return binary.BigEndian.Uint64(id[:8]) }
+
+func newIDTable() *idTable { return sortedtab.New[[32]byte, int64](cmpID, idPrefix) }
 
 // fromSortedIDs returns a table of ids, which must be strictly increasing,
 // and their packed values.
 func fromSortedIDs(ids [][32]byte, packed []int64) (*idTable, bool) {
-	return sortedtab.FromSorted(cmpID, ids, packed)
+	return sortedtab.FromSorted(cmpID, idPrefix, ids, packed)
 }
 
 // packID packs an event's time and whether its kind is a governance kind
