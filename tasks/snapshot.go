@@ -244,30 +244,30 @@ func decodeRec(d *binform.Reader, kind int64, agents int, withID bool) *rec {
 	r.agent = uint32(d.Index(agents))
 	r.valid = d.Bool()
 	if !r.valid {
-		r.invalid = d.String()
+		r.invalid = d.Shared()
 		return r
 	}
 	switch kind {
 	case protocol.KindTaskRequest:
-		p := &protocol.TaskRequest{Capability: d.String(), CapAlias: d.Bool(), Deadline: d.Varint(),
+		p := &protocol.TaskRequest{Capability: d.Shared(), CapAlias: d.Bool(), Deadline: d.Varint(),
 			MaxCostUSD: d.String(), HighStakes: d.Bool()}
-		p.Reward = protocol.TaskReward{Currency: d.String(), Amount: d.String(), PaymentMethod: d.String(),
-			EscrowMethod: d.String(), Credits: d.Varint()}
+		p.Reward = protocol.TaskReward{Currency: d.Shared(), Amount: d.Shared(), PaymentMethod: d.Shared(),
+			EscrowMethod: d.Shared(), Credits: d.Varint()}
 		p.Constraints = readRawJSON(d)
 		p.RewardJSON = readRawJSON(d)
 		r.parsed = p
 	case protocol.KindTaskAccept:
 		p := &protocol.TaskAccept{HasQuote: d.Bool()}
-		p.PriceQuote = protocol.PriceQuote{Currency: d.String(), Amount: d.String()}
+		p.PriceQuote = protocol.PriceQuote{Currency: d.Shared(), Amount: d.Shared()}
 		p.EtaUnix = d.Varint()
 		r.parsed = p
 	case protocol.KindTaskResult:
-		r.parsed = &protocol.TaskResult{OutputFormat: d.String(), AcceptID: d.String()}
+		r.parsed = &protocol.TaskResult{OutputFormat: d.Shared(), AcceptID: d.String()}
 	case protocol.KindTaskVerify:
-		r.parsed = &protocol.TaskVerify{Verdict: d.String(), HasScore: d.Bool(), Score: d.Float64()}
+		r.parsed = &protocol.TaskVerify{Verdict: d.Shared(), HasScore: d.Bool(), Score: d.Float64()}
 	case protocol.KindPayment:
-		r.parsed = &protocol.TaskPayment{Disposition: d.String(), PaymentMethod: d.String(), Amount: d.String(),
-			Currency: d.String(), TxHash: d.String(), PaymentProofURL: d.String()}
+		r.parsed = &protocol.TaskPayment{Disposition: d.Shared(), PaymentMethod: d.Shared(), Amount: d.Shared(),
+			Currency: d.Shared(), TxHash: d.String(), PaymentProofURL: d.String()}
 	case protocol.KindTaskCancel:
 		r.parsed = &protocol.TaskCancel{Reason: d.String()}
 	}
