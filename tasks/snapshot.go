@@ -145,7 +145,7 @@ func readRawJSON(d *binform.Reader) json.RawMessage {
 // reads no event (lookup is not used). It fails, leaving f unchanged, when
 // f is not empty or the saved form is malformed.
 func (f *Fold) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	b, err := io.ReadAll(r)
+	b, err := binform.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}

@@ -73,7 +73,7 @@ func (g *Graph) CaptureSnapshot() func(w io.Writer) error {
 // Restore replaces g's votes with those Snapshot wrote. On an error g is
 // unchanged.
 func (g *Graph) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	b, err := io.ReadAll(r)
+	b, err := binform.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("trust graph: %w", err)
 	}
@@ -214,7 +214,7 @@ func decodeFlag(d *binform.Reader, n int) flagRec {
 // Restore replaces m's records with those Snapshot wrote. On an error m
 // is unchanged.
 func (m *Moderation) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	b, err := io.ReadAll(r)
+	b, err := binform.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("moderation: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -339,4 +340,22 @@ func (r *Reader) ReadTable() []string {
 		list = append(list, s)
 	}
 	return list
+}
+
+// ReadAll reads r to its end like io.ReadAll, in one allocation when r
+// tells its length (a *bytes.Reader of a saved view does).
+func ReadAll(r io.Reader) ([]byte, error) {
+	lr, ok := r.(interface{ Len() int })
+	if !ok {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, lr.Len())
+	n, err := io.ReadFull(r, b)
+	if err != nil {
+		return nil, err
+	}
+	if rest, err := io.ReadAll(r); err != nil || len(rest) > 0 {
+		return append(b[:n], rest...), err
+	}
+	return b, nil
 }

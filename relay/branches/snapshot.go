@@ -151,7 +151,7 @@ func decodeEvent(r *binform.Reader, names []string, slim bool) *protocol.Event {
 // cosignatures of kinds 12–14 are verified again. On an error f is
 // unchanged.
 func (f *Fold) Restore(r io.Reader, _ func(id string) *protocol.Event) error {
-	b, err := io.ReadAll(r)
+	b, err := binform.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("branches: %w", err)
 	}
