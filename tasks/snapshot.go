@@ -25,7 +25,7 @@ func (f *Fold) SnapshotVersion() string { return snapshotVersion }
 // Snapshot writes f's tasks and records to w.
 func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
 
-// savedTask is a copy of one task's records, taken under the read lock.
+// savedTask is a copy of one task's lists, taken under the read lock.
 // Records are immutable once added, so the copy shares them.
 type savedTask struct {
 	id       [32]byte
@@ -43,7 +43,7 @@ func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	for _, t := range f.tasks {
 		st := savedTask{id: t.id, req: t.req, inCredit: t.inCredit}
 		for k, l := range t.lists {
-			st.lists[k] = l[:len(l):len(l)]
+			st.lists[k] = slices.Clone(l) // insert and remove shift lists in place
 		}
 		ts = append(ts, st)
 	}
