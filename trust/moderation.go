@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/anp2net/relay/internal/sortedtab"
+	"github.com/anp2net/relay/trust/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/anp2net/relay/internal/binform"
-	"github.com/anp2net/relay/internal/sortedtab"
+	"github.com/anp2net/relay/protocol/binform"
+	"github.com/anp2net/relay/trust/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anp2net/relay/internal/sortedtab"
+	"github.com/anp2net/relay/trust/sortedtab"
 	"github.com/anp2net/relay/protocol"
 )
 

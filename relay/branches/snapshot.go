@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anp2net/relay/internal/binform"
+	"github.com/anp2net/relay/protocol/binform"
 	"github.com/anp2net/relay/protocol"
 )
 
