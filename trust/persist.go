@@ -12,7 +12,7 @@ import (
 )
 
 // The saved forms below are the views' exact structures in a compact
-// binary encoding (internal/binform): each agent id once in a table, then
+// binary encoding (protocol/binform): each agent id once in a table, then
 // indexes into it; event ids as their 32 bytes; times as varints. A
 // restored view is the view that was saved, so its snapshots and digests
 // are those of a refold of the same events. A change to a structure

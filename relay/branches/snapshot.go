@@ -12,7 +12,7 @@ import (
 )
 
 // The saved form (SPEC §2.2) is the fold's own state in a compact binary
-// encoding (internal/binform): the agent table of the votes, the events it
+// encoding (protocol/binform): the agent table of the votes, the events it
 // keeps (votes in their slim form, kinds 12–14 and relay announcements
 // whole), the branch-tagged ids with their times, and every folded event's
 // id with its packed time, in id order. Caches (the high-trust sets, the
