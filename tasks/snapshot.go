@@ -7,8 +7,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/anp2net/relay/protocol/binform"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/protocol/binform"
 )
 
 // The saved form is the fold's own records (SPEC §2.2): the agent table,

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/anp2net/relay/trust/sortedtab"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/trust/sortedtab"
 )
 
 // ModerationOptions tune the Moderation view's publication.

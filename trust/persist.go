@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/protocol/binform"
 	"github.com/anp2net/relay/trust/sortedtab"
-	"github.com/anp2net/relay/protocol"
 )
 
 // The saved forms below are the views' exact structures in a compact

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anp2net/relay/trust/sortedtab"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/trust/sortedtab"
 )
 
 // A voluntary fork b-<hex> is rooted at the earliest event, by

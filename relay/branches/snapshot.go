@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anp2net/relay/protocol/binform"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/protocol/binform"
 )
 
 // The saved form (SPEC §2.2) is the fold's own state in a compact binary
