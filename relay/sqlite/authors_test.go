@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func TestAuthorListKeepsOrder(t *testing.T) {
 		var l authorList
 		var want []authorEntry
 		for i := 0; i < 5*authorChunk; i++ {
-			e := authorEntry{at: at(i), id: r.Uint64N(8), seq: int64(i + 1), kind: r.Int64N(3)}
+			e := authorEntry{at: at(i), seq: uint32(i + 1), kind: uint32(r.Int64N(3))}
 			l.insert(e)
 			want = append(want, e)
 		}
@@ -264,43 +263,27 @@ func TestAsOfReadsLatestIndex(t *testing.T) {
 
 // TestAuthorIndexMemory reports the author index's bytes per event at a
 // million events from 10,000 authors (go test -run AuthorIndexMemory -v);
-// it fails only past 64 bytes an event, twice what the entries need.
+// it fails past 24 bytes an event: an entry is 16.
 func TestAuthorIndexMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a million entries")
 	}
-	const n, authors = 1_000_000, 10_000
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	x := newAuthorIndex()
-	var id [32]byte
-	for i := 0; i < n; i++ {
-		var agent [32]byte
-		agent[0], agent[1] = byte(i%authors), byte(i%authors>>8)
-		id[0], id[1], id[2] = byte(i), byte(i>>8), byte(i>>16)
-		x.addLocked(agent, entryOf(id[:], int64(i/50), 1, int64(i+1)))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	per := float64(m1.HeapAlloc-m0.HeapAlloc) / n
+	per := authorIndexBytes(1_000_000, 10_000)
 	t.Logf("%.1f bytes an event", per)
-	if per > 64 {
+	if per > 24 {
 		t.Errorf("%.1f bytes an event", per)
 	}
-	runtime.KeepAlive(x)
 }
 
 // TestAuthorCandidatesKeepTies requires candidates to carry past want
 // every entry that ties the last one taken as far as the index can tell
-// (ids sharing their first 8 bytes): the log orders those by the whole
-// id, which the index does not hold.
+// (entries of one second): the log orders those by id, which the index
+// does not hold.
 func TestAuthorCandidatesKeepTies(t *testing.T) {
 	x := newAuthorIndex()
 	a, b := [32]byte{1}, [32]byte{2}
-	x.add([][32]byte{a, b, a, b, a}, []authorEntry{
-		{at: 10, id: 5, seq: 1}, {at: 10, id: 5, seq: 2}, {at: 10, id: 5, seq: 3}, {at: 10, id: 4, seq: 4}, {at: 11, id: 0, seq: 5, kind: 1},
-	})
+	x.add([]newEntry{{agent: a, at: 10, seq: 1}, {agent: b, at: 10, seq: 2}, {agent: a, at: 10, seq: 3},
+		{agent: b, at: 9, seq: 4}, {agent: a, at: 11, seq: 5, kind: 1}, {agent: b, at: 9, seq: 6, kind: 1 << 40}})
 	all := authorScope{since: -1 << 63, until: 1<<63 - 1}
 	for _, c := range []struct {
 		want  int
@@ -311,8 +294,10 @@ func TestAuthorCandidatesKeepTies(t *testing.T) {
 		{1, all, []int64{5}, true},
 		{2, all, []int64{5, 3, 2, 1}, true},
 		{4, all, []int64{5, 3, 2, 1}, true},
-		{5, all, []int64{5, 3, 2, 1, 4}, false},
-		{1, authorScope{kinds: []int64{0}, since: 10, until: 10}, []int64{3, 2, 1}, true},
+		{5, all, []int64{5, 3, 2, 1, 6, 4}, false},
+		{1, authorScope{kinds: []int64{0}, since: 10, until: 10}, []int64{3, 2, 1}, false},
+		{9, authorScope{kinds: []int64{1 << 40}, since: 0, until: 100}, []int64{6}, false},
+		{9, authorScope{kinds: []int64{1}, since: 0, until: 100}, []int64{5}, false},
 	} {
 		seqs, more := x.candidates([][32]byte{a, b, {3}}, c.scope, c.want)
 		if !slices.Equal(seqs, c.seqs) || more != c.more {

@@ -1,11 +1,15 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sort"
 	"sync"
 )
 
@@ -16,63 +20,108 @@ import (
 // transaction it cost about one WAL frame (4 KiB) per event of the 8 or so
 // an append wrote, and its insert a sixth of the writer's CPU.
 //
-// It is keyed by the id's first 8 bytes, so it holds 8 bytes of key and 8
-// of seq per event (about 20–40 bytes with the map's slack; see
-// TestIDIndexMemory): a match is a candidate, which the caller confirms
-// against the stored id (readers read the row by seq and id). Ids that
-// share their first 8 bytes (a pair in about 2^64/n² at n events) all
-// stay: the first in m, the rest in more.
+// It is keyed by the id's first 8 bytes and holds 12 bytes per event: the
+// key and the seq in 32 bits (see maxSeq), in sorted runs of two parallel
+// arrays, as a log-structured merge tree does: ids recorded since the last
+// run sit in a small map (the tail, at most idTailMax); once the tail is
+// full the writer sorts it into a run, and merges runs so that each is at
+// least twice the size of the next (so there are at most about
+// log2(n/idTailMax) of them). Runs are never changed once made, so a
+// snapshot for the index file (see indexfile.go) needs no copy of them. A
+// match is a candidate, which the caller confirms against the stored id
+// (readers read the row by seq and id). Ids that share their first 8
+// bytes (a pair in about 2^64/n² at n events) all stay.
 //
 // The writer records each id before its transaction commits, so a read by
 // id of an event whose append has been answered finds it; a reader that
 // finds the seq of an event not yet committed (or of a transaction that
 // failed: forget removes its ids, and the seq goes to the next event)
 // reads no row by that seq and id, as if the id were absent. Open fills it
-// from the log.
+// from the index file and the log after it, or from the whole log.
 type idIndex struct {
 	mu   sync.RWMutex
-	m    map[uint64]int64
-	more map[uint64][]int64
+	runs []idRun // sorted, never changed once made; the largest first
+	// tail holds the ids recorded since the last run: one seq per key in
+	// tail, further seqs of a key (rare) in more.
+	tail  map[uint64]uint32
+	more  map[uint64][]uint32
+	tailN int
 }
+
+// idRun is a sorted run of the id index: keys ascending, ties by seq.
+type idRun struct {
+	keys []uint64
+	seqs []uint32
+}
+
+// idTailMax is how many ids the tail holds before the writer sorts them
+// into a run.
+const idTailMax = 1 << 16
+
+// maxSeq is the highest seq the in-memory indexes can hold (32 bits): the
+// writer refuses to store an event past it.
+const maxSeq = math.MaxUint32
+
+// errLogFull is the writer's answer past maxSeq.
+var errLogFull = errors.New("the log holds as many events as its indexes can (2^32-1)")
 
 // idKey is the index's key for a 32-byte id.
 func idKey(id []byte) uint64 { return binary.LittleEndian.Uint64(id) }
 
-func newIDIndex(n int) *idIndex {
-	return &idIndex{m: make(map[uint64]int64, n), more: map[uint64][]int64{}}
+func newIDIndex() *idIndex {
+	return &idIndex{tail: map[uint64]uint32{}, more: map[uint64][]uint32{}}
 }
 
 // candidates appends to dst the seqs of the events whose ids begin as id
 // does, oldest first (almost always none or one).
 func (x *idIndex) candidates(dst []int64, id []byte) []int64 {
 	k := idKey(id)
+	n := len(dst)
 	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if seq, ok := x.m[k]; ok {
-		dst = append(dst, seq)
-		dst = append(dst, x.more[k]...)
+	for i := range x.runs {
+		r := &x.runs[i]
+		for j := r.search(k); j < len(r.keys) && r.keys[j] == k; j++ {
+			dst = append(dst, int64(r.seqs[j]))
+		}
+	}
+	if seq, ok := x.tail[k]; ok {
+		dst = append(dst, int64(seq))
+		for _, s := range x.more[k] {
+			dst = append(dst, int64(s))
+		}
+	}
+	x.mu.RUnlock()
+	if len(dst)-n > 1 {
+		slices.Sort(dst[n:])
 	}
 	return dst
 }
 
-// put records id at seq (writer only, and Open).
+// search returns the first position whose key is not below k.
+func (r *idRun) search(k uint64) int {
+	return sort.Search(len(r.keys), func(i int) bool { return r.keys[i] >= k })
+}
+
+// put records id at seq (writer only, and Open); seq is at most maxSeq.
 func (x *idIndex) put(id []byte, seq int64) {
 	k := idKey(id)
 	x.mu.Lock()
-	x.putLocked(k, seq)
+	x.putLocked(k, uint32(seq))
 	x.mu.Unlock()
 }
 
-func (x *idIndex) putLocked(k uint64, seq int64) {
-	if _, ok := x.m[k]; ok {
+func (x *idIndex) putLocked(k uint64, seq uint32) {
+	x.tailN++
+	if _, ok := x.tail[k]; ok {
 		x.more[k] = append(x.more[k], seq)
 		return
 	}
-	x.m[k] = seq
+	x.tail[k] = seq
 }
 
 // forget removes the ids a transaction recorded and did not commit (ids
-// holds them in seq order from seq first).
+// holds them in seq order from seq first). They are all in the tail: the
+// writer makes runs only between transactions (settle).
 func (x *idIndex) forget(ids [][32]byte, first int64) {
 	if len(ids) == 0 {
 		return
@@ -80,26 +129,23 @@ func (x *idIndex) forget(ids [][32]byte, first int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for i := len(ids) - 1; i >= 0; i-- {
-		x.remove(idKey(ids[i][:]), first+int64(i))
+		x.remove(idKey(ids[i][:]), uint32(first+int64(i)))
 	}
 }
 
-// remove drops the pair (k, seq).
-func (x *idIndex) remove(k uint64, seq int64) {
+// remove drops the pair (k, seq) from the tail.
+func (x *idIndex) remove(k uint64, seq uint32) {
 	more := x.more[k]
-	if s, ok := x.m[k]; ok && s == seq {
+	if s, ok := x.tail[k]; ok && s == seq {
+		x.tailN--
 		if len(more) == 0 {
-			delete(x.m, k)
+			delete(x.tail, k)
 			return
 		}
-		x.m[k], more = more[0], more[1:]
-	} else {
-		for i, s := range more {
-			if s == seq {
-				more = append(more[:i:i], more[i+1:]...)
-				break
-			}
-		}
+		x.tail[k], more = more[0], more[1:]
+	} else if i := slices.Index(more, seq); i >= 0 {
+		x.tailN--
+		more = slices.Delete(slices.Clone(more), i, i+1)
 	}
 	if len(more) == 0 {
 		delete(x.more, k)
@@ -108,47 +154,119 @@ func (x *idIndex) remove(k uint64, seq int64) {
 	}
 }
 
+// settle sorts a full tail into a run and merges runs (writer only,
+// between transactions, and Open). The new runs are made outside the lock
+// (the writer alone changes the index), then swapped in.
+func (x *idIndex) settle(force bool) {
+	if x.tailN == 0 || x.tailN < idTailMax && !force {
+		return
+	}
+	runs := append(slices.Clone(x.runs), x.tailRun())
+	for n := len(runs); n >= 2 && len(runs[n-2].keys) < 2*len(runs[n-1].keys); n = len(runs) {
+		runs = append(runs[:n-2], mergeRuns(runs[n-2], runs[n-1]))
+	}
+	x.mu.Lock()
+	x.runs = runs
+	x.tail, x.more, x.tailN = map[uint64]uint32{}, map[uint64][]uint32{}, 0
+	x.mu.Unlock()
+}
+
+// tailRun returns the tail as a sorted run.
+func (x *idIndex) tailRun() idRun {
+	type pair struct {
+		k uint64
+		s uint32
+	}
+	ps := make([]pair, 0, x.tailN)
+	for k, s := range x.tail {
+		ps = append(ps, pair{k, s})
+		for _, s := range x.more[k] {
+			ps = append(ps, pair{k, s})
+		}
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.s, b.s)) })
+	r := idRun{keys: make([]uint64, len(ps)), seqs: make([]uint32, len(ps))}
+	for i, p := range ps {
+		r.keys[i], r.seqs[i] = p.k, p.s
+	}
+	return r
+}
+
+// mergeRuns returns the sorted union of a and b.
+func mergeRuns(a, b idRun) idRun {
+	n := len(a.keys) + len(b.keys)
+	r := idRun{keys: make([]uint64, 0, n), seqs: make([]uint32, 0, n)}
+	i, j := 0, 0
+	for i < len(a.keys) && j < len(b.keys) {
+		if a.keys[i] < b.keys[j] || a.keys[i] == b.keys[j] && a.seqs[i] < b.seqs[j] {
+			r.keys, r.seqs = append(r.keys, a.keys[i]), append(r.seqs, a.seqs[i])
+			i++
+		} else {
+			r.keys, r.seqs = append(r.keys, b.keys[j]), append(r.seqs, b.seqs[j])
+			j++
+		}
+	}
+	r.keys, r.seqs = append(r.keys, a.keys[i:]...), append(r.seqs, a.seqs[i:]...)
+	r.keys, r.seqs = append(r.keys, b.keys[j:]...), append(r.seqs, b.seqs[j:]...)
+	return r
+}
+
 // len is how many ids the index holds.
 func (x *idIndex) len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	n := len(x.m)
-	for _, more := range x.more {
-		n += len(more)
+	n := x.tailN
+	for _, r := range x.runs {
+		n += len(r.keys)
 	}
 	return n
 }
 
-// loadIndexes reads every stored event's id, author, created_at and kind
-// into a new id index and author index (at Open, on the writer).
-func loadIndexes(w *sql.DB) (*idIndex, *authorIndex, error) {
+// bytes is the memory the index's entries take (runs and tail), for
+// /metrics: 12 bytes a run entry, about 40 a tail entry (a map's).
+func (x *idIndex) bytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	var n int64
-	if err := w.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&n); err != nil {
-		return nil, nil, fmt.Errorf("load ids: %w", err)
+	for _, r := range x.runs {
+		n += int64(cap(r.keys))*8 + int64(cap(r.seqs))*4
 	}
-	x, authors := newIDIndex(int(n)), newAuthorIndex()
-	rows, err := w.Query(`SELECT seq, id, agent_id, created_at, kind FROM events`)
+	return n + int64(x.tailN)*40
+}
+
+// loadIndexes reads the id, author, created_at and kind of every stored
+// event after seq after into x and authors (at Open, on the writer), and
+// returns how many rows it read.
+func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int64, error) {
+	rows, err := w.Query(`SELECT seq, id, agent_id, created_at, kind FROM events WHERE seq > ?`, after)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load ids: %w", err)
+		return 0, fmt.Errorf("load ids: %w", err)
 	}
 	defer rows.Close()
+	var n int64
 	for rows.Next() {
 		var id, agent sql.RawBytes
 		var seq, at, kind int64
 		if err := rows.Scan(&seq, &id, &agent, &at, &kind); err != nil {
-			return nil, nil, fmt.Errorf("load ids: %w", err)
+			return n, fmt.Errorf("load ids: %w", err)
+		}
+		n++
+		if seq > maxSeq || seq < 0 {
+			return n, fmt.Errorf("load ids: seq %d: %w", seq, errLogFull)
 		}
 		if len(id) == 32 {
-			x.putLocked(idKey(id), seq)
+			x.putLocked(idKey(id), uint32(seq))
+			x.settle(false)
 			if len(agent) == 32 {
-				authors.addLocked([32]byte(agent), entryOf(id, at, kind, seq))
+				authors.addLocked([32]byte(agent), at, kind, seq)
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("load ids: %w", err)
+		return n, fmt.Errorf("load ids: %w", err)
 	}
-	return x, authors, nil
+	x.settle(false)
+	return n, nil
 }
 
 // resolve gives f the seqs of the events its ids may name, so the query

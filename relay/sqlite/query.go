@@ -195,7 +195,7 @@ func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [
 		entries, more := s.authors.candidateEntries(authors, sc, want)
 		seqs := make([]int64, len(entries))
 		for i, e := range entries {
-			seqs[i] = e.seq
+			seqs[i] = int64(e.seq)
 		}
 		bodies, err := s.bodies(ctx, seqs)
 		if err != nil {
