@@ -63,7 +63,7 @@ type authorList struct {
 // newEntry is an event the writer adds to the author index once its
 // transaction commits.
 type newEntry struct {
-	agent          [32]byte
+	agent         [32]byte
 	at, kind, seq int64
 }
 
