@@ -454,12 +454,17 @@ func readIndexFile(w *sql.DB, path string) (*indexSnap, string, error) {
 	return snap, "", nil
 }
 
+// indexSamples is about how many of its ids, and of its author entries,
+// an index file's check compares with the log: all of them in a file of
+// up to that many events.
+const indexSamples = 256
+
 // check reports why snap does not belong to the log w writes ("" when it
 // does): the event at its seq must be the one it names, the log must
 // withhold as many events as when it was saved (a redaction changes the
-// author index in place), and a sample of its entries (about a hundred,
-// spread over the runs and the authors) must match the rows at their
-// seqs.
+// author index in place), and a sample of its entries (about
+// indexSamples ids and as many author entries, evenly spread) must match
+// the rows at their seqs.
 func (snap *indexSnap) check(w *sql.DB) (string, error) {
 	var withheld int64
 	if err := w.QueryRow(`SELECT COUNT(*) FROM revokes WHERE author = x''`).Scan(&withheld); err != nil {
@@ -490,20 +495,27 @@ func (snap *indexSnap) check(w *sql.DB) (string, error) {
 			return fmt.Sprintf("saved at seq %d, where the log holds another event", snap.seq), nil
 		}
 	}
+	total := 0
 	for _, r := range snap.runs {
-		for i := 0; i < len(r.keys); i += max(1, len(r.keys)/16) {
+		total += len(r.keys)
+	}
+	step := max(1, total/indexSamples)
+	for _, r := range snap.runs {
+		for i := 0; i < len(r.keys); i += step {
 			if ok, err := read(int64(r.seqs[i])); err != nil || !ok || len(id) != 32 || idKey(id) != r.keys[i] {
 				return fmt.Sprintf("its id at seq %d is not the log's", r.seqs[i]), err
 			}
 		}
 	}
-	for i := 0; i < len(snap.authors); i += max(1, len(snap.authors)/64) {
-		a := snap.authors[i]
-		c := a.chunks[len(a.chunks)-1]
-		e := c[len(c)-1]
-		ok, err := read(int64(e.seq))
-		if err != nil || !ok || !bytes.Equal(agent, a.agent[:]) || at != e.at || entryOf(at, kind, 1).kind != e.kind {
-			return fmt.Sprintf("its author entry at seq %d is not the log's", e.seq), err
+	for k, a := range snap.authors {
+		for _, c := range a.chunks {
+			for i := (k * 7) % step; i < len(c); i += step {
+				e := c[i]
+				ok, err := read(int64(e.seq))
+				if err != nil || !ok || !bytes.Equal(agent, a.agent[:]) || at != e.at || entryOf(at, kind, 1).kind != e.kind {
+					return fmt.Sprintf("its author entry at seq %d is not the log's", e.seq), err
+				}
+			}
 		}
 	}
 	return "", nil
