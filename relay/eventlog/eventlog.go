@@ -147,6 +147,20 @@ type Stats struct {
 	Bytes  int64 `json:"bytes"`
 }
 
+// IndexSize is one in-memory index a log keeps (see IndexSizer).
+type IndexSize struct {
+	Name    string // "ids", "authors"
+	Entries int64  // events it holds
+	Bytes   int64  // an estimate of its heap
+}
+
+// IndexSizer is a Log that keeps indexes in memory and reports them, for
+// /metrics (the SQLite log; the PostgreSQL log keeps none): each index,
+// and the size of the file that saves them (-1: none).
+type IndexSizer interface {
+	IndexSizes() (indexes []IndexSize, fileBytes int64)
+}
+
 // Log is the event log the relay's core, its modules and its offline tools
 // work on. Every method is safe for concurrent use.
 //

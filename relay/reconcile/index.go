@@ -358,3 +358,15 @@ func (x *Index) Remove(it Item) bool {
 	x.n--
 	return true
 }
+
+// Bytes is an estimate of the index's heap: its blocks' capacity (40
+// bytes an item), their headers and the Fenwick tree.
+func (x *Index) Bytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var n int64
+	for _, b := range x.blocks {
+		n += int64(cap(b.items))*40 + 64
+	}
+	return n + int64(cap(x.firsts))*40 + int64(cap(x.tree.count))*(8+32)
+}

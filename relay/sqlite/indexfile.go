@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/anp2net/relay/relay/eventlog"
 )
 
 // The index file, <db>.idx, holds the id and author indexes as they were
@@ -574,4 +576,19 @@ func (s *Store) saveAtClose() {
 	if err != nil {
 		slog.Warn("log index file not saved", "err", err)
 	}
+}
+
+var _ eventlog.IndexSizer = (*Store)(nil)
+
+// IndexSizes reports the id and author indexes' entries and estimated
+// heap, and the index file's size (-1: none).
+func (s *Store) IndexSizes() ([]eventlog.IndexSize, int64) {
+	file := int64(-1)
+	if fi, err := os.Stat(IndexPath(s.path)); err == nil {
+		file = fi.Size()
+	}
+	return []eventlog.IndexSize{
+		{Name: "ids", Entries: int64(s.ids.len()), Bytes: s.ids.bytes()},
+		{Name: "authors", Entries: int64(s.authors.len()), Bytes: s.authors.bytes()},
+	}, file
 }
