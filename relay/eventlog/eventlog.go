@@ -155,10 +155,20 @@ type IndexSize struct {
 }
 
 // IndexSizer is a Log that keeps indexes in memory and reports them, for
-// /metrics (the SQLite log; the PostgreSQL log keeps none): each index,
-// and the size of the file that saves them (-1: none).
+// /metrics (the SQLite log; the PostgreSQL log keeps none).
 type IndexSizer interface {
-	IndexSizes() (indexes []IndexSize, fileBytes int64)
+	IndexReport() IndexReport
+}
+
+// IndexReport is what an IndexSizer reports.
+type IndexReport struct {
+	Indexes []IndexSize
+	// FileBytes is the size of the file that saves them (-1: none).
+	FileBytes int64
+	// LoadedFrom is the log position the indexes were loaded from at
+	// open (0: the whole log was read), and RowsRead the events read
+	// from the log after it.
+	LoadedFrom, RowsRead int64
 }
 
 // Log is the event log the relay's core, its modules and its offline tools

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -49,9 +48,34 @@ type idIndex struct {
 }
 
 // idRun is a sorted run of the id index: keys ascending, ties by seq.
+// dir finds a key's part of the run without a search of the whole (ids are
+// hashes, so their keys spread evenly): the keys whose top bits (64-shift
+// of them) are b lie in keys[dir[b]:dir[b+1]], about 64 of them; it takes
+// 4 bytes per 64 entries.
 type idRun struct {
-	keys []uint64
-	seqs []uint32
+	keys  []uint64
+	seqs  []uint32
+	dir   []uint32
+	shift uint
+}
+
+// makeRun returns the run of keys and seqs (sorted) with its directory.
+func makeRun(keys []uint64, seqs []uint32) idRun {
+	bits := uint(0)
+	for len(keys)>>(bits+7) > 0 { // about 64 to 128 keys a part
+		bits++
+	}
+	r := idRun{keys: keys, seqs: seqs, shift: 64 - bits, dir: make([]uint32, 1<<bits+1)}
+	b := 0
+	for i, k := range keys {
+		for top := int(k >> r.shift); b <= top; b++ {
+			r.dir[b] = uint32(i)
+		}
+	}
+	for ; b < len(r.dir); b++ {
+		r.dir[b] = uint32(len(keys))
+	}
+	return r
 }
 
 // idTailMax is how many ids the tail holds before the writer sorts them
@@ -99,7 +123,17 @@ func (x *idIndex) candidates(dst []int64, id []byte) []int64 {
 
 // search returns the first position whose key is not below k.
 func (r *idRun) search(k uint64) int {
-	return sort.Search(len(r.keys), func(i int) bool { return r.keys[i] >= k })
+	b := k >> r.shift
+	lo, hi := int(r.dir[b]), int(r.dir[b+1])
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.keys[m] < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // put records id at seq (writer only, and Open); seq is at most maxSeq.
@@ -171,44 +205,65 @@ func (x *idIndex) settle(force bool) {
 	x.mu.Unlock()
 }
 
+// idPair is one entry of the id index.
+type idPair struct {
+	k uint64
+	s uint32
+}
+
 // tailRun returns the tail as a sorted run.
 func (x *idIndex) tailRun() idRun {
-	type pair struct {
-		k uint64
-		s uint32
-	}
-	ps := make([]pair, 0, x.tailN)
+	ps := make([]idPair, 0, x.tailN)
 	for k, s := range x.tail {
-		ps = append(ps, pair{k, s})
+		ps = append(ps, idPair{k, s})
 		for _, s := range x.more[k] {
-			ps = append(ps, pair{k, s})
+			ps = append(ps, idPair{k, s})
 		}
 	}
-	slices.SortFunc(ps, func(a, b pair) int { return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.s, b.s)) })
-	r := idRun{keys: make([]uint64, len(ps)), seqs: make([]uint32, len(ps))}
+	return runOf(ps)
+}
+
+// runOf sorts ps into a run.
+func runOf(ps []idPair) idRun {
+	slices.SortFunc(ps, func(a, b idPair) int { return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.s, b.s)) })
+	keys, seqs := make([]uint64, len(ps)), make([]uint32, len(ps))
 	for i, p := range ps {
-		r.keys[i], r.seqs[i] = p.k, p.s
+		keys[i], seqs[i] = p.k, p.s
 	}
-	return r
+	return makeRun(keys, seqs)
+}
+
+// addRun adds ps as a run, merged as settle merges (Open only: the tail
+// must be empty).
+func (x *idIndex) addRun(ps []idPair) {
+	if len(ps) == 0 {
+		return
+	}
+	runs := append(x.runs, runOf(ps))
+	slices.SortStableFunc(runs, func(a, b idRun) int { return cmp.Compare(len(b.keys), len(a.keys)) })
+	for n := len(runs); n >= 2 && len(runs[n-2].keys) < 2*len(runs[n-1].keys); n = len(runs) {
+		runs = append(runs[:n-2], mergeRuns(runs[n-2], runs[n-1]))
+	}
+	x.runs = runs
 }
 
 // mergeRuns returns the sorted union of a and b.
 func mergeRuns(a, b idRun) idRun {
 	n := len(a.keys) + len(b.keys)
-	r := idRun{keys: make([]uint64, 0, n), seqs: make([]uint32, 0, n)}
+	keys, seqs := make([]uint64, 0, n), make([]uint32, 0, n)
 	i, j := 0, 0
 	for i < len(a.keys) && j < len(b.keys) {
 		if a.keys[i] < b.keys[j] || a.keys[i] == b.keys[j] && a.seqs[i] < b.seqs[j] {
-			r.keys, r.seqs = append(r.keys, a.keys[i]), append(r.seqs, a.seqs[i])
+			keys, seqs = append(keys, a.keys[i]), append(seqs, a.seqs[i])
 			i++
 		} else {
-			r.keys, r.seqs = append(r.keys, b.keys[j]), append(r.seqs, b.seqs[j])
+			keys, seqs = append(keys, b.keys[j]), append(seqs, b.seqs[j])
 			j++
 		}
 	}
-	r.keys, r.seqs = append(r.keys, a.keys[i:]...), append(r.seqs, a.seqs[i:]...)
-	r.keys, r.seqs = append(r.keys, b.keys[j:]...), append(r.seqs, b.seqs[j:]...)
-	return r
+	keys, seqs = append(keys, a.keys[i:]...), append(seqs, a.seqs[i:]...)
+	keys, seqs = append(keys, b.keys[j:]...), append(seqs, b.seqs[j:]...)
+	return makeRun(keys, seqs)
 }
 
 // len is how many ids the index holds.
@@ -229,14 +284,14 @@ func (x *idIndex) bytes() int64 {
 	defer x.mu.RUnlock()
 	var n int64
 	for _, r := range x.runs {
-		n += int64(cap(r.keys))*8 + int64(cap(r.seqs))*4
+		n += int64(cap(r.keys))*8 + int64(cap(r.seqs))*4 + int64(cap(r.dir))*4
 	}
 	return n + int64(x.tailN)*40
 }
 
 // loadIndexes reads the id, author, created_at and kind of every stored
-// event after seq after into x and authors (at Open, on the writer), and
-// returns how many rows it read.
+// event after seq after into x and authors (at Open, on the writer,
+// before any other use of them), and returns how many rows it read.
 func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int64, error) {
 	rows, err := w.Query(`SELECT seq, id, agent_id, created_at, kind FROM events WHERE seq > ?`, after)
 	if err != nil {
@@ -244,6 +299,7 @@ func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int6
 	}
 	defer rows.Close()
 	var n int64
+	var ps []idPair
 	for rows.Next() {
 		var id, agent sql.RawBytes
 		var seq, at, kind int64
@@ -255,8 +311,7 @@ func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int6
 			return n, fmt.Errorf("load ids: seq %d: %w", seq, errLogFull)
 		}
 		if len(id) == 32 {
-			x.putLocked(idKey(id), uint32(seq))
-			x.settle(false)
+			ps = append(ps, idPair{idKey(id), uint32(seq)})
 			if len(agent) == 32 {
 				authors.addLocked([32]byte(agent), at, kind, seq)
 			}
@@ -265,7 +320,7 @@ func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int6
 	if err := rows.Err(); err != nil {
 		return n, fmt.Errorf("load ids: %w", err)
 	}
-	x.settle(false)
+	x.addRun(ps)
 	return n, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -513,3 +514,56 @@ func TestIDsFilterReadsBySeq(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkIDIndexLookup times a lookup of a stored id (half the time)
+// or an unstored one in an id index of ANP2_BENCH_EVENTS ids (default
+// 100,000), put as the writer puts them: "runs" is the index, "map" the
+// map of 8-byte keys to seqs it replaced (about 38 bytes an id).
+func BenchmarkIDIndexLookup(b *testing.B) {
+	n := benchEvents(b, 100_000)
+	ids := make([]byte, 32*n)
+	rand.Read(ids)
+	b.Run("runs", func(b *testing.B) {
+		x := newIDIndex()
+		for i := 0; i < n; i++ {
+			x.put(ids[32*i:32*i+32], int64(i+1))
+			if i%32 == 31 {
+				x.settle(false)
+			}
+		}
+		var probe [32]byte
+		var dst []int64
+		b.ResetTimer()
+		for i := range b.N {
+			if i%2 == 0 {
+				dst = x.candidates(dst[:0], ids[32*(i%n):])
+			} else {
+				binary.LittleEndian.PutUint64(probe[:], uint64(i)*0x9e3779b97f4a7c15)
+				dst = x.candidates(dst[:0], probe[:])
+			}
+		}
+		b.ReportMetric(float64(len(x.runs)), "runs")
+	})
+	b.Run("map", func(b *testing.B) {
+		m := make(map[uint64]int64, n)
+		for i := 0; i < n; i++ {
+			m[idKey(ids[32*i:])] = int64(i + 1)
+		}
+		var probe [32]byte
+		var mu sync.RWMutex
+		var dst []int64
+		b.ResetTimer()
+		for i := range b.N {
+			k := idKey(ids[32*(i%n):])
+			if i%2 == 1 {
+				binary.LittleEndian.PutUint64(probe[:], uint64(i)*0x9e3779b97f4a7c15)
+				k = idKey(probe[:])
+			}
+			mu.RLock()
+			if seq, ok := m[k]; ok {
+				dst = append(dst[:0], seq)
+			}
+			mu.RUnlock()
+		}
+	})
+}

@@ -256,7 +256,7 @@ func (snap *indexSnap) decodeRuns(r *hashReader) error {
 		if r.err != nil {
 			return r.err
 		}
-		snap.runs = append(snap.runs, run)
+		snap.runs = append(snap.runs, makeRun(run.keys, run.seqs))
 	}
 	return r.err
 }
@@ -310,6 +310,9 @@ func (snap *indexSnap) install() (*idIndex, *authorIndex) {
 	x := newIDIndex()
 	x.runs = snap.runs
 	slices.SortStableFunc(x.runs, func(a, b idRun) int { return cmp.Compare(len(b.keys), len(a.keys)) })
+	for n := len(x.runs); n >= 2 && len(x.runs[n-2].keys) < 2*len(x.runs[n-1].keys); n = len(x.runs) {
+		x.runs = append(x.runs[:n-2], mergeRuns(x.runs[n-2], x.runs[n-1]))
+	}
 	a := newAuthorIndex()
 	a.wide = snap.wide
 	for _, as := range snap.authors {
@@ -397,6 +400,12 @@ const indexSaveMin = 1 << 16
 // why.
 func (s *Store) openIndexes(w *sql.DB) error {
 	s.savedSeq.Store(-1)
+	// What a save cut short left (the writer lock keeps any other out).
+	if tmps, err := filepath.Glob(globQuote(IndexPath(s.path)) + ".tmp-*"); err == nil {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}
 	snap, why, err := readIndexFile(w, IndexPath(s.path))
 	if err != nil {
 		return err
@@ -544,8 +553,6 @@ func (s *Store) committed(n int) {
 	go func() {
 		defer s.saveWG.Done()
 		defer s.saving.Store(false)
-		s.saveMu.Lock()
-		defer s.saveMu.Unlock()
 		if err := s.saveIndex(snap, s.read); err != nil {
 			slog.Warn("log index file not saved", "err", err)
 		}
@@ -580,15 +587,30 @@ func (s *Store) saveAtClose() {
 
 var _ eventlog.IndexSizer = (*Store)(nil)
 
-// IndexSizes reports the id and author indexes' entries and estimated
-// heap, and the index file's size (-1: none).
-func (s *Store) IndexSizes() ([]eventlog.IndexSize, int64) {
+// IndexReport reports the id and author indexes' entries and estimated
+// heap, the index file's size, and how Open filled them.
+func (s *Store) IndexReport() eventlog.IndexReport {
 	file := int64(-1)
 	if fi, err := os.Stat(IndexPath(s.path)); err == nil {
 		file = fi.Size()
 	}
-	return []eventlog.IndexSize{
-		{Name: "ids", Entries: int64(s.ids.len()), Bytes: s.ids.bytes()},
-		{Name: "authors", Entries: int64(s.authors.len()), Bytes: s.authors.bytes()},
-	}, file
+	return eventlog.IndexReport{
+		Indexes: []eventlog.IndexSize{
+			{Name: "ids", Entries: int64(s.ids.len()), Bytes: s.ids.bytes()},
+			{Name: "authors", Entries: int64(s.authors.len()), Bytes: s.authors.bytes()},
+		},
+		FileBytes: file, LoadedFrom: s.indexLoad.From, RowsRead: s.indexLoad.Rows,
+	}
+}
+
+// globQuote escapes the characters filepath.Match treats as patterns.
+func globQuote(p string) string {
+	var b []byte
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == '*' || c == '?' || c == '[' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, p[i])
+	}
+	return string(b)
 }

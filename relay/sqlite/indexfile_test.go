@@ -376,6 +376,9 @@ func TestIndexFileSavedWhileServing(t *testing.T) {
 	os.WriteFile(IndexPath(crash), b[:len(b)-1], 0o644)
 	os.WriteFile(IndexPath(crash)+".tmp-123", b[:len(b)/2], 0o644)
 	reopen(t, crash, 0, 70, true)
+	if tmps, _ := filepath.Glob(IndexPath(crash) + ".tmp-*"); len(tmps) != 0 {
+		t.Fatalf("left over: %v", tmps)
+	}
 }
 
 // TestRedactDropsIndexFile requires a redaction to remove the index file

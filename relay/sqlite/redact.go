@@ -62,12 +62,12 @@ func (s *Store) redact(id, revokeID, tombstone []byte) error {
 	if err != nil {
 		return fmt.Errorf("redact: stored event at seq %d: %w", seq, err)
 	}
-	// The index file would keep the event's author entry: it goes first,
-	// and Close saves the indexes as the redaction leaves them.
-	s.saveMu.Lock()
-	err = s.removeIndex()
-	s.saveMu.Unlock()
-	if err != nil {
+	// The index file would keep the event's author entry: it goes first
+	// (after a save under way, which could write it again), and Close
+	// saves the indexes as the redaction leaves them. Saves start only on
+	// the writer, which this runs on.
+	s.saveWG.Wait()
+	if err := s.removeIndex(); err != nil {
 		return fmt.Errorf("redact: %w", err)
 	}
 	if _, err := s.write.Exec(`PRAGMA secure_delete = ON`); err != nil {

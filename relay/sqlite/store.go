@@ -57,15 +57,13 @@ type Store struct {
 	// the indexes; savedSeq the position of the file on disk (-1: none
 	// known); sinceSave counts the events committed since the last save
 	// (writer only); saveMin is indexSaveMin (tests lower it); saving is
-	// set while a save runs, saveWG waits for it, and saveMu keeps a
-	// redaction from removing the file while one writes it.
+	// set while a save runs, and saveWG waits for it.
 	indexLoad IndexLoad
 	savedSeq  atomic.Int64
 	sinceSave int64
 	saveMin   atomic.Int64
 	saving    atomic.Bool
 	saveWG    sync.WaitGroup
-	saveMu    sync.Mutex
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
