@@ -92,26 +92,40 @@ func (s *Store) snapshot() *indexSnap {
 	return snap
 }
 
-// hashWriter counts and hashes what it writes.
+// hashWriter hashes and writes what it gathers, 64 KiB at a time.
 type hashWriter struct {
-	w   *bufio.Writer
+	w   io.Writer
 	h   hash.Hash
-	buf [8]byte
+	buf []byte
+	err error
 }
 
-func (w *hashWriter) write(b []byte) { w.h.Write(b); w.w.Write(b) }
+func (w *hashWriter) write(b []byte) {
+	if w.buf = append(w.buf, b...); len(w.buf) >= 64<<10 {
+		w.flush()
+	}
+}
 func (w *hashWriter) u32(v uint32) {
-	binary.LittleEndian.PutUint32(w.buf[:4], v)
-	w.write(w.buf[:4])
+	if w.buf = binary.LittleEndian.AppendUint32(w.buf, v); len(w.buf) >= 64<<10 {
+		w.flush()
+	}
 }
 func (w *hashWriter) u64(v uint64) {
-	binary.LittleEndian.PutUint64(w.buf[:], v)
-	w.write(w.buf[:])
+	if w.buf = binary.LittleEndian.AppendUint64(w.buf, v); len(w.buf) >= 64<<10 {
+		w.flush()
+	}
+}
+func (w *hashWriter) flush() {
+	w.h.Write(w.buf)
+	if _, err := w.w.Write(w.buf); err != nil && w.err == nil {
+		w.err = err
+	}
+	w.buf = w.buf[:0]
 }
 
 // encode writes snap in the file's layout.
 func (snap *indexSnap) encode(out io.Writer) error {
-	w := &hashWriter{w: bufio.NewWriterSize(out, 1<<20), h: sha256.New()}
+	w := &hashWriter{w: out, h: sha256.New(), buf: make([]byte, 0, 72<<10)}
 	w.write([]byte(indexMagic))
 	w.u32(indexVersion)
 	w.u64(uint64(snap.seq))
@@ -153,8 +167,11 @@ func (snap *indexSnap) encode(out io.Writer) error {
 		w.u32(s)
 		w.u64(uint64(snap.wide[s]))
 	}
-	w.w.Write(w.h.Sum(nil))
-	return w.w.Flush()
+	w.flush()
+	if _, err := out.Write(w.h.Sum(nil)); err != nil && w.err == nil {
+		w.err = err
+	}
+	return w.err
 }
 
 // errIndexFile is what decodeIndex returns for a file it will not use.
@@ -168,24 +185,46 @@ type hashReader struct {
 	h    hash.Hash
 	left int64
 	err  error
-	buf  [32]byte
+	buf  []byte
 }
 
+// read returns the next n bytes (valid until the next read); after an
+// error, n bytes of garbage.
 func (r *hashReader) read(n int) []byte {
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	b := r.buf[:n]
 	if r.err != nil {
-		return r.buf[:n]
+		return b
 	}
 	if int64(n) > r.left {
 		r.err = fmt.Errorf("%w: truncated", errIndexFile)
-		return r.buf[:n]
+		return b
 	}
-	if _, err := io.ReadFull(r.r, r.buf[:n]); err != nil {
+	if _, err := io.ReadFull(r.r, b); err != nil {
 		r.err = fmt.Errorf("%w: %v", errIndexFile, err)
-		return r.buf[:n]
+		return b
 	}
 	r.left -= int64(n)
-	r.h.Write(r.buf[:n])
-	return r.buf[:n]
+	r.h.Write(b)
+	return b
+}
+
+// each reads n items of size bytes and calls put with each, reading many
+// at once.
+func (r *hashReader) each(n, size int, put func(b []byte)) {
+	for n > 0 && r.err == nil {
+		k := min(n, (64<<10)/size)
+		b := r.read(k * size)
+		if r.err != nil {
+			return
+		}
+		for i := range k {
+			put(b[i*size : i*size+size])
+		}
+		n -= k
+	}
 }
 func (r *hashReader) u32() uint32 { return binary.LittleEndian.Uint32(r.read(4)) }
 func (r *hashReader) u64() uint64 { return binary.LittleEndian.Uint64(r.read(8)) }
@@ -240,21 +279,19 @@ func (snap *indexSnap) decodeRuns(r *hashReader) error {
 	runs := r.count(uint64(r.u32()), 8)
 	for range runs {
 		n := r.count(r.u64(), 12)
-		run := idRun{keys: make([]uint64, n), seqs: make([]uint32, n)}
-		for i := range run.keys {
-			run.keys[i] = r.u64()
-		}
-		for i := range run.seqs {
-			run.seqs[i] = r.u32()
-			if r.err == nil && (run.seqs[i] == 0 || int64(run.seqs[i]) > snap.seq) {
-				return fmt.Errorf("%w: seq %d past %d", errIndexFile, run.seqs[i], snap.seq)
-			}
-			if i > 0 && r.err == nil && cmp.Or(cmp.Compare(run.keys[i-1], run.keys[i]), cmp.Compare(run.seqs[i-1], run.seqs[i])) >= 0 {
-				return fmt.Errorf("%w: run out of order", errIndexFile)
-			}
-		}
+		run := idRun{keys: make([]uint64, 0, n), seqs: make([]uint32, 0, n)}
+		r.each(n, 8, func(b []byte) { run.keys = append(run.keys, binary.LittleEndian.Uint64(b)) })
+		r.each(n, 4, func(b []byte) { run.seqs = append(run.seqs, binary.LittleEndian.Uint32(b)) })
 		if r.err != nil {
 			return r.err
+		}
+		for i, seq := range run.seqs {
+			if seq == 0 || int64(seq) > snap.seq {
+				return fmt.Errorf("%w: seq %d past %d", errIndexFile, seq, snap.seq)
+			}
+			if i > 0 && cmp.Or(cmp.Compare(run.keys[i-1], run.keys[i]), cmp.Compare(run.seqs[i-1], seq)) >= 0 {
+				return fmt.Errorf("%w: run out of order", errIndexFile)
+			}
 		}
 		snap.runs = append(snap.runs, makeRun(run.keys, run.seqs))
 	}
@@ -273,19 +310,21 @@ func (snap *indexSnap) decodeAuthors(r *hashReader) error {
 			return fmt.Errorf("%w: author listed twice or empty", errIndexFile)
 		}
 		seen[a.agent] = true
-		entries := make([]authorEntry, m)
-		for i := range entries {
-			e := authorEntry{at: int64(r.u64()), seq: r.u32(), kind: r.u32()}
-			if r.err != nil {
-				return r.err
-			}
+		entries := make([]authorEntry, 0, m)
+		r.each(m, 16, func(b []byte) {
+			entries = append(entries, authorEntry{at: int64(binary.LittleEndian.Uint64(b)),
+				seq: binary.LittleEndian.Uint32(b[8:]), kind: binary.LittleEndian.Uint32(b[12:])})
+		})
+		if r.err != nil {
+			return r.err
+		}
+		for i, e := range entries {
 			if e.seq == 0 || int64(e.seq) > snap.seq || i > 0 && compareEntries(entries[i-1], e) >= 0 {
 				return fmt.Errorf("%w: author entries out of order", errIndexFile)
 			}
 			if e.kind == wideKind {
 				wideSeqs[e.seq] = true
 			}
-			entries[i] = e
 		}
 		a.chunks = [][]authorEntry{entries}
 		snap.authors = append(snap.authors, a)
