@@ -462,11 +462,18 @@ func (s *Store) openIndexes(w *sql.DB) error {
 		return err
 	}
 	s.indexLoad = IndexLoad{From: from, Rows: n, Why: why}
-	if why != "" && n > 0 {
+	switch {
+	case why == "" || n == 0:
+	case snap == nil && why == noIndexFile:
 		slog.Info("log index file not used: reading the whole log", "path", IndexPath(s.path), "why", why, "events", n)
+	default:
+		slog.Warn("log index file not used: reading the whole log", "path", IndexPath(s.path), "why", why, "events", n)
 	}
 	return nil
 }
+
+// noIndexFile is IndexLoad.Why when there is no index file.
+const noIndexFile = "no index file"
 
 // IndexLoad says how Open filled the log's in-memory indexes.
 type IndexLoad struct {
@@ -483,7 +490,7 @@ func (s *Store) IndexLoad() IndexLoad { return s.indexLoad }
 func readIndexFile(w *sql.DB, path string) (*indexSnap, string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, "no index file", nil
+		return nil, noIndexFile, nil
 	}
 	if err != nil {
 		return nil, err.Error(), nil
