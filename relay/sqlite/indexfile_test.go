@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -453,4 +454,116 @@ func FuzzDecodeIndex(f *testing.F) {
 		}
 		snap.install()
 	})
+}
+
+// TestIDIndexRunsMatchMap puts more ids than several tails hold (some
+// sharing their key), settling between batches as the writer does,
+// forgets a batch that did not commit, and requires every lookup to give
+// what a map of keys to seqs gives, before and after a round trip through
+// the index file's encoding.
+func TestIDIndexRunsMatchMap(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(3, 4))
+	x := newIDIndex()
+	want := map[uint64][]int64{}
+	var keys []uint64
+	seq := int64(0)
+	for batch := 0; seq < 3*idTailMax+1000; batch++ {
+		var added [][32]byte
+		first := seq + 1
+		for range 1 + r.IntN(700) {
+			var id [32]byte
+			k := r.Uint64()
+			if len(keys) > 0 && r.IntN(50) == 0 {
+				k = keys[r.IntN(len(keys))] // a shared key
+			}
+			binary.LittleEndian.PutUint64(id[:], k)
+			seq++
+			x.put(id[:], seq)
+			added = append(added, id)
+		}
+		if batch%17 == 5 {
+			x.forget(added, first) // the transaction failed: its seqs go again
+			seq = first - 1
+			continue
+		}
+		for i, id := range added {
+			k := idKey(id[:])
+			if len(want[k]) == 0 {
+				keys = append(keys, k)
+			}
+			want[k] = append(want[k], first+int64(i))
+		}
+		x.settle(false)
+	}
+	if len(x.runs) == 0 || x.tailN == 0 {
+		t.Fatalf("%d runs, %d ids in the tail", len(x.runs), x.tailN)
+	}
+	check := func(stage string, x *idIndex) {
+		t.Helper()
+		n := 0
+		for _, k := range keys {
+			var id [32]byte
+			binary.LittleEndian.PutUint64(id[:], k)
+			if got := x.candidates(nil, id[:]); !slices.Equal(got, want[k]) {
+				t.Fatalf("%s: key %x: %v, want %v", stage, k, got, want[k])
+			}
+			n += len(want[k])
+		}
+		var id [32]byte
+		binary.LittleEndian.PutUint64(id[:], r.Uint64())
+		if got := x.candidates(nil, id[:]); len(got) != 0 || x.len() != n {
+			t.Fatalf("%s: an absent key gives %v; %d ids, want %d", stage, got, x.len(), n)
+		}
+	}
+	check("live", x)
+	s := &Store{ids: x, authors: newAuthorIndex(), nextSeq: seq + 1}
+	var b bytes.Buffer
+	if err := s.snapshot().encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := decodeIndex(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := snap.install()
+	check("from the file", y)
+	x.settle(true)
+	if len(x.runs) < 2 {
+		t.Fatalf("%d runs", len(x.runs))
+	}
+	check("settled", x)
+}
+
+// TestSnapshotUnchangedByLaterChanges takes a snapshot, then changes
+// the indexes every way the writer does (appends, inserts out of order
+// that split chunks, removals, ids past the tail): the snapshot must
+// encode as it did when it was taken.
+func TestSnapshotUnchangedByLaterChanges(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(5, 6))
+	s := &Store{ids: newIDIndex(), authors: newAuthorIndex()}
+	seq := int64(0)
+	add := func(n int) {
+		for range n {
+			seq++
+			var id [32]byte
+			binary.LittleEndian.PutUint64(id[:], r.Uint64())
+			s.ids.put(id[:], seq)
+			s.authors.addLocked([32]byte{byte(r.IntN(3))}, r.Int64N(1000), r.Int64N(3), seq)
+		}
+		s.ids.settle(false)
+		s.nextSeq = seq + 1
+	}
+	add(idTailMax + 3*authorChunk)
+	snap := s.snapshot()
+	var before bytes.Buffer
+	snap.encode(&before)
+	add(idTailMax)
+	for i := int64(1); i < seq; i += 7 {
+		s.authors.remove([32]byte{byte(i % 3)}, i)
+	}
+	var after bytes.Buffer
+	snap.encode(&after)
+	if !bytes.Equal(before.Bytes(), after.Bytes()) {
+		t.Fatal("the snapshot changed with the indexes")
+	}
 }
