@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -451,6 +452,22 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 			b.ReportMetric(float64(rows), "rows-read")
 		})
 	}
+	// What a start still reads in full: the items of every event, which
+	// the relay's reconciliation index is filled with (relay/state.go).
+	b.Run("items", func(b *testing.B) {
+		s, err := Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		b.ResetTimer()
+		for range b.N {
+			got := 0
+			if err := s.Items(context.Background(), nil, nil, math.MinInt64, func(int64, []byte) { got++ }); err != nil || got != n {
+				b.Fatalf("%d items: %v", got, err)
+			}
+		}
+	})
 }
 
 // TestFailedCommitThatStoredCatchesUp stands in for a commit that reported
