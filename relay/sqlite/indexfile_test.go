@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -565,5 +566,27 @@ func TestSnapshotUnchangedByLaterChanges(t *testing.T) {
 	snap.encode(&after)
 	if !bytes.Equal(before.Bytes(), after.Bytes()) {
 		t.Fatal("the snapshot changed with the indexes")
+	}
+}
+
+// TestLogFullAtMaxSeq requires the event at the highest seq the indexes
+// hold to be stored and found, and the next append to be refused with
+// the log unchanged.
+func TestLogFullAtMaxSeq(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	if err := s.control(ctx, func() error { s.nextSeq = maxSeq; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	last := ev(key(1), 100, 1, "last")
+	if r, err := s.Append(ctx, Record{Event: last}); err != nil || r.Seq != maxSeq {
+		t.Fatalf("append at the last seq: %+v %v", r, err)
+	}
+	checkByID(t, s, "last seq", map[string]int64{last.ID: maxSeq}, nil)
+	if _, err := s.Append(ctx, Record{Event: ev(key(1), 101, 1, "one too many")}); !errors.Is(err, errLogFull) {
+		t.Fatalf("append past the last seq: %v", err)
+	}
+	if n := countRows(t, s, "events"); n != 1 {
+		t.Fatalf("%d events", n)
 	}
 }

@@ -185,6 +185,9 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 			}
 		}
 		seq = s.nextSeq
+		if seq > maxSeq {
+			return errLogFull
+		}
 		if _, err := tx.Exec(`INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?, ?, x'', ?, -1, ?, NULL, NULL, ?)`, seq, idb, w.CreatedAt, string(tombstone), receivedAt); err != nil {
 			return err
