@@ -332,6 +332,7 @@ func idIndexBytes(n int) float64 {
 			x.settle(false)
 		}
 	}
+	x.wait()
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	runtime.KeepAlive(x)
@@ -548,6 +549,7 @@ func BenchmarkIDIndexLookup(b *testing.B) {
 				x.settle(false)
 			}
 		}
+		x.wait()
 		var probe [32]byte
 		var dst []int64
 		b.ResetTimer()

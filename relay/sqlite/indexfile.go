@@ -349,8 +349,8 @@ func (snap *indexSnap) install() (*idIndex, *authorIndex) {
 	x := newIDIndex()
 	x.runs = snap.runs
 	slices.SortStableFunc(x.runs, func(a, b idRun) int { return cmp.Compare(len(b.keys), len(a.keys)) })
-	for n := len(x.runs); n >= 2 && len(x.runs[n-2].keys) < 2*len(x.runs[n-1].keys); n = len(x.runs) {
-		x.runs = append(x.runs[:n-2], mergeRuns(x.runs[n-2], x.runs[n-1]))
+	for i := mergeDue(x.runs); i >= 0; i = mergeDue(x.runs) {
+		x.runs = slices.Concat(x.runs[:i], []idRun{mergeRuns(x.runs[i], x.runs[i+1])}, x.runs[i+2:])
 	}
 	a := newAuthorIndex()
 	a.wide = snap.wide
@@ -619,6 +619,9 @@ func (s *Store) snapshotWithheld() (*indexSnap, error) {
 // holds the indexes as they are.
 func (s *Store) saveAtClose() {
 	s.saveWG.Wait()
+	if s.ids != nil {
+		s.ids.wait()
+	}
 	if s.ids == nil || s.relaxed || s.savedSeq.Load() == s.nextSeq-1 {
 		return
 	}

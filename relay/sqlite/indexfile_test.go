@@ -529,8 +529,9 @@ func TestIDIndexRunsMatchMap(t *testing.T) {
 	y, _ := snap.install()
 	check("from the file", y)
 	x.settle(true)
-	if len(x.runs) < 2 {
-		t.Fatalf("%d runs", len(x.runs))
+	x.wait()
+	if len(x.runs) < 2 || mergeDue(x.runs) >= 0 {
+		t.Fatalf("%d runs, a pair due for merging at %d", len(x.runs), mergeDue(x.runs))
 	}
 	check("settled", x)
 }
