@@ -201,6 +201,7 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 		}
 		s.nextSeq++
 		s.ids.put(idb, seq)
+		s.items.write([]newItem{{seq: seq, at: w.CreatedAt, id: [32]byte(idb)}})
 		return nil
 	})
 	if err != nil {

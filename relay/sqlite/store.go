@@ -59,6 +59,8 @@ type Store struct {
 	// (writer only); saveMin is indexSaveMin (tests lower it); saving is
 	// set while a save runs, and saveWG waits for it.
 	indexLoad IndexLoad
+	// items is the items file (see items.go); the writer appends to it.
+	items     *itemsFile
 	savedSeq  atomic.Int64
 	sinceSave int64
 	saveMin   atomic.Int64
@@ -222,6 +224,7 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 	s.frameSize += 24
 	s.saveMin.Store(indexSaveMin)
 	if err = s.openIndexes(w); err == nil {
+		s.openItems(w)
 		err = w.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(&s.nextSeq)
 	}
 	if err == nil {
@@ -500,6 +503,9 @@ func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	s.wg.Wait()
 	s.saveAtClose()
+	if s.items != nil {
+		s.items.f.Close()
+	}
 	var logFile error
 	if s.logFile != nil {
 		logFile = s.logFile.Close()
@@ -1064,6 +1070,7 @@ func (s *Store) insertBatch(batch []*groupcommit.Request) ([]Result, []Committed
 		return nil, nil, err
 	}
 	s.nextSeq = st.next
+	s.items.write(st.items)
 	s.authors.add(st.entries)
 	s.ids.settle(false)
 	// Newest-first reads mostly ask for what was just published. A bulk
@@ -1098,6 +1105,7 @@ func (s *Store) catchUp(tx *sql.Tx) error {
 		}
 		if len(id) == 32 {
 			s.ids.put(id, seq)
+			s.items.write([]newItem{{seq: seq, at: at, id: [32]byte(id)}})
 			if len(agent) == 32 {
 				s.authors.add([]newEntry{{agent: [32]byte(agent), at: at, kind: kind, seq: seq}})
 			}
@@ -1153,9 +1161,11 @@ type txStmts struct {
 	tags, events *rowBatch
 	// seqs is scratch for the id index's answers.
 	seqs []int64
-	// entries are the author index's entries of the events added,
-	// recorded once the transaction commits.
+	// entries are the author index's entries of the events added, and
+	// items their records of the items file, recorded once the
+	// transaction commits.
 	entries []newEntry
+	items   []newItem
 }
 
 // rowBatch gathers the rows of one table in a transaction and inserts them
@@ -1248,6 +1258,7 @@ func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err 
 	st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	st.ids.put(id, seq)
 	st.added = append(st.added, [32]byte(id))
+	st.items = append(st.items, newItem{seq: seq, at: e.CreatedAt, id: [32]byte(id)})
 	if len(agent) == 32 {
 		st.entries = append(st.entries, newEntry{agent: [32]byte(agent), at: e.CreatedAt, kind: e.Kind, seq: seq})
 	}
