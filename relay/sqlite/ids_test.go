@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 )
 
 // withID returns a copy of e under id (the store does not check that an
@@ -453,22 +454,31 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 			b.ReportMetric(float64(rows), "rows-read")
 		})
 	}
-	// What a start still reads in full: the items of every event, which
-	// the relay's reconciliation index is filled with (relay/state.go).
-	b.Run("items", func(b *testing.B) {
-		s, err := Open(path, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		b.ResetTimer()
-		for range b.N {
-			got := 0
-			if err := s.Items(context.Background(), nil, nil, math.MinInt64, func(int64, []byte) { got++ }); err != nil || got != n {
-				b.Fatalf("%d items: %v", got, err)
+	// The items of every event, which a start fills the relay's
+	// reconciliation index with (relay/state.go): from the items file
+	// ("items"), and from the table as before it ("items-table").
+	s, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, from := range []string{"items", "items-table"} {
+		b.Run(from, func(b *testing.B) {
+			for range b.N {
+				got := 0
+				count := func(int64, []byte) { got++ }
+				var err error
+				if from == "items" {
+					err = s.Items(context.Background(), nil, nil, math.MinInt64, count)
+				} else {
+					err = sqlq.ScanItems(context.Background(), reader{s.read}, `SELECT created_at, id FROM events`, nil, count)
+				}
+				if err != nil || got != n {
+					b.Fatalf("%d items: %v", got, err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // TestFailedCommitThatStoredCatchesUp stands in for a commit that reported
