@@ -43,11 +43,13 @@ func logidxMetric(t *testing.T, base, name string) float64 {
 }
 
 // TestLogIndexFileAcrossKill9 imports a log (its close saves the index
-// file), serves it, publishes more, kills the relay with SIGKILL and
-// serves the log again: each start loads the log's indexes from the file
-// and reads only the events after it (anp2_log_index_loaded_from_seq,
-// anp2_log_index_rows_read), and every event is found by id and by
-// author after the kill, a copy of an imported one answered duplicate.
+// file), serves it, stops it cleanly, serves it again, publishes more,
+// kills the relay with SIGKILL and serves the log again: each start loads
+// the log's indexes from the file and reads only the events after it
+// (anp2_log_index_loaded_from_seq, anp2_log_index_rows_read), the last
+// one resumes and fills the reconciliation index with every event (from
+// the items file), and every event is found by id and by author after
+// the kill, a copy of an imported one answered duplicate.
 func TestLogIndexFileAcrossKill9(t *testing.T) {
 	dir := t.TempDir()
 	var lines bytes.Buffer
@@ -71,6 +73,18 @@ func TestLogIndexFileAcrossKill9(t *testing.T) {
 	if from, rows := logidxMetric(t, p.base, "anp2_log_index_loaded_from_seq"), logidxMetric(t, p.base, "anp2_log_index_rows_read"); from != 400 || rows != 0 {
 		t.Fatalf("first start loaded from %v, read %v rows; want 400 and 0", from, rows)
 	}
+	// A clean stop saves the index file (and the derived state, so the
+	// next starts resume and fill the reconciliation index from the
+	// items file).
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	p = startProc(t, db, "--rate-agent", "0", "--rate-ip", "0")
+	saved := logidxMetric(t, p.base, "anp2_log_index_loaded_from_seq")
+	if saved < 400 || logidxMetric(t, p.base, "anp2_log_index_rows_read") != 0 {
+		t.Fatalf("start after a clean stop loaded from %v", saved)
+	}
 	cl := client.New(p.base)
 	ctx := context.Background()
 	var published []*protocol.Event
@@ -91,8 +105,14 @@ func TestLogIndexFileAcrossKill9(t *testing.T) {
 	// The relay stores events of its own, at each start too.
 	from, rows, events := logidxMetric(t, q.base, "anp2_log_index_loaded_from_seq"), logidxMetric(t, q.base, "anp2_log_index_rows_read"),
 		logidxMetric(t, q.base, "anp2_store_events")
-	if from != 400 || rows < 30 || rows > events-400 || rows > 40 {
-		t.Fatalf("start after kill -9 loaded from %v, read %v rows of %v events; want 400 and the rest", from, rows, events)
+	if from != saved || rows < 30 || rows > events-saved || rows > 40 {
+		t.Fatalf("start after kill -9 loaded from %v, read %v rows of %v events; want %v and the rest", from, rows, events, saved)
+	}
+	if n := logidxMetric(t, q.base, `anp2_log_index_entries{index="reconcile"}`); n != events {
+		t.Fatalf("the reconciliation index holds %v items of %v events", n, events)
+	}
+	if logidxMetric(t, q.base, "anp2_state_resumed_seq") <= 0 {
+		t.Fatal("the start after kill -9 did not resume from saved state")
 	}
 	for _, e := range append(imported[:50:50], published...) {
 		resp, err := http.Get(q.base + "/events/" + e.ID)

@@ -215,9 +215,11 @@ func TestRepairDamagedLog(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name), raw, 0o644)
 		damagePage(t, filepath.Join(dir, name), []byte(ids[1500]), rng)
 		damagePage(t, filepath.Join(dir, name), nil, rng)
-		// The index file the log had before it was damaged.
-		if idx, err := os.ReadFile(sqlite.IndexPath(full)); err == nil {
-			os.WriteFile(sqlite.IndexPath(filepath.Join(dir, name)), idx, 0o644)
+		// The index and items files the log had before it was damaged.
+		for _, companion := range []func(string) string{sqlite.IndexPath, sqlite.ItemsPath} {
+			if b, err := os.ReadFile(companion(full)); err == nil {
+				os.WriteFile(companion(filepath.Join(dir, name)), b, 0o644)
+			}
 		}
 	}
 
@@ -240,8 +242,10 @@ func TestRepairDamagedLog(t *testing.T) {
 	}
 	// The damaged log's index file went with it; the one beside the
 	// repaired log is the repaired log's own.
-	if _, err := os.Stat(sqlite.IndexPath(kept[0])); err != nil {
-		t.Fatalf("the damaged log's index file: %v", err)
+	for _, companion := range []string{sqlite.IndexPath(kept[0]), sqlite.ItemsPath(kept[0]), sqlite.ItemsPath(a)} {
+		if _, err := os.Stat(companion); err != nil {
+			t.Fatalf("after the repair: %v", err)
+		}
 	}
 	if st, err := sqlite.Open(a, nil); err != nil {
 		t.Fatal(err)
