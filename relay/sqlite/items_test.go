@@ -217,3 +217,42 @@ func FuzzItemsFile(f *testing.F) {
 		}
 	})
 }
+
+// TestItemsWhileAppending reads every item while appends go on (run with
+// -race): each read gives whole items of stored events, never one twice,
+// and the last, after the appends, all of them.
+func TestItemsWhileAppending(t *testing.T) {
+	s := open(t)
+	done := make(chan error)
+	go func() {
+		for i := range 40 {
+			var recs []Record
+			for j := range 8 {
+				recs = append(recs, Record{Event: ev(key(j), int64(100+i), 1, fmt.Sprint(i, " ", j))})
+			}
+			if _, err := s.AppendBatch(context.Background(), recs); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reading := true; reading; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			reading = false
+		default:
+		}
+		got := allItems(t, s)
+		want := tableItems(t, s)
+		for _, it := range got {
+			if _, found := slices.BinarySearch(want, it); !found {
+				t.Fatalf("Items gave %s, which the log does not hold", it)
+			}
+		}
+	}
+	checkItems(t, s, "after the appends")
+}
