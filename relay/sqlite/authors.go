@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"container/heap"
+	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
@@ -18,10 +19,14 @@ import (
 // five or so WAL frames (4 KiB each) an event cost, and a third of the
 // writer's CPU (BenchmarkAppendGroup).
 //
-// An entry is 16 bytes: created_at, seq (32 bits, see maxSeq) and kind (32
-// bits; a kind from 2^32-1 up is kept in wide, by seq). Entries order by
-// (created_at, seq): events that share a second tie as far as the index
-// can tell, and the reads that take its candidates sort ties by id. Each
+// An entry is 20 bytes: created_at (as two 32-bit halves, so the entry
+// needs no 8-byte alignment), seq (32 bits, see maxSeq), kind (32 bits; a
+// kind from 2^32-1 up is kept in wide, by seq) and the id's first 4 bytes.
+// Entries order as the log orders events, (created_at, id), but for ids
+// that share those 4 bytes in one second, which tie as far as the index
+// can tell (the reads that take its candidates sort ties by id): a second
+// that holds many of one author's events (their created_at is theirs to
+// choose) still yields about want candidates, not all of them. Each
 // author's entries are kept sorted in chunks of at most authorChunk, so an
 // event that arrives out of order (a mirror's backfill) costs a copy of
 // one chunk, not of the author's whole list. A chunk is never changed but
@@ -42,10 +47,13 @@ type authorIndex struct {
 
 // authorEntry is one event of an author (see authorIndex).
 type authorEntry struct {
-	at   int64
-	seq  uint32
-	kind uint32
+	atHi, atLo uint32 // created_at's bits
+	seq, kind  uint32
+	id         uint32 // the id's first 4 bytes, big-endian
 }
+
+// at is e's created_at.
+func (e authorEntry) at() int64 { return int64(uint64(e.atHi)<<32 | uint64(e.atLo)) }
 
 // wideKind marks an entry whose kind does not fit 32 bits (see
 // authorIndex.wide).
@@ -65,32 +73,36 @@ type authorList struct {
 type newEntry struct {
 	agent         [32]byte
 	at, kind, seq int64
+	id            uint32 // the id's first 4 bytes (see idPrefix)
 }
+
+// idPrefix is the author index's part of an id: its first 4 bytes,
+// big-endian, so prefixes order as ids do.
+func idPrefix(id []byte) uint32 { return binary.BigEndian.Uint32(id) }
 
 func newAuthorIndex() *authorIndex {
 	return &authorIndex{m: map[[32]byte]*authorList{}, wide: map[uint32]int64{}}
 }
 
-// entryOf is the entry of an event (its kind saturated at wideKind).
-func entryOf(createdAt, kind, seq int64) authorEntry {
+// entryOf is the entry of an event (its kind saturated at wideKind; id
+// its idPrefix).
+func entryOf(createdAt, kind, seq int64, id uint32) authorEntry {
 	k := uint32(wideKind)
 	if kind >= 0 && kind < wideKind {
 		k = uint32(kind)
 	}
-	return authorEntry{at: createdAt, seq: uint32(seq), kind: k}
+	return authorEntry{atHi: uint32(uint64(createdAt) >> 32), atLo: uint32(createdAt), seq: uint32(seq), kind: k, id: id}
 }
 
-// compareEntries orders entries as the index orders events, oldest first.
+// compareEntries orders entries as the log orders events, oldest first;
+// seq breaks ties of the id's first 4 bytes.
 func compareEntries(a, b authorEntry) int {
-	if c := cmp.Compare(a.at, b.at); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.seq, b.seq)
+	return cmp.Or(cmp.Compare(a.at(), b.at()), cmp.Compare(a.id, b.id), cmp.Compare(a.seq, b.seq))
 }
 
 // sameKey reports whether a and b tie in the log's order as far as the
-// index can tell: they share a second.
-func sameKey(a, b authorEntry) bool { return a.at == b.at }
+// index can tell.
+func sameKey(a, b authorEntry) bool { return a.at() == b.at() && a.id == b.id }
 
 // add records events (writer only).
 func (x *authorIndex) add(entries []newEntry) {
@@ -100,17 +112,17 @@ func (x *authorIndex) add(entries []newEntry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, e := range entries {
-		x.addLocked(e.agent, e.at, e.kind, e.seq)
+		x.addLocked(e.agent, e.at, e.kind, e.seq, e.id)
 	}
 }
 
-func (x *authorIndex) addLocked(agent [32]byte, at, kind, seq int64) {
+func (x *authorIndex) addLocked(agent [32]byte, at, kind, seq int64, id uint32) {
 	l := x.m[agent]
 	if l == nil {
 		l = &authorList{}
 		x.m[agent] = l
 	}
-	e := entryOf(at, kind, seq)
+	e := entryOf(at, kind, seq, id)
 	if e.kind == wideKind {
 		x.wide[e.seq] = kind
 	}
@@ -142,7 +154,7 @@ func (x *authorIndex) bytes() int64 {
 	for _, l := range x.m {
 		n += 100 + int64(cap(l.chunks))*24
 		for _, c := range l.chunks {
-			n += int64(cap(c)) * 16
+			n += int64(cap(c)) * 20
 		}
 	}
 	return n + int64(len(x.wide))*16
@@ -193,7 +205,7 @@ type authorCursor struct {
 func (l *authorList) cursorAt(until int64) authorCursor {
 	i := sort.Search(len(l.chunks), func(i int) bool {
 		c := l.chunks[i]
-		return c[len(c)-1].at > until
+		return c[len(c)-1].at() > until
 	})
 	if i == len(l.chunks) {
 		c := i - 1
@@ -203,7 +215,7 @@ func (l *authorList) cursorAt(until int64) authorCursor {
 		return authorCursor{l: l, ci: c, pi: len(l.chunks[c]) - 1}
 	}
 	c := l.chunks[i]
-	j := sort.Search(len(c), func(j int) bool { return c[j].at > until })
+	j := sort.Search(len(c), func(j int) bool { return c[j].at() > until })
 	cur := authorCursor{l: l, ci: i, pi: j - 1}
 	if cur.pi < 0 {
 		cur.ci--
@@ -265,7 +277,7 @@ func scopeOf(f Filter) authorScope {
 func (c *authorCursor) skip(x *authorIndex, sc authorScope) {
 	for ; c.valid(); c.next() {
 		e := c.entry()
-		if e.at < sc.since {
+		if e.at() < sc.since {
 			c.ci = -1
 			return
 		}

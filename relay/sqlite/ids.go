@@ -367,7 +367,7 @@ func loadIndexes(w *sql.DB, x *idIndex, authors *authorIndex, after int64) (int6
 		if len(id) == 32 {
 			ps = append(ps, idPair{idKey(id), uint32(seq)})
 			if len(agent) == 32 {
-				authors.addLocked([32]byte(agent), at, kind, seq)
+				authors.addLocked([32]byte(agent), at, kind, seq, idPrefix(id))
 			}
 		}
 	}

@@ -352,7 +352,7 @@ func authorIndexBytes(n, authors int) float64 {
 	for i := 0; i < n; i++ {
 		var agent [32]byte
 		agent[0], agent[1] = byte(i%authors), byte(i%authors>>8)
-		x.addLocked(agent, int64(i/50), 1, int64(i+1))
+		x.addLocked(agent, int64(i/50), 1, int64(i+1), uint32(i*2654435761))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m1)

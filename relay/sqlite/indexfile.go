@@ -32,7 +32,8 @@ import (
 //	withheld uint64  the log's withheld events (revokes rows of author x'')
 //	runs     uint32, then per run: n uint64, n keys uint64, n seqs uint32
 //	authors  uint64, then per author: agent [32]byte, n uint32 (>0),
-//	         n entries (created_at int64, seq uint32, kind uint32)
+//	         n entries (created_at int64, seq uint32, kind uint32, the
+//	         id's first 4 bytes, big-endian, as uint32)
 //	wide     uint32, then per entry: seq uint32, kind int64
 //	sum      [32]byte SHA-256 of everything before it
 //
@@ -151,9 +152,10 @@ func (snap *indexSnap) encode(out io.Writer) error {
 		w.u32(uint32(n))
 		for _, c := range a.chunks {
 			for _, e := range c {
-				w.u64(uint64(e.at))
+				w.u64(uint64(e.at()))
 				w.u32(e.seq)
 				w.u32(e.kind)
+				w.u32(e.id)
 			}
 		}
 	}
@@ -305,15 +307,15 @@ func (snap *indexSnap) decodeAuthors(r *hashReader) error {
 	for range n {
 		var a authorSnap
 		copy(a.agent[:], r.read(32))
-		m := r.count(uint64(r.u32()), 16)
+		m := r.count(uint64(r.u32()), 20)
 		if r.err == nil && (m == 0 || seen[a.agent]) {
 			return fmt.Errorf("%w: author listed twice or empty", errIndexFile)
 		}
 		seen[a.agent] = true
 		entries := make([]authorEntry, 0, m)
-		r.each(m, 16, func(b []byte) {
-			entries = append(entries, authorEntry{at: int64(binary.LittleEndian.Uint64(b)),
-				seq: binary.LittleEndian.Uint32(b[8:]), kind: binary.LittleEndian.Uint32(b[12:])})
+		r.each(m, 20, func(b []byte) {
+			entries = append(entries, authorEntry{atHi: binary.LittleEndian.Uint32(b[4:]), atLo: binary.LittleEndian.Uint32(b),
+				seq: binary.LittleEndian.Uint32(b[8:]), kind: binary.LittleEndian.Uint32(b[12:]), id: binary.LittleEndian.Uint32(b[16:])})
 		})
 		if r.err != nil {
 			return r.err
@@ -569,7 +571,7 @@ func (snap *indexSnap) check(w *sql.DB) (string, error) {
 			for i := (k * 7) % step; i < len(c); i += step {
 				e := c[i]
 				ok, err := read(int64(e.seq))
-				if err != nil || !ok || !bytes.Equal(agent, a.agent[:]) || at != e.at || entryOf(at, kind, 1).kind != e.kind {
+				if err != nil || !ok || !bytes.Equal(agent, a.agent[:]) || len(id) != 32 || entryOf(at, kind, int64(e.seq), idPrefix(id)) != e {
 					return fmt.Sprintf("its author entry at seq %d is not the log's", e.seq), err
 				}
 			}

@@ -59,7 +59,7 @@ func indexDump(s *Store) string {
 		fmt.Fprintf(&b, "author %x:", agent[:4])
 		for _, c := range a.m[agent].chunks {
 			for _, e := range c {
-				fmt.Fprintf(&b, " (%d %d %d)", e.at, e.seq, a.kindOf(e))
+				fmt.Fprintf(&b, " (%d %x %d %d)", e.at(), e.id, e.seq, a.kindOf(e))
 			}
 		}
 		b.WriteByte('\n')
@@ -429,7 +429,7 @@ func logtestIDs(t *testing.T, bodies [][]byte) []string { return ids(t, bodies) 
 func FuzzDecodeIndex(f *testing.F) {
 	snap := &indexSnap{seq: 9, withheld: 1,
 		runs:    []idRun{{keys: []uint64{1, 1, 7}, seqs: []uint32{2, 5, 1}}, {keys: []uint64{3}, seqs: []uint32{9}}},
-		authors: []authorSnap{{agent: [32]byte{1}, chunks: [][]authorEntry{{{at: 5, seq: 1, kind: 1}, {at: 5, seq: 2, kind: wideKind}}}}},
+		authors: []authorSnap{{agent: [32]byte{1}, chunks: [][]authorEntry{{entryOf(5, 1, 1, 7), entryOf(5, 1<<40, 2, 7)}}}},
 		wide:    map[uint32]int64{2: 1 << 40}}
 	var good bytes.Buffer
 	if err := snap.encode(&good); err != nil {
@@ -550,7 +550,7 @@ func TestSnapshotUnchangedByLaterChanges(t *testing.T) {
 			var id [32]byte
 			binary.LittleEndian.PutUint64(id[:], r.Uint64())
 			s.ids.put(id[:], seq)
-			s.authors.addLocked([32]byte{byte(r.IntN(3))}, r.Int64N(1000), r.Int64N(3), seq)
+			s.authors.addLocked([32]byte{byte(r.IntN(3))}, r.Int64N(1000), r.Int64N(3), seq, r.Uint32())
 		}
 		s.ids.settle(false)
 		s.nextSeq = seq + 1

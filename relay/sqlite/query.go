@@ -212,7 +212,7 @@ func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, b int) int {
-			return cmp.Or(cmp.Compare(entries[b].at, entries[a].at), strings.Compare(ids[b], ids[a]))
+			return cmp.Or(cmp.Compare(entries[b].at(), entries[a].at()), strings.Compare(ids[b], ids[a]))
 		})
 		out = out[:0]
 		for _, i := range order {

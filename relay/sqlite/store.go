@@ -1107,7 +1107,7 @@ func (s *Store) catchUp(tx *sql.Tx) error {
 			s.ids.put(id, seq)
 			s.items.write([]newItem{{seq: seq, at: at, id: [32]byte(id)}})
 			if len(agent) == 32 {
-				s.authors.add([]newEntry{{agent: [32]byte(agent), at: at, kind: kind, seq: seq}})
+				s.authors.add([]newEntry{{agent: [32]byte(agent), at: at, kind: kind, seq: seq, id: idPrefix(id)}})
 			}
 		}
 		s.nextSeq = seq + 1
@@ -1260,7 +1260,7 @@ func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err 
 	st.added = append(st.added, [32]byte(id))
 	st.items = append(st.items, newItem{seq: seq, at: e.CreatedAt, id: [32]byte(id)})
 	if len(agent) == 32 {
-		st.entries = append(st.entries, newEntry{agent: [32]byte(agent), at: e.CreatedAt, kind: e.Kind, seq: seq})
+		st.entries = append(st.entries, newEntry{agent: [32]byte(agent), at: e.CreatedAt, kind: e.Kind, seq: seq, id: idPrefix(id)})
 	}
 	for i, t := range e.Tags {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {
