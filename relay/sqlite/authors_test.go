@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -340,5 +341,36 @@ func TestAuthorPageFallsBackOnOtherBodies(t *testing.T) {
 	}
 	if _, ok := bodyID(got[0]); ok {
 		t.Fatal("bodyID read an id from a body that does not begin with one")
+	}
+}
+
+// TestAuthorCandidatesOfOneSecond stores 2,000 events of one author that
+// share a created_at (an author chooses its events' times): a query for
+// 10 takes about 10 candidates, not the whole second, and answers the
+// newest 10 by (created_at, id).
+func TestAuthorCandidatesOfOneSecond(t *testing.T) {
+	s := open(t)
+	var evs []*protocol.Event
+	for i := range 2000 {
+		evs = append(evs, ev(key(1), 5000, 1, fmt.Sprint("same second ", i)))
+	}
+	appendAll(t, s, evs...)
+	agent, _ := hex.DecodeString(evs[0].AgentID)
+	seqs, _ := s.authors.candidates([][32]byte{[32]byte(agent)}, authorScope{since: math.MinInt64, until: math.MaxInt64}, 10)
+	if len(seqs) > 12 {
+		t.Fatalf("%d candidates for 10", len(seqs))
+	}
+	got, err := s.Query(context.Background(), Filter{Authors: []string{evs[0].AgentID}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range evs {
+		want = append(want, e.ID)
+	}
+	slices.Sort(want)
+	slices.Reverse(want)
+	if gotIDs := ids(t, got); !slices.Equal(gotIDs, want[:10]) {
+		t.Fatalf("newest 10 of one second: %v, want %v", gotIDs, want[:10])
 	}
 }
