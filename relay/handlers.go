@@ -386,6 +386,7 @@ func (s *Server) getMetrics(c echo.Context) error {
 	s.metrics.write(c.Response(), st.Events, st.Bytes)
 	writeRuntime(c.Response())
 	writeFolds(c.Response(), s.state.Sizes(), s.snapshotBytes(), s.resumedSeq())
+	writeLogIndexes(c.Response(), s.store, s.index)
 	for _, h := range s.metricHooks {
 		h(c.Response())
 	}

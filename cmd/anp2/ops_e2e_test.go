@@ -18,6 +18,7 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/sqlite"
 )
 
 // TestOneRelayPerLog: a second relay on a log a running relay holds exits
@@ -214,6 +215,12 @@ func TestRepairDamagedLog(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name), raw, 0o644)
 		damagePage(t, filepath.Join(dir, name), []byte(ids[1500]), rng)
 		damagePage(t, filepath.Join(dir, name), nil, rng)
+		// The index and items files the log had before it was damaged.
+		for _, companion := range []func(string) string{sqlite.IndexPath, sqlite.ItemsPath} {
+			if b, err := os.ReadFile(companion(full)); err == nil {
+				os.WriteFile(companion(filepath.Join(dir, name)), b, 0o644)
+			}
+		}
 	}
 
 	a := filepath.Join(dir, "a.db")
@@ -232,6 +239,18 @@ func TestRepairDamagedLog(t *testing.T) {
 	kept, _ := filepath.Glob(a + ".damaged-*")
 	if len(kept) == 0 {
 		t.Fatal("the damaged log was not kept")
+	}
+	// The damaged log's index file went with it; the one beside the
+	// repaired log is the repaired log's own.
+	for _, companion := range []string{sqlite.IndexPath(kept[0]), sqlite.ItemsPath(kept[0]), sqlite.ItemsPath(a)} {
+		if _, err := os.Stat(companion); err != nil {
+			t.Fatalf("after the repair: %v", err)
+		}
+	}
+	if st, err := sqlite.Open(a, nil); err != nil {
+		t.Fatal(err)
+	} else if load := st.IndexLoad(); st.Close() != nil || load.Why != "" || load.Rows != 0 {
+		t.Fatalf("the repaired log's index file: %+v", load)
 	}
 	p := startProc(t, a)
 	got := exportIDs(t, p.base)

@@ -254,8 +254,20 @@ func swapLog(path, repaired string, now time.Time) (string, error) {
 			return "", fmt.Errorf("keep damaged log: %w", err)
 		}
 	}
+	// The damaged log's index and items files go with it; the repaired
+	// log's (written as it was filled) come with it, or none.
+	for _, companion := range []func(string) string{sqlite.IndexPath, sqlite.ItemsPath} {
+		if err := os.Rename(companion(path), companion(kept)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("keep damaged log: %w", err)
+		}
+	}
 	if err := os.Rename(repaired, path); err != nil {
 		return "", fmt.Errorf("replace log: %w", err)
+	}
+	for _, companion := range []func(string) string{sqlite.IndexPath, sqlite.ItemsPath} {
+		if err := os.Rename(companion(repaired), companion(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("replace log: %w", err)
+		}
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()

@@ -147,6 +147,30 @@ type Stats struct {
 	Bytes  int64 `json:"bytes"`
 }
 
+// IndexSize is one in-memory index a log keeps (see IndexSizer).
+type IndexSize struct {
+	Name    string // "ids", "authors"
+	Entries int64  // events it holds
+	Bytes   int64  // an estimate of its heap
+}
+
+// IndexSizer is a Log that keeps indexes in memory and reports them, for
+// /metrics (the SQLite log; the PostgreSQL log keeps none).
+type IndexSizer interface {
+	IndexReport() IndexReport
+}
+
+// IndexReport is what an IndexSizer reports.
+type IndexReport struct {
+	Indexes []IndexSize
+	// FileBytes is the size of the file that saves them (-1: none).
+	FileBytes int64
+	// LoadedFrom is the log position the indexes were loaded from at
+	// open (0: the whole log was read), and RowsRead the events read
+	// from the log after it.
+	LoadedFrom, RowsRead int64
+}
+
 // Log is the event log the relay's core, its modules and its offline tools
 // work on. Every method is safe for concurrent use.
 //

@@ -2,6 +2,9 @@ package reconcile
 
 import (
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -143,6 +146,47 @@ func BenchmarkIndexHas(b *testing.B) {
 				if client.Has(tc.items[i%len(tc.items)]) != tc.want && tc.want {
 					b.Fatal("present item not found")
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkIndexBytes reports the heap an index takes per item at 100,000
+// items (ANP2_BENCH_EVENTS sets another number): "built" by NewIndex from
+// a list, "live" by Add in arrival order as the relay's index grows (a
+// mirror's backfill out of order now and then, one in 50), the way the
+// relay's index of every stored event is made.
+func BenchmarkIndexBytes(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("ANP2_BENCH_EVENTS")); err == nil && v > 0 {
+		n = v
+	}
+	for _, how := range []string{"built", "live"} {
+		b.Run(how, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(17, 18))
+			items := randItems(r, n, epoch, month)
+			for i := range items {
+				if how == "live" && i%50 != 0 {
+					items[i].CreatedAt = epoch + month + int64(i/20)
+				}
+			}
+			for range b.N {
+				runtime.GC()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				var x *Index
+				if how == "built" {
+					x = NewIndex(items)
+				} else {
+					x = NewIndex(nil)
+					for _, it := range items {
+						x.Add(it)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&m1)
+				runtime.KeepAlive(x)
+				b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/float64(n), "B/item")
 			}
 		})
 	}

@@ -19,30 +19,45 @@ import (
 // five or so WAL frames (4 KiB each) an event cost, and a third of the
 // writer's CPU (BenchmarkAppendGroup).
 //
-// An entry is 32 bytes: created_at, the first 8 bytes of the id (so
-// entries order as the log's (created_at, id) order does, but for ids that
-// share those 8 bytes, which callers treat as ties), seq and kind. Each
+// An entry is 20 bytes: created_at (as two 32-bit halves, so the entry
+// needs no 8-byte alignment), seq (32 bits, see maxSeq), kind (32 bits; a
+// kind from 2^32-1 up is kept in wide, by seq) and the id's first 4 bytes.
+// Entries order as the log orders events, (created_at, id), but for ids
+// that share those 4 bytes in one second, which tie as far as the index
+// can tell (the reads that take its candidates sort ties by id): a second
+// that holds many of one author's events (their created_at is theirs to
+// choose) still yields about want candidates, not all of them. Each
 // author's entries are kept sorted in chunks of at most authorChunk, so an
 // event that arrives out of order (a mirror's backfill) costs a copy of
-// part of one chunk, not of the author's whole list.
+// one chunk, not of the author's whole list. A chunk is never changed but
+// past its end (an append): an insert into it or a removal makes a new
+// chunk, so a snapshot for the index file holds the chunks as they were.
 //
 // The writer adds a transaction's events after it commits and before their
 // appends are answered, so a read that follows an answered append sees the
 // event; one that runs between the commit and that moment may miss it, as
-// it would had it started before the commit. Open fills it from the log.
+// it would had it started before the commit. Open fills it from the index
+// file and the log after it, or from the whole log.
 type authorIndex struct {
-	mu sync.RWMutex
-	m  map[[32]byte]*authorList
-	n  int
+	mu   sync.RWMutex
+	m    map[[32]byte]*authorList
+	n    int
+	wide map[uint32]int64 // seq → kind of the entries whose kind is wideKind
 }
 
 // authorEntry is one event of an author (see authorIndex).
 type authorEntry struct {
-	at   int64
-	id   uint64 // the id's first 8 bytes, big-endian
-	seq  int64
-	kind int64
+	atHi, atLo uint32 // created_at's bits
+	seq, kind  uint32
+	id         uint32 // the id's first 4 bytes, big-endian
 }
+
+// at is e's created_at.
+func (e authorEntry) at() int64 { return int64(uint64(e.atHi)<<32 | uint64(e.atLo)) }
+
+// wideKind marks an entry whose kind does not fit 32 bits (see
+// authorIndex.wide).
+const wideKind = math.MaxUint32
 
 // authorChunk bounds a chunk of an author's list.
 const authorChunk = 256
@@ -53,49 +68,74 @@ type authorList struct {
 	chunks [][]authorEntry
 }
 
-func newAuthorIndex() *authorIndex { return &authorIndex{m: map[[32]byte]*authorList{}} }
-
-// entryOf is the entry of an event.
-func entryOf(id []byte, createdAt, kind, seq int64) authorEntry {
-	return authorEntry{at: createdAt, id: binary.BigEndian.Uint64(id), seq: seq, kind: kind}
+// newEntry is an event the writer adds to the author index once its
+// transaction commits.
+type newEntry struct {
+	agent         [32]byte
+	at, kind, seq int64
+	id            uint32 // the id's first 4 bytes (see idPrefix)
 }
 
-// compareEntries orders entries as the log orders events, oldest first; seq
-// breaks ties of the id's first 8 bytes.
+// idPrefix is the author index's part of an id: its first 4 bytes,
+// big-endian, so prefixes order as ids do.
+func idPrefix(id []byte) uint32 { return binary.BigEndian.Uint32(id) }
+
+func newAuthorIndex() *authorIndex {
+	return &authorIndex{m: map[[32]byte]*authorList{}, wide: map[uint32]int64{}}
+}
+
+// entryOf is the entry of an event (its kind saturated at wideKind; id
+// its idPrefix).
+func entryOf(createdAt, kind, seq int64, id uint32) authorEntry {
+	k := uint32(wideKind)
+	if kind >= 0 && kind < wideKind {
+		k = uint32(kind)
+	}
+	return authorEntry{atHi: uint32(uint64(createdAt) >> 32), atLo: uint32(createdAt), seq: uint32(seq), kind: k, id: id}
+}
+
+// compareEntries orders entries as the log orders events, oldest first;
+// seq breaks ties of the id's first 4 bytes.
 func compareEntries(a, b authorEntry) int {
-	if c := cmp.Compare(a.at, b.at); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.id, b.id); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.seq, b.seq)
+	return cmp.Or(cmp.Compare(a.at(), b.at()), cmp.Compare(a.id, b.id), cmp.Compare(a.seq, b.seq))
 }
 
 // sameKey reports whether a and b tie in the log's order as far as the
 // index can tell.
-func sameKey(a, b authorEntry) bool { return a.at == b.at && a.id == b.id }
+func sameKey(a, b authorEntry) bool { return a.at() == b.at() && a.id == b.id }
 
-// add records events of authors (writer only, and Open).
-func (x *authorIndex) add(agents [][32]byte, entries []authorEntry) {
+// add records events (writer only).
+func (x *authorIndex) add(entries []newEntry) {
 	if len(entries) == 0 {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i, e := range entries {
-		x.addLocked(agents[i], e)
+	for _, e := range entries {
+		x.addLocked(e.agent, e.at, e.kind, e.seq, e.id)
 	}
 }
 
-func (x *authorIndex) addLocked(agent [32]byte, e authorEntry) {
+func (x *authorIndex) addLocked(agent [32]byte, at, kind, seq int64, id uint32) {
 	l := x.m[agent]
 	if l == nil {
 		l = &authorList{}
 		x.m[agent] = l
 	}
+	e := entryOf(at, kind, seq, id)
+	if e.kind == wideKind {
+		x.wide[e.seq] = kind
+	}
 	l.insert(e)
 	x.n++
+}
+
+// kindOf is e's kind.
+func (x *authorIndex) kindOf(e authorEntry) int64 {
+	if e.kind == wideKind {
+		return x.wide[e.seq]
+	}
+	return int64(e.kind)
 }
 
 // len is how many events the index holds.
@@ -103,6 +143,21 @@ func (x *authorIndex) len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.n
+}
+
+// bytes is the memory the index's entries take, for /metrics: the chunks'
+// capacity and about 100 bytes an author (its map entry and list).
+func (x *authorIndex) bytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var n int64
+	for _, l := range x.m {
+		n += 100 + int64(cap(l.chunks))*24
+		for _, c := range l.chunks {
+			n += int64(cap(c)) * 20
+		}
+	}
+	return n + int64(len(x.wide))*16
 }
 
 // insert adds e in order.
@@ -113,7 +168,8 @@ func (l *authorList) insert(e authorEntry) {
 		return
 	}
 	if last := l.chunks[n-1]; compareEntries(e, last[len(last)-1]) >= 0 {
-		// The usual case: the author's newest event.
+		// The usual case: the author's newest event, written past the
+		// chunk's end (a snapshot holds the chunk only up to its length).
 		if len(last) < authorChunk {
 			l.chunks[n-1] = append(last, e)
 		} else {
@@ -121,18 +177,18 @@ func (l *authorList) insert(e authorEntry) {
 		}
 		return
 	}
-	// The first chunk that ends after e takes it.
+	// The first chunk that ends after e takes it, as a new chunk.
 	i := sort.Search(n, func(i int) bool {
 		c := l.chunks[i]
 		return compareEntries(e, c[len(c)-1]) < 0
 	})
 	c := l.chunks[i]
 	j := sort.Search(len(c), func(j int) bool { return compareEntries(e, c[j]) < 0 })
-	c = slices.Insert(c, j, e)
+	c = slices.Insert(slices.Clip(slices.Clone(c)), j, e)
 	if len(c) > authorChunk {
 		half := len(c) / 2
 		upper := append(make([]authorEntry, 0, authorChunk), c[half:]...)
-		c = c[:half:half]
+		c = slices.Clone(c[:half])
 		l.chunks = slices.Insert(l.chunks, i+1, upper)
 	}
 	l.chunks[i] = c
@@ -149,7 +205,7 @@ type authorCursor struct {
 func (l *authorList) cursorAt(until int64) authorCursor {
 	i := sort.Search(len(l.chunks), func(i int) bool {
 		c := l.chunks[i]
-		return c[len(c)-1].at > until
+		return c[len(c)-1].at() > until
 	})
 	if i == len(l.chunks) {
 		c := i - 1
@@ -159,7 +215,7 @@ func (l *authorList) cursorAt(until int64) authorCursor {
 		return authorCursor{l: l, ci: c, pi: len(l.chunks[c]) - 1}
 	}
 	c := l.chunks[i]
-	j := sort.Search(len(c), func(j int) bool { return c[j].at > until })
+	j := sort.Search(len(c), func(j int) bool { return c[j].at() > until })
 	cur := authorCursor{l: l, ci: i, pi: j - 1}
 	if cur.pi < 0 {
 		cur.ci--
@@ -218,14 +274,14 @@ func scopeOf(f Filter) authorScope {
 
 // skip moves c to the newest entry at or below it that sc admits, or
 // ends it.
-func (c *authorCursor) skip(sc authorScope) {
+func (c *authorCursor) skip(x *authorIndex, sc authorScope) {
 	for ; c.valid(); c.next() {
 		e := c.entry()
-		if e.at < sc.since {
+		if e.at() < sc.since {
 			c.ci = -1
 			return
 		}
-		if len(sc.kinds) == 0 || slices.Contains(sc.kinds, e.kind) {
+		if len(sc.kinds) == 0 || slices.Contains(sc.kinds, x.kindOf(e)) {
 			return
 		}
 	}
@@ -240,7 +296,7 @@ func (x *authorIndex) candidates(authors [][32]byte, sc authorScope, want int) (
 	entries, more := x.candidateEntries(authors, sc, want)
 	seqs = make([]int64, len(entries))
 	for i, e := range entries {
-		seqs[i] = e.seq
+		seqs[i] = int64(e.seq)
 	}
 	return seqs, more
 }
@@ -258,7 +314,7 @@ func (x *authorIndex) candidateEntries(authors [][32]byte, sc authorScope, want 
 		}
 		seen[a] = true
 		c := l.cursorAt(sc.until)
-		c.skip(sc)
+		c.skip(x, sc)
 		if c.valid() {
 			h = append(h, c)
 		}
@@ -271,7 +327,7 @@ func (x *authorIndex) candidateEntries(authors [][32]byte, sc authorScope, want 
 		}
 		out = append(out, e)
 		h[0].next()
-		h[0].skip(sc)
+		h[0].skip(x, sc)
 		if h[0].valid() {
 			heap.Fix(&h, 0)
 		} else {
@@ -291,11 +347,11 @@ func (x *authorIndex) seqsOf(author [32]byte, sc authorScope) []int64 {
 	}
 	var seqs []int64
 	for c := l.cursorAt(sc.until); ; c.next() {
-		c.skip(sc)
+		c.skip(x, sc)
 		if !c.valid() {
 			break
 		}
-		seqs = append(seqs, c.entry().seq)
+		seqs = append(seqs, int64(c.entry().seq))
 	}
 	slices.Reverse(seqs)
 	return seqs

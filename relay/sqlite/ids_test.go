@@ -4,18 +4,22 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay/eventlog/sqlq"
 )
 
 // withID returns a copy of e under id (the store does not check that an
@@ -144,7 +148,7 @@ func TestIDIndexSharedPrefixes(t *testing.T) {
 // TestIDIndexForget checks that removing the ids of a failed transaction
 // leaves the others sharing their key in place, oldest first.
 func TestIDIndexForget(t *testing.T) {
-	x := newIDIndex(0)
+	x := newIDIndex()
 	var ids [][32]byte
 	for _, h := range sharedPrefix(4) {
 		b, _ := hex.DecodeString(h)
@@ -162,7 +166,7 @@ func TestIDIndexForget(t *testing.T) {
 		t.Fatalf("after forgetting 10: %v (more %v)", got, x.more)
 	}
 	x.forget(ids[3:], 13)
-	if x.len() != 0 || len(x.m) != 0 {
+	if x.len() != 0 || len(x.tail) != 0 {
 		t.Fatalf("index not empty: %d", x.len())
 	}
 }
@@ -299,41 +303,90 @@ func TestOlderBinaryRoundTrip(t *testing.T) {
 }
 
 // TestIDIndexMemory reports the id index's bytes per event at a million
-// ids (go test -run IDIndexMemory -v); it fails only if the index holds
-// more than 64 bytes an id, twice what the map needs at its fullest.
+// ids put as the writer puts them (go test -run IDIndexMemory -v); it
+// fails past 16 bytes an id: the runs hold 12, the tail at most 2^16.
 func TestIDIndexMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a million ids")
 	}
 	const n = 1_000_000
-	ids := make([]byte, 32*n)
-	rand.Read(ids)
-	for _, presize := range []bool{false, true} {
-		runtime.GC()
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		x := newIDIndex(0)
-		if presize {
-			x = newIDIndex(n) // as Open does
-		}
-		for i := 0; i < n; i++ {
-			x.put(ids[32*i:32*i+32], int64(i+1))
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&m1)
-		per := float64(m1.HeapAlloc-m0.HeapAlloc) / n
-		t.Logf("id index at %d ids (presized %v): %.1f bytes an id, %.1f MiB", x.len(), presize, per, per*n/(1<<20))
-		if per > 64 {
-			t.Errorf("%.1f bytes an id", per)
-		}
-		runtime.KeepAlive(x)
+	per := idIndexBytes(n)
+	t.Logf("id index at %d ids: %.1f bytes an id, %.1f MiB", n, per, per*n/(1<<20))
+	if per > 16 {
+		t.Errorf("%.1f bytes an id", per)
 	}
 }
 
-// BenchmarkOpenLoadsIDs times Open of a log of -benchtime events (e.g.
-// -benchtime 1000000x): the id index is read from the log then. The
-// events have random ids and are not signed (the store checks neither).
-func BenchmarkOpenLoadsIDs(b *testing.B) {
+// idIndexBytes fills an id index with n random ids, settling after every
+// 32 as the writer does after a transaction, and returns the heap it
+// takes per id.
+func idIndexBytes(n int) float64 {
+	ids := make([]byte, 32*n)
+	rand.Read(ids)
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	x := newIDIndex()
+	for i := 0; i < n; i++ {
+		x.put(ids[32*i:32*i+32], int64(i+1))
+		if i%32 == 31 {
+			x.settle(false)
+		}
+	}
+	x.wait()
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(ids)
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n)
+}
+
+// authorIndexBytes fills an author index with n events of authors
+// authors (each author's in order, 50 a second) and returns the heap it
+// takes per event.
+func authorIndexBytes(n, authors int) float64 {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	x := newAuthorIndex()
+	for i := 0; i < n; i++ {
+		var agent [32]byte
+		agent[0], agent[1] = byte(i%authors), byte(i%authors>>8)
+		x.addLocked(agent, int64(i/50), 1, int64(i+1), uint32(i*2654435761))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(x)
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n)
+}
+
+// BenchmarkIndexBytes reports the bytes per event of the id index and of
+// the author index (2,000 authors) at ANP2_BENCH_EVENTS events (default
+// 100,000; the figures in docs/benchmarks.md are at 1,000,000).
+func BenchmarkIndexBytes(b *testing.B) {
+	n := benchEvents(b, 100_000)
+	for range b.N {
+		b.ReportMetric(idIndexBytes(n), "id-B/event")
+		b.ReportMetric(authorIndexBytes(n, 2000), "author-B/event")
+	}
+}
+
+// benchEvents is ANP2_BENCH_EVENTS, or def.
+func benchEvents(b *testing.B, def int) int {
+	if v := os.Getenv("ANP2_BENCH_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("ANP2_BENCH_EVENTS=%q", v)
+		}
+		return n
+	}
+	return def
+}
+
+// buildBenchLog writes a log of n events with random ids (not signed: the
+// store checks neither) by 2,000 agents, in a bulk load, and returns its
+// path.
+func buildBenchLog(b *testing.B, n int) string {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "log.db")
 	s, err := Open(path, nil)
@@ -343,16 +396,16 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 	if err := s.BeginBulk(ctx); err != nil {
 		b.Fatal(err)
 	}
-	agents := make([]string, 100)
+	agents := make([]string, 2000)
 	for i := range agents {
 		agents[i] = protocol.AgentIDOf(key(i))
 	}
-	for i := 0; i < b.N; i += 8192 {
+	for i := 0; i < n; i += 8192 {
 		recs := make([]Record, 0, 8192)
-		for j := i; j < min(i+8192, b.N); j++ {
+		for j := i; j < min(i+8192, n); j++ {
 			var id [32]byte
 			rand.Read(id[:])
-			e := &protocol.Event{ID: hex.EncodeToString(id[:]), AgentID: agents[j%100], CreatedAt: int64(1e9 + j), Kind: 1,
+			e := &protocol.Event{ID: hex.EncodeToString(id[:]), AgentID: agents[j%len(agents)], CreatedAt: int64(1e9 + j/50), Kind: 1,
 				Content: fmt.Sprint("event ", j), Tags: [][]string{{"t", fmt.Sprint("t", j%50)}}, Sig: strings.Repeat("0", 128)}
 			recs = append(recs, Record{Event: e})
 		}
@@ -363,22 +416,69 @@ func BenchmarkOpenLoadsIDs(b *testing.B) {
 	if err := s.EndBulk(nil); err != nil {
 		b.Fatal(err)
 	}
-	s.Close()
-	b.ResetTimer()
-	t0 := time.Now()
-	if s, err = Open(path, nil); err != nil {
+	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}
-	open := time.Since(t0)
-	b.StopTimer()
-	t0 = time.Now()
-	x, authors, err := loadIndexes(s.write)
-	if err != nil || x.len() != b.N || authors.len() != b.N {
-		b.Fatalf("loaded %d ids, %d author entries: %v", x.len(), authors.len(), err)
+	return path
+}
+
+// BenchmarkOpenLoadsIDs times Open of a log of ANP2_BENCH_EVENTS events
+// (default 100,000): "file" with the index file Close left (Open reads
+// only the log after it), "rebuild" without it (Open reads the whole
+// events table). Each Open is followed by an untimed Close, which writes
+// the file again in "rebuild".
+func BenchmarkOpenLoadsIDs(b *testing.B) {
+	n := benchEvents(b, 100_000)
+	path := buildBenchLog(b, n)
+	for _, mode := range []string{"file", "rebuild"} {
+		b.Run(mode, func(b *testing.B) {
+			var rows int64
+			for range b.N {
+				b.StopTimer()
+				if mode == "rebuild" {
+					os.Remove(IndexPath(path))
+				}
+				b.StartTimer()
+				s, err := Open(path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if s.ids.len() != n || s.authors.len() != n {
+					b.Fatalf("loaded %d ids, %d author entries, want %d", s.ids.len(), s.authors.len(), n)
+				}
+				rows = s.IndexLoad().Rows
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(rows), "rows-read")
+		})
 	}
-	b.ReportMetric(time.Since(t0).Seconds(), "load-ids-s")
-	b.ReportMetric(open.Seconds(), "open-s")
-	s.Close()
+	// The items of every event, which a start fills the relay's
+	// reconciliation index with (relay/state.go): from the items file
+	// ("items"), and from the table as before it ("items-table").
+	s, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, from := range []string{"items", "items-table"} {
+		b.Run(from, func(b *testing.B) {
+			for range b.N {
+				got := 0
+				count := func(int64, []byte) { got++ }
+				var err error
+				if from == "items" {
+					err = s.Items(context.Background(), nil, nil, math.MinInt64, count)
+				} else {
+					err = sqlq.ScanItems(context.Background(), reader{s.read}, `SELECT created_at, id FROM events`, nil, count)
+				}
+				if err != nil || got != n {
+					b.Fatalf("%d items: %v", got, err)
+				}
+			}
+		})
+	}
 }
 
 // TestFailedCommitThatStoredCatchesUp stands in for a commit that reported
@@ -442,3 +542,57 @@ func TestIDsFilterReadsBySeq(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkIDIndexLookup times a lookup of a stored id (half the time)
+// or an unstored one in an id index of ANP2_BENCH_EVENTS ids (default
+// 100,000), put as the writer puts them: "runs" is the index, "map" the
+// map of 8-byte keys to seqs it replaced (about 38 bytes an id).
+func BenchmarkIDIndexLookup(b *testing.B) {
+	n := benchEvents(b, 100_000)
+	ids := make([]byte, 32*n)
+	rand.Read(ids)
+	b.Run("runs", func(b *testing.B) {
+		x := newIDIndex()
+		for i := 0; i < n; i++ {
+			x.put(ids[32*i:32*i+32], int64(i+1))
+			if i%32 == 31 {
+				x.settle(false)
+			}
+		}
+		x.wait()
+		var probe [32]byte
+		var dst []int64
+		b.ResetTimer()
+		for i := range b.N {
+			if i%2 == 0 {
+				dst = x.candidates(dst[:0], ids[32*(i%n):])
+			} else {
+				binary.LittleEndian.PutUint64(probe[:], uint64(i)*0x9e3779b97f4a7c15)
+				dst = x.candidates(dst[:0], probe[:])
+			}
+		}
+		b.ReportMetric(float64(len(x.runs)), "runs")
+	})
+	b.Run("map", func(b *testing.B) {
+		m := make(map[uint64]int64, n)
+		for i := 0; i < n; i++ {
+			m[idKey(ids[32*i:])] = int64(i + 1)
+		}
+		var probe [32]byte
+		var mu sync.RWMutex
+		var dst []int64
+		b.ResetTimer()
+		for i := range b.N {
+			k := idKey(ids[32*(i%n):])
+			if i%2 == 1 {
+				binary.LittleEndian.PutUint64(probe[:], uint64(i)*0x9e3779b97f4a7c15)
+				k = idKey(probe[:])
+			}
+			mu.RLock()
+			if seq, ok := m[k]; ok {
+				dst = append(dst[:0], seq)
+			}
+			mu.RUnlock()
+		}
+	})
+}

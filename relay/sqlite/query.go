@@ -195,7 +195,7 @@ func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [
 		entries, more := s.authors.candidateEntries(authors, sc, want)
 		seqs := make([]int64, len(entries))
 		for i, e := range entries {
-			seqs[i] = e.seq
+			seqs[i] = int64(e.seq)
 		}
 		bodies, err := s.bodies(ctx, seqs)
 		if err != nil {
@@ -212,7 +212,7 @@ func (s *Store) authorPage(ctx context.Context, filter Filter, limit int) (out [
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, b int) int {
-			return cmp.Or(cmp.Compare(entries[b].at, entries[a].at), strings.Compare(ids[b], ids[a]))
+			return cmp.Or(cmp.Compare(entries[b].at(), entries[a].at()), strings.Compare(ids[b], ids[a]))
 		})
 		out = out[:0]
 		for _, i := range order {
@@ -394,6 +394,14 @@ func (s *Store) explain(f Filter, refs bool) (string, error) {
 // order. Set reconciliation over a filtered set uses it. With authors the
 // author index gives the events' seqs.
 func (s *Store) Items(ctx context.Context, kinds []int64, authors []string, since int64, fn func(createdAt int64, id []byte)) error {
+	if len(kinds) == 0 && len(authors) == 0 && since == math.MinInt64 {
+		// Every event: the items file, then the log after what it gave.
+		all, last := s.items.each(ItemsPath(s.path), fn)
+		if all {
+			return nil
+		}
+		return sqlq.ScanItems(ctx, reader{s.read}, `SELECT created_at, id FROM events WHERE seq > ?`, []any{last}, fn)
+	}
 	var seqs []int64
 	if len(authors) > 0 {
 		sc := authorScope{kinds: kinds, since: since, until: math.MaxInt64}

@@ -62,6 +62,14 @@ func (s *Store) redact(id, revokeID, tombstone []byte) error {
 	if err != nil {
 		return fmt.Errorf("redact: stored event at seq %d: %w", seq, err)
 	}
+	// The index file would keep the event's author entry: it goes first
+	// (after a save under way, which could write it again), and Close
+	// saves the indexes as the redaction leaves them. Saves start only on
+	// the writer, which this runs on.
+	s.saveWG.Wait()
+	if err := s.removeIndex(); err != nil {
+		return fmt.Errorf("redact: %w", err)
+	}
 	if _, err := s.write.Exec(`PRAGMA secure_delete = ON`); err != nil {
 		return fmt.Errorf("redact: %w", err)
 	}
@@ -128,10 +136,12 @@ func (x *authorIndex) remove(agent [32]byte, seq int64) {
 	}
 	for i, c := range l.chunks {
 		for j, e := range c {
-			if e.seq != seq {
+			if int64(e.seq) != seq {
 				continue
 			}
-			if c = slices.Delete(c, j, j+1); len(c) == 0 {
+			delete(x.wide, e.seq)
+			// A new chunk: a snapshot may hold this one (see authorIndex).
+			if c = slices.Delete(slices.Clone(c), j, j+1); len(c) == 0 {
 				l.chunks = slices.Delete(l.chunks, i, i+1)
 			} else {
 				l.chunks[i] = c
@@ -175,6 +185,9 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 			}
 		}
 		seq = s.nextSeq
+		if seq > maxSeq {
+			return errLogFull
+		}
 		if _, err := tx.Exec(`INSERT INTO events(seq, id, agent_id, created_at, kind, body, raw, raw_type, received_at)
 			VALUES(?, ?, x'', ?, -1, ?, NULL, NULL, ?)`, seq, idb, w.CreatedAt, string(tombstone), receivedAt); err != nil {
 			return err
@@ -188,6 +201,7 @@ func (s *Store) AppendTombstone(ctx context.Context, tombstone []byte, receivedA
 		}
 		s.nextSeq++
 		s.ids.put(idb, seq)
+		s.items.write([]newItem{{seq: seq, at: w.CreatedAt, id: [32]byte(idb)}})
 		return nil
 	})
 	if err != nil {

@@ -53,6 +53,19 @@ type Store struct {
 	// authors lists each author's events (see authorIndex); only the
 	// writer adds to it.
 	authors *authorIndex
+	// The index file (see indexfile.go): indexLoad is how Open filled
+	// the indexes; savedSeq the position of the file on disk (-1: none
+	// known); sinceSave counts the events committed since the last save
+	// (writer only); saveMin is indexSaveMin (tests lower it); saving is
+	// set while a save runs, and saveWG waits for it.
+	indexLoad IndexLoad
+	// items is the items file (see items.go); the writer appends to it.
+	items     *itemsFile
+	savedSeq  atomic.Int64
+	sinceSave int64
+	saveMin   atomic.Int64
+	saving    atomic.Bool
+	saveWG    sync.WaitGroup
 	// relaxed is the writer connection's synchronous setting: NORMAL
 	// while it commits only LoadBatch appends, FULL otherwise.
 	relaxed bool
@@ -209,7 +222,9 @@ func openLocked(path string, hook func([]Committed), repair func(string)) (*Stor
 		return nil, fmt.Errorf("page size: %w", err)
 	}
 	s.frameSize += 24
-	if s.ids, s.authors, err = loadIndexes(w); err == nil {
+	s.saveMin.Store(indexSaveMin)
+	if err = s.openIndexes(w); err == nil {
+		s.openItems(w)
 		err = w.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM events`).Scan(&s.nextSeq)
 	}
 	if err == nil {
@@ -487,6 +502,10 @@ func (s *Store) SetHook(hook func([]Committed)) {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	s.wg.Wait()
+	s.saveAtClose()
+	if s.items != nil {
+		s.items.f.Close()
+	}
 	var logFile error
 	if s.logFile != nil {
 		logFile = s.logFile.Close()
@@ -577,6 +596,7 @@ func (s *Store) writer() {
 			if s.sinceCkpt += n; int64(s.sinceCkpt) >= s.ckptEvery.Load() {
 				s.wakeCheckpointer()
 			}
+			s.committed(n)
 		},
 	}
 	w.Run()
@@ -1050,7 +1070,9 @@ func (s *Store) insertBatch(batch []*groupcommit.Request) ([]Result, []Committed
 		return nil, nil, err
 	}
 	s.nextSeq = st.next
-	s.authors.add(st.agents, st.entries)
+	s.items.write(st.items)
+	s.authors.add(st.entries)
+	s.ids.settle(false)
 	// Newest-first reads mostly ask for what was just published. A bulk
 	// load would only churn the cache.
 	if s.bulk == 0 {
@@ -1078,10 +1100,14 @@ func (s *Store) catchUp(tx *sql.Tx) error {
 		if err := rows.Scan(&seq, &id, &agent, &at, &kind); err != nil {
 			return fmt.Errorf("catch up: %w", err)
 		}
+		if seq > maxSeq {
+			return fmt.Errorf("catch up: seq %d: %w", seq, errLogFull)
+		}
 		if len(id) == 32 {
 			s.ids.put(id, seq)
+			s.items.write([]newItem{{seq: seq, at: at, id: [32]byte(id)}})
 			if len(agent) == 32 {
-				s.authors.add([][32]byte{[32]byte(agent)}, []authorEntry{entryOf(id, at, kind, seq)})
+				s.authors.add([]newEntry{{agent: [32]byte(agent), at: at, kind: kind, seq: seq, id: idPrefix(id)}})
 			}
 		}
 		s.nextSeq = seq + 1
@@ -1135,10 +1161,11 @@ type txStmts struct {
 	tags, events *rowBatch
 	// seqs is scratch for the id index's answers.
 	seqs []int64
-	// agents and entries are the author index's entries of the events
-	// added, recorded once the transaction commits.
-	agents  [][32]byte
-	entries []authorEntry
+	// entries are the author index's entries of the events added, and
+	// items their records of the items file, recorded once the
+	// transaction commits.
+	entries []newEntry
+	items   []newItem
 }
 
 // rowBatch gathers the rows of one table in a transaction and inserts them
@@ -1224,13 +1251,16 @@ func (st *txStmts) insertOne(rec Record) (seq int64, dup bool, body []byte, err 
 	if seq, found, err := st.stored(id); err != nil || found {
 		return seq, found, nil, err
 	}
+	if st.next > maxSeq {
+		return 0, false, nil, errLogFull
+	}
 	seq, st.next = st.next, st.next+1
 	st.events.add(seq, id, agent, e.CreatedAt, e.Kind, body, raw, rawType, rec.ReceivedAt)
 	st.ids.put(id, seq)
 	st.added = append(st.added, [32]byte(id))
+	st.items = append(st.items, newItem{seq: seq, at: e.CreatedAt, id: [32]byte(id)})
 	if len(agent) == 32 {
-		st.agents = append(st.agents, [32]byte(agent))
-		st.entries = append(st.entries, entryOf(id, e.CreatedAt, e.Kind, seq))
+		st.entries = append(st.entries, newEntry{agent: [32]byte(agent), at: e.CreatedAt, kind: e.Kind, seq: seq, id: idPrefix(id)})
 	}
 	for i, t := range e.Tags {
 		if len(t) < 2 || st.pending && repeatedTag(e.Tags[:i], t) {

@@ -533,6 +533,7 @@ func TestMigrateInlineIDConstraint(t *testing.T) {
 	if s, err = OpenWithRepair(path, nil, func(w string) { repairs = append(repairs, w) }); err != nil || len(repairs) != 0 {
 		t.Fatalf("second open: %v, notices %q", err, repairs)
 	}
+	s.Close()
 }
 
 // TestSortingFallsBack makes the sorted statement fail once, inside a
