@@ -117,6 +117,7 @@ type embeddings struct {
 	names    []string    // idx → agent_id
 	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
 	postings *postingIndex
+	strs     interner // agent ids, copied out of their events
 }
 
 // postingIndex is the inverted index bucket → agent idx → its weight
@@ -248,8 +249,8 @@ func (x *postingIndex) refresh(dim uint32, vecs []*agentVec) {
 	}
 }
 
-func newEmbeddings() embeddings {
-	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex)}
+func newEmbeddings(strs interner) embeddings {
+	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex), strs: strs}
 }
 
 func weight(c uint32) uint64 {
@@ -277,10 +278,7 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 		if !add {
 			return
 		}
-		a = &agentVec{idx: int32(len(m.names))}
-		m.names = append(m.names, e.AgentID)
-		m.vecs = append(m.vecs, a)
-		m.agents[e.AgentID] = a
+		a = m.newAgent(e.AgentID)
 	}
 	// i is the first post after e in (created_at, id) order.
 	n, pre := len(a.posts), idPrefix(e.ID)
@@ -292,7 +290,7 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		p := postRec{at: e.CreatedAt, pre: pre, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
+		p := postRec{at: e.CreatedAt, pre: pre, id: cloneString(e.ID), feats: features(e, topics, &m.scratch), topics: topics}
 		a.posts = slices.Insert(a.posts, i, p)
 		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
 			var out []feature
@@ -315,6 +313,29 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 			delete(m.agents, e.AgentID) // its slot stays, with no postings
 			m.vecs[a.idx] = nil
 		}
+	}
+}
+
+// newAgent adds agent's vector, empty.
+func (m *embeddings) newAgent(agent string) *agentVec {
+	agent = m.strs.of(agent)
+	a := &agentVec{idx: int32(len(m.names))}
+	m.names = append(m.names, agent)
+	m.vecs = append(m.vecs, a)
+	m.agents[agent] = a
+	return a
+}
+
+// restore adds agent's posts (oldest first), as its saved state lists
+// them, counting its window into its vector.
+func (m *embeddings) restore(agent string, posts []postRec) {
+	a := m.agents[agent]
+	if a == nil {
+		a = m.newAgent(agent)
+	}
+	a.posts = posts
+	for _, p := range a.window() {
+		m.change(a, p.feats, nil)
 	}
 }
 
