@@ -1,8 +1,11 @@
 package discovery
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -24,6 +27,32 @@ var _ relay.Folder = (*Module)(nil)
 
 // NewModule returns the discovery module over an empty fold.
 func NewModule() *Module { return &Module{fold: New()} }
+
+var _ relay.StateOpener = (*Module)(nil)
+
+// StoreFile is the store's file name in the state directory.
+const StoreFile = "discovery.db"
+
+// OpenState puts the fold's store in dir (StoreFile), or, for dir "", in
+// a temporary file removed at Close. It fails when the file cannot be
+// created.
+func (m *Module) OpenState(dir string) error {
+	if dir == "" {
+		f, err := os.CreateTemp("", "anp2-discovery-*.db")
+		if err != nil {
+			return fmt.Errorf("discovery store: %w", err)
+		}
+		f.Close()
+		return m.fold.OpenStore(f.Name(), true)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	return m.fold.OpenStore(filepath.Join(dir, StoreFile), false)
+}
+
+// Close closes the fold's store (what no save committed rolls back).
+func (m *Module) Close() error { return m.fold.Close() }
 
 // Name is "discovery".
 func (m *Module) Name() string { return "discovery" }
