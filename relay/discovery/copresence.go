@@ -207,27 +207,9 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	if n := f.st.agentOf(agent); n >= 0 && !f.st.unchecked {
 		f.st.mu.Lock()
-		for _, q := range []struct {
-			typ  int
-			name string
-			stmt int
-		}{{typThread, CtxThread, sShared}, {typCite, CtxCitation, sShared}, {typTopic, CtxTopic, sSharedTopic}} {
-			rows, err := f.st.stmts[q.stmt].Query(n, q.typ, lo, hi, TopicSpan)
-			if err != nil {
-				f.st.fail(err)
-				continue
-			}
-			for rows.Next() {
-				var ref []byte
-				var other int64
-				if err := rows.Scan(&ref, &other); err != nil {
-					f.st.fail(err)
-					break
-				}
-				fn(f.st.name(other), Context{q.name, refText(q.typ, ref)})
-			}
-			f.st.fail(rows.Close())
-		}
+		f.st.shared(n, typThread, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxThread, refText(typThread, ref)}) })
+		f.st.shared(n, typCite, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxCitation, refText(typCite, ref)}) })
+		f.st.shared(n, typTopic, lo, hi, TopicSpan, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxTopic, refText(typTopic, ref)}) })
 		f.st.mu.Unlock()
 	}
 	for _, n := range f.ctx.capsOf[agent] {
@@ -236,6 +218,67 @@ func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Co
 				fn(other, Context{CtxCapability, n})
 			}
 		}
+	}
+}
+
+// shared calls fn once for every (other agent, context of type typ) such
+// that agent me and the other were both in the context within [lo, hi],
+// and, when span > 0, at most span apart. Callers hold mu.
+func (s *store) shared(me int64, typ int, lo, hi, span int64, fn func(other int64, ref []byte)) {
+	mine := map[string][]int64{} // ref → my times there, sorted
+	var refs []string
+	rows, err := s.stmts[sMine].Query(me, typ, lo, hi)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	for rows.Next() {
+		var ref []byte
+		var at int64
+		if err := rows.Scan(&ref, &at); err != nil {
+			s.fail(err)
+			break
+		}
+		k := string(ref)
+		if mine[k] == nil {
+			refs = append(refs, k)
+		}
+		mine[k] = append(mine[k], at)
+	}
+	s.fail(rows.Close())
+	for _, ref := range refs {
+		times := mine[ref]
+		slices.Sort(times)
+		from, to := lo, hi
+		if span > 0 {
+			from, to = max(lo, times[0]-span), min(hi, times[len(times)-1]+span)
+		}
+		rows, err := s.stmts[sMembers].Query(typ, []byte(ref), from, to)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		met := map[int64]bool{}
+		for rows.Next() {
+			var other, at int64
+			if err := rows.Scan(&other, &at); err != nil {
+				s.fail(err)
+				break
+			}
+			if other == me || met[other] {
+				continue
+			}
+			if span > 0 {
+				// one of my times within span of at
+				i, _ := slices.BinarySearch(times, at-span)
+				if i == len(times) || times[i] > at+span {
+					continue
+				}
+			}
+			met[other] = true
+			fn(other, []byte(ref))
+		}
+		s.fail(rows.Close())
 	}
 }
 

@@ -65,8 +65,8 @@ const (
 	sCiteAdd
 	sCiteDel
 	sAgentAdd
-	sShared
-	sSharedTopic
+	sMine
+	sMembers
 	sCitedBy
 	sCites
 	sReach
@@ -80,16 +80,11 @@ var stmtSQL = [nStmts]string{
 	sCiteAdd:  `INSERT OR IGNORE INTO cite (citing, target, agent, kind, at, rels) VALUES (?, ?, ?, ?, ?, ?)`,
 	sCiteDel:  `DELETE FROM cite WHERE citing = ?`,
 	sAgentAdd: `INSERT INTO agents (n, id) VALUES (?, ?)`,
-	// The contexts of type ?2 agent ?1 was in within [?3, ?4] and the
-	// other agents in each within the same window.
-	sShared: `WITH mine AS (SELECT DISTINCT ref FROM ctx WHERE agent = ?1 AND typ = ?2 AND at BETWEEN ?3 AND ?4)
-		SELECT DISTINCT mine.ref, o.agent FROM mine JOIN ctx o ON o.typ = ?2 AND o.ref = mine.ref AND o.at BETWEEN ?3 AND ?4
-		WHERE o.agent != ?1`,
-	// The same for topics, whose other posts must be within ?5 seconds of
-	// one of the agent's.
-	sSharedTopic: `SELECT DISTINCT m.ref, o.agent FROM ctx m JOIN ctx o ON o.typ = m.typ AND o.ref = m.ref
-		AND o.at BETWEEN max(?3, m.at - ?5) AND min(?4, m.at + ?5)
-		WHERE m.agent = ?1 AND m.typ = ?2 AND m.at BETWEEN ?3 AND ?4 AND o.agent != ?1`,
+	// Agent ?1's contexts of type ?2 within [?3, ?4], with its times
+	// there (by time).
+	sMine: `SELECT ref, at FROM ctx WHERE agent = ? AND typ = ? AND at BETWEEN ? AND ?`,
+	// A context's members within [?3, ?4] (by time).
+	sMembers: `SELECT agent, at FROM ctx WHERE typ = ? AND ref = ? AND at BETWEEN ? AND ?`,
 	sCitedBy: `SELECT citing, agent, kind, at, rels FROM cite WHERE target = ?`,
 	sCites:   `SELECT target, agent, kind, at, rels FROM cite WHERE citing = ? ORDER BY target`,
 	sReach:   `SELECT count(DISTINCT agent) FROM cite WHERE target = ? AND agent != ?`,
