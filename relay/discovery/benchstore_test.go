@@ -31,7 +31,7 @@ func benchNew(tb testing.TB) *discovery.Fold {
 		tb.Fatal(err)
 	}
 	f.Close()
-	fold, err := discovery.Open(filepath.Join(benchDir, filepath.Base(f.Name())), true)
+	fold, err := discovery.Open(filepath.Join(benchDir, filepath.Base(f.Name())), false)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -220,6 +221,12 @@ func BenchmarkScaleFold(b *testing.B) {
 	runtime.ReadMemStats(&ms1)
 	fmt.Fprintf(os.Stderr, "scale fold: %.2f µs per event, heap %d MiB\n",
 		float64(took.Nanoseconds())/float64(len(c.evs))/1000, (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+	if p := os.Getenv("ANP2_BENCH_HEAPPROFILE"); p != "" { // the live heap after the fold, for go tool pprof
+		if fh, err := os.Create(p); err == nil {
+			pprof.WriteHeapProfile(fh)
+			fh.Close()
+		}
+	}
 
 	stop := make(chan struct{})
 	var folded atomic.Int64
@@ -288,7 +295,7 @@ func saveRestore(b *testing.B, f *discovery.Fold) {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	t0 = time.Now()
-	g, err := discovery.Open(path, true)
+	g, err := discovery.Open(path, false)
 	if err != nil {
 		b.Fatal(err)
 	}
