@@ -96,21 +96,17 @@ func (c *citations) apply(e *protocol.Event, refs map[string][]string, add bool)
 	s := c.st
 	if !add {
 		if mayCite(e) {
+			s.flush()
 			_, err := s.stmts[sCiteDel].Exec(idBlob(e.ID))
 			s.fail(err)
 			s.wrote(len(refs) + 1)
 		}
 		return
 	}
-	if len(refs) == 0 {
-		return
-	}
-	citing, agent := idBlob(e.ID), s.agent(e.AgentID)
+	citing, agent := string(idBlob(e.ID)), s.agent(e.AgentID)
 	for target, rels := range refs {
-		_, err := s.stmts[sCiteAdd].Exec(citing, idBlob(target), agent, e.Kind, e.CreatedAt, strings.Join(rels, ","))
-		s.fail(err)
+		s.addCite(citeRow{citing, string(idBlob(target)), agent, e.Kind, e.CreatedAt, strings.Join(rels, ",")})
 	}
-	s.wrote(len(refs))
 }
 
 // edges reads the edges a citations statement selects (its first column
@@ -122,6 +118,7 @@ func (s *store) edges(stmt int, id string, incoming bool, args ...any) []Citatio
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush()
 	rows, err := s.stmts[stmt].Query(append([]any{idBlob(id)}, args...)...)
 	if err != nil {
 		s.fail(err)
@@ -191,6 +188,7 @@ func (f *Fold) Reach(id, author string) int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush()
 	var n int
 	if err := s.stmts[sReach].QueryRow(idBlob(id), s.agentOf(author)).Scan(&n); err != nil {
 		s.fail(err)

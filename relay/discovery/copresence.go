@@ -42,18 +42,18 @@ func newContexts(st *store) contexts {
 }
 
 // put adds (add) or removes one (context, time, agent) of the multiset.
+// Additions are buffered; a removal writes them first.
 func (c *contexts) put(typ int, ref []byte, agent string, at int64, add bool) {
 	s := c.st
 	if add {
-		_, err := s.stmts[sCtxAdd].Exec(typ, ref, at, s.agent(agent))
-		s.fail(err)
-		s.wrote(1)
+		s.addCtx(ctxKey{typ, string(ref), at, s.agent(agent)})
 		return
 	}
 	n := s.agentOf(agent)
 	if n < 0 {
 		return
 	}
+	s.flush()
 	_, err := s.stmts[sCtxDec].Exec(typ, ref, at, n)
 	s.fail(err)
 	_, err = s.stmts[sCtxDel].Exec(typ, ref, at, n)
@@ -207,6 +207,7 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
 	if n := f.st.agentOf(agent); n >= 0 && !f.st.unchecked {
 		f.st.mu.Lock()
+		f.st.flush()
 		f.st.shared(n, typThread, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxThread, refText(typThread, ref)}) })
 		f.st.shared(n, typCite, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxCitation, refText(typCite, ref)}) })
 		f.st.shared(n, typTopic, lo, hi, TopicSpan, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxTopic, refText(typTopic, ref)}) })

@@ -51,6 +51,7 @@ func (s *store) digestEdges() []string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush()
 	rows, err := s.tx.Query(`SELECT citing, target, rels FROM cite`)
 	if err != nil {
 		s.fail(err)

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"cmp"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -74,7 +76,7 @@ const (
 )
 
 var stmtSQL = [nStmts]string{
-	sCtxAdd:   `INSERT INTO ctx (typ, ref, at, agent, n) VALUES (?, ?, ?, ?, 1) ON CONFLICT DO UPDATE SET n = n + 1`,
+	sCtxAdd:   `INSERT INTO ctx (typ, ref, at, agent, n) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`,
 	sCtxDec:   `UPDATE ctx SET n = n - 1 WHERE typ = ? AND ref = ? AND at = ? AND agent = ?`,
 	sCtxDel:   `DELETE FROM ctx WHERE typ = ? AND ref = ? AND at = ? AND agent = ? AND n <= 0`,
 	sCiteAdd:  `INSERT OR IGNORE INTO cite (citing, target, agent, kind, at, rels) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -111,9 +113,80 @@ type store struct {
 	// agents interns the agents of the rows: id → n and n → id.
 	agentN map[string]int64
 	names  []string
+	// ctxAdds and citeAdds are the additions not yet written (flush),
+	// written in key order in batches: readers flush them first, and a
+	// removal flushes them before it runs.
+	ctxAdds  map[ctxKey]int64
+	citeAdds []citeRow
 	// failed is the first error of a write or read: the next capture
 	// saves no token, so the next start rebuilds the store.
 	failed atomic.Pointer[error]
+}
+
+// ctxKey is a ctx row's key.
+type ctxKey struct {
+	typ   int
+	ref   string
+	at    int64
+	agent int64
+}
+
+// citeRow is a cite row.
+type citeRow struct {
+	citing, target  string // bytes
+	agent, kind, at int64
+	rels            string
+}
+
+// maxBuffered is how many additions wait for a flush at most.
+const maxBuffered = 4096
+
+// addCtx buffers one (context, time, agent) more. Callers hold the fold's
+// write lock.
+func (s *store) addCtx(k ctxKey) {
+	if s.ctxAdds == nil {
+		s.ctxAdds = map[ctxKey]int64{}
+	}
+	s.ctxAdds[k]++
+	if len(s.ctxAdds)+len(s.citeAdds) >= maxBuffered {
+		s.flush()
+	}
+}
+
+// addCite buffers one citation edge. Callers hold the fold's write lock.
+func (s *store) addCite(r citeRow) {
+	s.citeAdds = append(s.citeAdds, r)
+	if len(s.ctxAdds)+len(s.citeAdds) >= maxBuffered {
+		s.flush()
+	}
+}
+
+// flush writes the buffered additions, in key order. Callers hold the
+// fold's write lock, or its read lock and mu (no writer runs then).
+func (s *store) flush() {
+	if len(s.ctxAdds) == 0 && len(s.citeAdds) == 0 {
+		return
+	}
+	keys := make([]ctxKey, 0, len(s.ctxAdds))
+	for k := range s.ctxAdds {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b ctxKey) int {
+		return cmp.Or(cmp.Compare(a.typ, b.typ), cmp.Compare(a.ref, b.ref), cmp.Compare(a.at, b.at), cmp.Compare(a.agent, b.agent))
+	})
+	for _, k := range keys {
+		_, err := s.stmts[sCtxAdd].Exec(k.typ, []byte(k.ref), k.at, k.agent, s.ctxAdds[k])
+		s.fail(err)
+	}
+	slices.SortStableFunc(s.citeAdds, func(a, b citeRow) int { return cmp.Compare(a.citing, b.citing) })
+	for _, r := range s.citeAdds {
+		_, err := s.stmts[sCiteAdd].Exec([]byte(r.citing), []byte(r.target), r.agent, r.kind, r.at, r.rels)
+		s.fail(err)
+	}
+	n := len(keys) + len(s.citeAdds)
+	clear(s.ctxAdds)
+	s.citeAdds = s.citeAdds[:0]
+	s.wrote(n)
 }
 
 // memSeq numbers in-memory stores (each its own database).
@@ -222,6 +295,7 @@ func (s *store) begin() error {
 // commit commits the open transaction with token (the saved state's, or
 // "" while no save names it) and begins the next.
 func (s *store) commit(token string) error {
+	s.flush()
 	if _, err := s.tx.Exec(`INSERT INTO meta (k, v) VALUES ('token', ?), ('format', ?)
 		ON CONFLICT DO UPDATE SET v = excluded.v`, token, storeFormat); err != nil {
 		return fmt.Errorf("discovery store: %w", err)
@@ -339,6 +413,8 @@ func (s *store) wipe() error {
 
 // closeDB rolls the open transaction back and closes the database.
 func (s *store) closeDB() {
+	clear(s.ctxAdds)
+	s.citeAdds = nil
 	for i, st := range s.stmts {
 		if st != nil {
 			st.Close()
