@@ -75,9 +75,11 @@ func Open(path string, temp bool) (*Fold, error) {
 
 func newFold(st *store) *Fold {
 	strs := interner{}
+	emb := newEmbeddings(strs)
+	emb.st = st
 	return &Fold{
 		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: citations{st},
-		ctx: newContexts(st), emb: newEmbeddings(strs),
+		ctx: newContexts(st), emb: emb,
 		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
 		relays: map[string]int{}, recent: newRecentIndex(strs), strs: strs, st: st,
 	}
@@ -93,7 +95,7 @@ func (f *Fold) OpenStore(path string, temp bool) error {
 	storeCloser(st)
 	f.mu.Lock()
 	old := f.st
-	f.st, f.cites.st, f.ctx.st = st, st, st
+	f.st, f.cites.st, f.ctx.st, f.emb.st = st, st, st, st
 	f.mu.Unlock()
 	return old.close()
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -366,5 +368,67 @@ func TestStoreUncheckedReadsEmpty(t *testing.T) {
 	}
 	if g.Digest(now) != empty.Digest(now) {
 		t.Fatal("digests differ")
+	}
+}
+
+// TestSnapshotPostsBeyondWindow: an agent's posts older than its 50-post
+// window live in the store; a fold saved with 70 posts, closed and
+// restored, then asked to remove posts inside its window (which brings
+// stored ones back) and outside it, answers as a fold that never saw the
+// removed posts.
+func TestSnapshotPostsBeyondWindow(t *testing.T) {
+	a := taskstest.Pool(3)
+	const base = 1763800000
+	var posts []*protocol.Event
+	for i := range 70 {
+		posts = append(posts, a[0].Sign(protocol.KindPost, base+int64(i), fmt.Sprintf("topic%d shared words here %d", i%7, i*i%13),
+			[]string{"t", fmt.Sprint("t", i%5)}))
+	}
+	others := []*protocol.Event{
+		a[1].Sign(protocol.KindPost, base, "topic3 shared words"),
+		a[2].Sign(protocol.KindPost, base, "topic1 words 9 here"),
+	}
+	path := filepath.Join(t.TempDir(), "discovery.db")
+	f, err := discovery.Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range append(slices.Clone(posts), others...) {
+		f.Add(e)
+	}
+	var saved bytes.Buffer
+	if err := f.Snapshot(&saved); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g, err := discovery.Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Restore(bytes.NewReader(saved.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	removed := []int{69, 40, 25, 3, 68} // inside the window (twice from the store), then outside it
+	clean := discovery.New()
+	for i, e := range posts {
+		if !slices.Contains(removed, i) {
+			clean.Add(e)
+		}
+	}
+	for _, e := range others {
+		clean.Add(e)
+	}
+	for _, i := range removed {
+		g.Remove(posts[i])
+	}
+	for _, x := range a {
+		want, got := clean.Neighbors(x.ID, 5), g.Neighbors(x.ID, 5)
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %+v, want %+v", x.Name, got, want)
+		}
+		if w, g := clean.SampleTopics(x.ID), g.SampleTopics(x.ID); !reflect.DeepEqual(w, g) {
+			t.Fatalf("%s: sample topics %v, want %v", x.Name, g, w)
+		}
 	}
 }

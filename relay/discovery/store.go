@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,6 +58,11 @@ var storeSchema = []string{
 	`CREATE TABLE IF NOT EXISTS cite (citing BLOB NOT NULL, target BLOB NOT NULL, agent INTEGER NOT NULL, kind INTEGER NOT NULL,
 		at INTEGER NOT NULL, rels TEXT NOT NULL, PRIMARY KEY (citing, target)) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`,
+	// posts holds each agent's post records older than its newest
+	// ProfilePosts (the neighbour window, in memory): rec is the topics
+	// and features (postRecBytes).
+	`CREATE TABLE IF NOT EXISTS posts (agent INTEGER NOT NULL, at INTEGER NOT NULL, id BLOB NOT NULL, rec BLOB NOT NULL,
+		PRIMARY KEY (agent, at, id)) WITHOUT ROWID`,
 }
 
 // The statements of the open transaction, by index in stmtSQL.
@@ -69,6 +75,9 @@ const (
 	sAgentAdd
 	sMine
 	sMembers
+	sPostPut
+	sPostDel
+	sPostNewest
 	sCitedBy
 	sCites
 	sReach
@@ -86,10 +95,13 @@ var stmtSQL = [nStmts]string{
 	// there (by time).
 	sMine: `SELECT ref, at FROM ctx WHERE agent = ? AND typ = ? AND at BETWEEN ? AND ?`,
 	// A context's members within [?3, ?4] (by time).
-	sMembers: `SELECT agent, at FROM ctx WHERE typ = ? AND ref = ? AND at BETWEEN ? AND ?`,
-	sCitedBy: `SELECT citing, agent, kind, at, rels FROM cite WHERE target = ?`,
-	sCites:   `SELECT target, agent, kind, at, rels FROM cite WHERE citing = ? ORDER BY target`,
-	sReach:   `SELECT count(DISTINCT agent) FROM cite WHERE target = ? AND agent != ?`,
+	sMembers:    `SELECT agent, at FROM ctx WHERE typ = ? AND ref = ? AND at BETWEEN ? AND ?`,
+	sPostPut:    `INSERT OR IGNORE INTO posts (agent, at, id, rec) VALUES (?, ?, ?, ?)`,
+	sPostDel:    `DELETE FROM posts WHERE agent = ? AND at = ? AND id = ?`,
+	sPostNewest: `SELECT at, id, rec FROM posts WHERE agent = ? ORDER BY at DESC, id DESC LIMIT 1`,
+	sCitedBy:    `SELECT citing, agent, kind, at, rels FROM cite WHERE target = ?`,
+	sCites:      `SELECT target, agent, kind, at, rels FROM cite WHERE citing = ? ORDER BY target`,
+	sReach:      `SELECT count(DISTINCT agent) FROM cite WHERE target = ? AND agent != ?`,
 }
 
 // store is the fold's SQLite file. Its methods are called with the fold's
@@ -189,6 +201,62 @@ func (s *store) flush() {
 	s.wrote(n)
 }
 
+// putPost writes p, a post record of agent that left its window (or
+// never entered it). Callers hold the fold's write lock.
+func (s *store) putPost(agent string, p *postRec) {
+	rec := appendTexts(nil, p.topics)
+	rec = binary.AppendUvarint(rec, uint64(len(p.feats)))
+	for _, ft := range p.feats {
+		rec = binary.AppendUvarint(rec, uint64(ft.dim))
+		rec = binary.AppendUvarint(rec, uint64(ft.w))
+	}
+	_, err := s.stmts[sPostPut].Exec(s.agent(agent), p.at, idBlob(p.id), rec)
+	s.fail(err)
+	s.wrote(1)
+}
+
+// delPost deletes agent's post record (at, id), if stored. Callers hold
+// the fold's write lock.
+func (s *store) delPost(agent string, at int64, id string) {
+	if n := s.agentOf(agent); n >= 0 {
+		_, err := s.stmts[sPostDel].Exec(n, at, idBlob(id))
+		s.fail(err)
+		s.wrote(1)
+	}
+}
+
+// popPost takes agent's newest stored post record out of the store (nil
+// when it has none). Callers hold the fold's write lock.
+func (s *store) popPost(agent string, strs interner) *postRec {
+	n := s.agentOf(agent)
+	if n < 0 {
+		return nil
+	}
+	var at int64
+	var id, rec []byte
+	switch err := s.stmts[sPostNewest].QueryRow(n).Scan(&at, &id, &rec); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		s.fail(err)
+		return nil
+	}
+	r := &savedReader{b: rec, intern: map[string]string(strs)}
+	p := &postRec{at: at, id: hex.EncodeToString(id), topics: r.texts(), feats: make([]feature, r.count())}
+	for i := range p.feats {
+		p.feats[i] = feature{uint32(r.uvarint()), float32(r.uvarint())}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		s.fail(fmt.Errorf("discovery store: damaged post record %s", p.id))
+		return nil
+	}
+	p.pre = idPrefix(p.id)
+	_, err := s.stmts[sPostDel].Exec(n, at, id)
+	s.fail(err)
+	s.wrote(1)
+	return p
+}
+
 // memSeq numbers in-memory stores (each its own database).
 var memSeq atomic.Int64
 
@@ -285,6 +353,9 @@ func (s *store) begin() error {
 	}
 	s.tx, s.pending = tx, 0
 	for i, q := range stmtSQL {
+		if q == "" {
+			return fmt.Errorf("discovery store: statement %d has no SQL", i)
+		}
 		if s.stmts[i], err = tx.Prepare(q); err != nil {
 			return fmt.Errorf("discovery store: prepare: %w", err)
 		}
