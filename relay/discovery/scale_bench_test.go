@@ -212,15 +212,16 @@ func BenchmarkScaleFold(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
 	f := benchNew(b)
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), cpuTime()
 	for _, e := range c.evs {
 		f.Add(e)
 	}
-	took := time.Since(t0)
+	took, cpu := time.Since(t0), cpuTime()-cpu0
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
-	fmt.Fprintf(os.Stderr, "scale fold: %.2f µs per event, heap %d MiB\n",
-		float64(took.Nanoseconds())/float64(len(c.evs))/1000, (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+	fmt.Fprintf(os.Stderr, "scale fold: %.2f µs per event (%.2f µs of CPU), heap %d MiB\n",
+		float64(took.Nanoseconds())/float64(len(c.evs))/1000, float64(cpu.Nanoseconds())/float64(len(c.evs))/1000,
+		(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
 	if p := os.Getenv("ANP2_BENCH_HEAPPROFILE"); p != "" { // the live heap after the fold, for go tool pprof
 		if fh, err := os.Create(p); err == nil {
 			pprof.WriteHeapProfile(fh)
@@ -294,7 +295,7 @@ func saveRestore(b *testing.B, f *discovery.Fold) {
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	t0 = time.Now()
+	t0, cpu0 := time.Now(), cpuTime()
 	g, err := discovery.Open(path, false)
 	if err != nil {
 		b.Fatal(err)
@@ -302,12 +303,12 @@ func saveRestore(b *testing.B, f *discovery.Fold) {
 	if err := g.Restore(bytes.NewReader(saved.Bytes()), nil); err != nil {
 		b.Fatal(err)
 	}
-	restored := time.Since(t0)
+	restored, cpu := time.Since(t0), cpuTime()-cpu0
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
-	fmt.Fprintf(os.Stderr, "scale fold: capture %s, encode %s (%d KiB saved), store %d MiB; restore %s, restored heap %d MiB\n",
+	fmt.Fprintf(os.Stderr, "scale fold: capture %s, encode %s (%d KiB saved), store %d MiB; restore %s (%s of CPU), restored heap %d MiB\n",
 		captured.Round(time.Millisecond), encoded.Round(time.Millisecond), saved.Len()>>10, disk>>20,
-		restored.Round(time.Millisecond), (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+		restored.Round(time.Millisecond), cpu.Round(time.Millisecond), (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
 	g.Close()
 }
 

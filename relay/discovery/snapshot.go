@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/state"
@@ -346,6 +347,8 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	r := &savedReader{b: data, intern: map[string]string(g.strs)}
 	token := r.text(false)
 	g.recent.horizon = r.varint()
+	var windows []agentPosts
+	var stubs []stubAt
 	for range r.count() {
 		if e := r.event(); r.err == nil {
 			if e.Kind != protocol.KindProfile && e.Kind != protocol.KindCapability && e.Kind != protocol.KindBeacon &&
@@ -383,7 +386,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 			posts[i] = p
 		}
 		if r.err == nil && len(posts) > 0 {
-			g.emb.restore(agent, posts)
+			windows = append(windows, agentPosts{agent, posts})
 		}
 	}
 	for range r.count() {
@@ -402,7 +405,7 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 		if r.err != nil {
 			break
 		}
-		g.recent.put(s, at, true)
+		stubs = append(stubs, stubAt{at, s})
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errSaved
@@ -413,6 +416,20 @@ func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	if err := f.st.adopt(token); err != nil {
 		return err
 	}
+	// The neighbour vectors and the feed index share nothing but strings
+	// interned already (read only now): built side by side.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, w := range windows {
+			g.emb.restore(w.agent, w.posts)
+		}
+	}()
+	for _, st := range stubs {
+		g.recent.put(st.s, st.at, true)
+	}
+	wg.Wait()
 	f.beacons, f.subs, f.ctx, f.emb = g.beacons, g.subs, g.ctx, g.emb
 	f.profiles, f.disc, f.caps, f.relays, f.recent, f.strs = g.profiles, g.disc, g.caps, g.relays, g.recent, g.strs
 	f.invite.Store(g.invite.Load())
