@@ -160,9 +160,20 @@ func (f *Fold) CopresenceScores(agent string, now, window int64, limit int) []Me
 func (f *Fold) copresence(agent string, now, window int64, limit int, contexts bool) []Met {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	// First the scores alone, then the contexts of the rows kept.
+	// The shared contexts are read once: the scores first, then the
+	// contexts of the rows kept (refs only when asked for).
 	score := map[string]int{}
-	f.eachShared(agent, now-window, now, func(other string, c Context) { score[other] += ContextWeights[c.Type] })
+	type pair struct {
+		other string
+		c     Context
+	}
+	var pairs []pair
+	f.eachShared(agent, now-window, now, contexts, func(other string, c Context) {
+		score[other] += ContextWeights[c.Type]
+		if contexts {
+			pairs = append(pairs, pair{other, c})
+		}
+	})
 	out := make([]Met, 0, min(len(score), limit+1))
 	better := func(a, b Met) bool { return a.Score > b.Score || a.Score == b.Score && a.AgentID < b.AgentID }
 	for other, tenths := range score {
@@ -187,11 +198,11 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 	for i, m := range out {
 		row[m.AgentID] = i
 	}
-	f.eachShared(agent, now-window, now, func(other string, c Context) {
-		if i, ok := row[other]; ok {
-			out[i].Contexts = append(out[i].Contexts, c)
+	for _, p := range pairs {
+		if i, ok := row[p.other]; ok {
+			out[i].Contexts = append(out[i].Contexts, p.c)
 		}
-	})
+	}
 	for _, m := range out {
 		sort.Slice(m.Contexts, func(i, j int) bool {
 			a, b := m.Contexts[i], m.Contexts[j]
@@ -202,15 +213,25 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 }
 
 // eachShared calls fn for every (other agent, context) pair agent shares
-// within [lo, hi] (capabilities whatever the time). Callers hold the
-// fold's read lock.
-func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
+// within [lo, hi] (capabilities whatever the time); a context's Ref is
+// set only when refs is true. Callers hold the fold's read lock.
+func (f *Fold) eachShared(agent string, lo, hi int64, refs bool, fn func(other string, c Context)) {
 	if n := f.st.agentOf(agent); n >= 0 && !f.st.unchecked {
 		f.st.mu.Lock()
 		f.st.flush()
-		f.st.shared(n, typThread, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxThread, refText(typThread, ref)}) })
-		f.st.shared(n, typCite, lo, hi, 0, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxCitation, refText(typCite, ref)}) })
-		f.st.shared(n, typTopic, lo, hi, TopicSpan, func(other int64, ref []byte) { fn(f.st.name(other), Context{CtxTopic, refText(typTopic, ref)}) })
+		for _, q := range []struct {
+			typ  int
+			name string
+			span int64
+		}{{typThread, CtxThread, 0}, {typCite, CtxCitation, 0}, {typTopic, CtxTopic, TopicSpan}} {
+			f.st.shared(n, q.typ, lo, hi, q.span, func(other int64, ref []byte) {
+				c := Context{Type: q.name}
+				if refs {
+					c.Ref = refText(q.typ, ref)
+				}
+				fn(f.st.name(other), c)
+			})
+		}
 		f.st.mu.Unlock()
 	}
 	for _, n := range f.ctx.capsOf[agent] {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -47,11 +48,33 @@ type stub struct {
 // event is s's stub event: id, agent_id, created_at, kind and a ["t",
 // topic] tag per topic.
 func (s *stub) event(at int64) *protocol.Event {
-	e := &protocol.Event{ID: hex.EncodeToString(s.id[:]), AgentID: s.agent, CreatedAt: at, Kind: s.kind}
-	for _, t := range s.topics {
-		e.Tags = append(e.Tags, []string{"t", t})
+	if len(s.topics) > 1 {
+		e := &protocol.Event{ID: hex.EncodeToString(s.id[:]), AgentID: s.agent, CreatedAt: at, Kind: s.kind}
+		for _, t := range s.topics {
+			e.Tags = append(e.Tags, []string{"t", t})
+		}
+		return e
 	}
-	return e
+	// One allocation for the event, its id and its one tag (the common
+	// case): a feed reads hundreds of stubs per request.
+	x := &stubEvent{ev: protocol.Event{AgentID: s.agent, CreatedAt: at, Kind: s.kind}}
+	hex.Encode(x.hex[:], s.id[:])
+	x.ev.ID = unsafe.String(&x.hex[0], len(x.hex))
+	if len(s.topics) == 1 {
+		x.tag = [2]string{"t", s.topics[0]}
+		x.tags[0] = x.tag[:]
+		x.ev.Tags = x.tags[:]
+	}
+	return &x.ev
+}
+
+// stubEvent is a stub event with its id's text and one tag in one
+// allocation (the id's bytes are never changed once made).
+type stubEvent struct {
+	ev   protocol.Event
+	hex  [64]byte
+	tags [1][]string
+	tag  [2]string
 }
 
 // interner shares the strings that recur in the fold's in-memory indexes
