@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"database/sql"
 	"encoding/hex"
 	"math"
 	"slices"
@@ -245,63 +246,38 @@ func (f *Fold) eachShared(agent string, lo, hi int64, refs bool, fn func(other s
 
 // shared calls fn once for every (other agent, context of type typ) such
 // that agent me and the other were both in the context within [lo, hi],
-// and, when span > 0, at most span apart. Callers hold mu.
+// and, when span > 0, at most span apart: one query per type. Callers
+// hold mu.
 func (s *store) shared(me int64, typ int, lo, hi, span int64, fn func(other int64, ref []byte)) {
-	mine := map[string][]int64{} // ref → my times there, sorted
-	var refs []string
-	rows, err := s.stmts[sMine].Query(me, typ, lo, hi)
+	q := sShared
+	if span > 0 {
+		q = sSharedTopic
+	}
+	rows, err := s.stmts[q].Query(me, typ, lo, hi, span)
 	if err != nil {
 		s.fail(err)
 		return
 	}
+	defer rows.Close()
+	met := map[string]map[int64]bool{} // ref → the others met there
+	var ref sql.RawBytes               // valid until the next row
 	for rows.Next() {
-		var ref []byte
-		var at int64
-		if err := rows.Scan(&ref, &at); err != nil {
-			s.fail(err)
-			break
-		}
-		k := string(ref)
-		if mine[k] == nil {
-			refs = append(refs, k)
-		}
-		mine[k] = append(mine[k], at)
-	}
-	s.fail(rows.Close())
-	for _, ref := range refs {
-		times := mine[ref]
-		slices.Sort(times)
-		from, to := lo, hi
-		if span > 0 {
-			from, to = max(lo, times[0]-span), min(hi, times[len(times)-1]+span)
-		}
-		rows, err := s.stmts[sMembers].Query(typ, []byte(ref), from, to)
-		if err != nil {
+		var other int64
+		if err := rows.Scan(&ref, &other); err != nil {
 			s.fail(err)
 			return
 		}
-		met := map[int64]bool{}
-		for rows.Next() {
-			var other, at int64
-			if err := rows.Scan(&other, &at); err != nil {
-				s.fail(err)
-				break
-			}
-			if other == me || met[other] {
-				continue
-			}
-			if span > 0 {
-				// one of my times within span of at
-				i, _ := slices.BinarySearch(times, at-span)
-				if i == len(times) || times[i] > at+span {
-					continue
-				}
-			}
-			met[other] = true
-			fn(other, []byte(ref))
+		m := met[string(ref)]
+		if m == nil {
+			m = map[int64]bool{}
+			met[string(ref)] = m
 		}
-		s.fail(rows.Close())
+		if !m[other] {
+			m[other] = true
+			fn(other, ref)
+		}
 	}
+	s.fail(rows.Err())
 }
 
 // refText is a context's ref as answers name it: an event id in hex, a

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/rand"
 	"database/sql"
@@ -73,8 +74,8 @@ const (
 	sCiteAdd
 	sCiteDel
 	sAgentAdd
-	sMine
-	sMembers
+	sShared
+	sSharedTopic
 	sPostPut
 	sPostDel
 	sPostNewest
@@ -91,11 +92,17 @@ var stmtSQL = [nStmts]string{
 	sCiteAdd:  `INSERT OR IGNORE INTO cite (citing, target, agent, kind, at, rels) VALUES (?, ?, ?, ?, ?, ?)`,
 	sCiteDel:  `DELETE FROM cite WHERE citing = ?`,
 	sAgentAdd: `INSERT INTO agents (n, id) VALUES (?, ?)`,
-	// Agent ?1's contexts of type ?2 within [?3, ?4], with its times
-	// there (by time).
-	sMine: `SELECT ref, at FROM ctx WHERE agent = ? AND typ = ? AND at BETWEEN ? AND ?`,
-	// A context's members within [?3, ?4] (by time).
-	sMembers:    `SELECT agent, at FROM ctx WHERE typ = ? AND ref = ? AND at BETWEEN ? AND ?`,
+	// The other agents of each context of type ?2 agent ?1 was in within
+	// [?3, ?4], also within [?3, ?4] (an agent may come once per time it
+	// has there).
+	sShared: `WITH mine AS (SELECT DISTINCT ref FROM ctx WHERE agent = ?1 AND typ = ?2 AND at BETWEEN ?3 AND ?4)
+		SELECT mine.ref, o.agent FROM mine JOIN ctx o ON o.typ = ?2 AND o.ref = mine.ref AND o.at BETWEEN ?3 AND ?4
+		WHERE o.agent != ?1`,
+	// The same for topics, whose other posts must be within ?5 seconds of
+	// one of the agent's (once per pair of times).
+	sSharedTopic: `SELECT m.ref, o.agent FROM ctx m JOIN ctx o ON o.typ = m.typ AND o.ref = m.ref
+		AND o.at BETWEEN max(?3, m.at - ?5) AND min(?4, m.at + ?5)
+		WHERE m.agent = ?1 AND m.typ = ?2 AND m.at BETWEEN ?3 AND ?4 AND o.agent != ?1`,
 	sPostPut:    `INSERT OR IGNORE INTO posts (agent, at, id, rec) VALUES (?, ?, ?, ?)`,
 	sPostDel:    `DELETE FROM posts WHERE agent = ? AND at = ? AND id = ?`,
 	sPostNewest: `SELECT at, id, rec FROM posts WHERE agent = ? ORDER BY at DESC, id DESC LIMIT 1`,
@@ -130,6 +137,7 @@ type store struct {
 	// removal flushes them before it runs.
 	ctxAdds  map[ctxKey]int64
 	citeAdds []citeRow
+	postAdds []postRow
 	// failed is the first error of a write or read: the next capture
 	// saves no token, so the next start rebuilds the store.
 	failed atomic.Pointer[error]
@@ -150,6 +158,12 @@ type citeRow struct {
 	rels            string
 }
 
+// postRow is a posts row.
+type postRow struct {
+	agent, at int64
+	id, rec   []byte
+}
+
 // maxBuffered is how many additions wait for a flush at most.
 const maxBuffered = 4096
 
@@ -160,15 +174,18 @@ func (s *store) addCtx(k ctxKey) {
 		s.ctxAdds = map[ctxKey]int64{}
 	}
 	s.ctxAdds[k]++
-	if len(s.ctxAdds)+len(s.citeAdds) >= maxBuffered {
+	if s.buffered() >= maxBuffered {
 		s.flush()
 	}
 }
 
+// buffered is the number of additions waiting.
+func (s *store) buffered() int { return len(s.ctxAdds) + len(s.citeAdds) + len(s.postAdds) }
+
 // addCite buffers one citation edge. Callers hold the fold's write lock.
 func (s *store) addCite(r citeRow) {
 	s.citeAdds = append(s.citeAdds, r)
-	if len(s.ctxAdds)+len(s.citeAdds) >= maxBuffered {
+	if s.buffered() >= maxBuffered {
 		s.flush()
 	}
 }
@@ -176,7 +193,7 @@ func (s *store) addCite(r citeRow) {
 // flush writes the buffered additions, in key order. Callers hold the
 // fold's write lock, or its read lock and mu (no writer runs then).
 func (s *store) flush() {
-	if len(s.ctxAdds) == 0 && len(s.citeAdds) == 0 {
+	if s.buffered() == 0 {
 		return
 	}
 	keys := make([]ctxKey, 0, len(s.ctxAdds))
@@ -195,9 +212,16 @@ func (s *store) flush() {
 		_, err := s.stmts[sCiteAdd].Exec([]byte(r.citing), []byte(r.target), r.agent, r.kind, r.at, r.rels)
 		s.fail(err)
 	}
-	n := len(keys) + len(s.citeAdds)
+	slices.SortFunc(s.postAdds, func(a, b postRow) int {
+		return cmp.Or(cmp.Compare(a.agent, b.agent), cmp.Compare(a.at, b.at), bytes.Compare(a.id, b.id))
+	})
+	for _, r := range s.postAdds {
+		_, err := s.stmts[sPostPut].Exec(r.agent, r.at, r.id, r.rec)
+		s.fail(err)
+	}
+	n := len(keys) + len(s.citeAdds) + len(s.postAdds)
 	clear(s.ctxAdds)
-	s.citeAdds = s.citeAdds[:0]
+	s.citeAdds, s.postAdds = s.citeAdds[:0], s.postAdds[:0]
 	s.wrote(n)
 }
 
@@ -210,15 +234,17 @@ func (s *store) putPost(agent string, p *postRec) {
 		rec = binary.AppendUvarint(rec, uint64(ft.dim))
 		rec = binary.AppendUvarint(rec, uint64(ft.w))
 	}
-	_, err := s.stmts[sPostPut].Exec(s.agent(agent), p.at, idBlob(p.id), rec)
-	s.fail(err)
-	s.wrote(1)
+	s.postAdds = append(s.postAdds, postRow{s.agent(agent), p.at, idBlob(p.id), rec})
+	if s.buffered() >= maxBuffered {
+		s.flush()
+	}
 }
 
 // delPost deletes agent's post record (at, id), if stored. Callers hold
 // the fold's write lock.
 func (s *store) delPost(agent string, at int64, id string) {
 	if n := s.agentOf(agent); n >= 0 {
+		s.flush()
 		_, err := s.stmts[sPostDel].Exec(n, at, idBlob(id))
 		s.fail(err)
 		s.wrote(1)
@@ -232,6 +258,7 @@ func (s *store) popPost(agent string, strs interner) *postRec {
 	if n < 0 {
 		return nil
 	}
+	s.flush()
 	var at int64
 	var id, rec []byte
 	switch err := s.stmts[sPostNewest].QueryRow(n).Scan(&at, &id, &rec); {
@@ -485,7 +512,7 @@ func (s *store) wipe() error {
 // closeDB rolls the open transaction back and closes the database.
 func (s *store) closeDB() {
 	clear(s.ctxAdds)
-	s.citeAdds = nil
+	s.citeAdds, s.postAdds = nil, nil
 	for i, st := range s.stmts {
 		if st != nil {
 			st.Close()
