@@ -35,6 +35,8 @@ const (
 	// StoreCacheBytes is the store's page cache (SQLite's, outside the Go
 	// heap).
 	StoreCacheBytes = 24 << 20
+	// storeMapBytes is the most of the file read through a memory map.
+	storeMapBytes = 1 << 30
 	// maxPendingWrites bounds the open transaction: past that many row
 	// changes it is committed marked unsaved (its token cleared, so a
 	// crash before the next save rebuilds the fold), which bounds the
@@ -316,6 +318,10 @@ func (s *store) dsn() string {
 		// Durability comes from the token, not from fsync: a commit that
 		// a power loss takes back leaves a token no snapshot names.
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// Pages are read through a memory map of the file (the kernel's
+		// page cache, reclaimable) rather than copied in with a pread
+		// each past the page cache.
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", storeMapBytes))
 	}
 	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -StoreCacheBytes/1024))
 	q.Add("_pragma", "temp_store(MEMORY)")
