@@ -21,6 +21,9 @@ import (
 type Module struct {
 	fold *Fold
 	core *relay.Server
+	// lock holds a temporary store's file lock while the module uses it
+	// (OpenState with no directory).
+	lock *os.File
 }
 
 var _ relay.Folder = (*Module)(nil)
@@ -38,12 +41,16 @@ const StoreFile = "discovery.db"
 // created.
 func (m *Module) OpenState(dir string) error {
 	if dir == "" {
-		f, err := os.CreateTemp("", "anp2-discovery-*.db")
+		path, lock, err := createTemp()
 		if err != nil {
 			return fmt.Errorf("discovery store: %w", err)
 		}
-		f.Close()
-		return m.fold.OpenStore(f.Name(), true)
+		if err := m.fold.OpenStore(path, true); err != nil {
+			lock.Close()
+			return err
+		}
+		m.lock = lock
+		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("discovery store: %w", err)
@@ -51,8 +58,16 @@ func (m *Module) OpenState(dir string) error {
 	return m.fold.OpenStore(filepath.Join(dir, StoreFile), false)
 }
 
-// Close closes the fold's store (what no save committed rolls back).
-func (m *Module) Close() error { return m.fold.Close() }
+// Close closes the fold's store (what no save committed rolls back; a
+// temporary one is removed).
+func (m *Module) Close() error {
+	err := m.fold.Close()
+	if m.lock != nil {
+		m.lock.Close()
+		m.lock = nil
+	}
+	return err
+}
 
 // Name is "discovery".
 func (m *Module) Name() string { return "discovery" }
