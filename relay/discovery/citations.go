@@ -113,7 +113,7 @@ func (c *citations) apply(e *protocol.Event, refs map[string][]string, add bool)
 // the other end: citing for incoming, target for outgoing). Callers hold
 // the fold's read lock.
 func (s *store) edges(stmt int, id string, incoming bool, args ...any) []Citation {
-	if s.unchecked {
+	if s.empty() {
 		return nil
 	}
 	s.mu.Lock()
@@ -183,7 +183,7 @@ func (f *Fold) Reach(id, author string) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.st
-	if s.unchecked {
+	if s.empty() {
 		return 0
 	}
 	s.mu.Lock()

@@ -217,7 +217,7 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 // within [lo, hi] (capabilities whatever the time); a context's Ref is
 // set only when refs is true. Callers hold the fold's read lock.
 func (f *Fold) eachShared(agent string, lo, hi int64, refs bool, fn func(other string, c Context)) {
-	if n := f.st.agentOf(agent); n >= 0 && !f.st.unchecked {
+	if n := f.st.agentOf(agent); n >= 0 && !f.st.empty() {
 		f.st.mu.Lock()
 		f.st.flush()
 		for _, q := range []struct {

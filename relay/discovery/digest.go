@@ -46,7 +46,7 @@ func (f *Fold) Digest(at int64) [32]byte {
 // [citing, target, [relations…]], unsorted. Callers hold the fold's read
 // lock.
 func (s *store) digestEdges() []string {
-	if s.unchecked {
+	if s.empty() {
 		return nil
 	}
 	s.mu.Lock()

@@ -132,6 +132,9 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.st.closed() {
+		return
+	}
 	f.st.check()
 	f.applyKind(e, add)
 	// Each index below reads e's topics and references: parsed once.

@@ -64,7 +64,7 @@ func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sv := &saved{horizon: f.recent.horizon, relays: maps.Clone(f.relays)}
-	if f.st.failed.Load() == nil {
+	if f.st.failed.Load() == nil && !f.st.closed() {
 		token := newToken()
 		if err := f.st.commit(token); err != nil {
 			f.st.fail(err)

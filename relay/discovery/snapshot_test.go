@@ -432,3 +432,39 @@ func TestSnapshotPostsBeyondWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedFoldIsInert: a fold whose store is closed (a relay stopping
+// while a background loop still reads) neither panics nor folds: what is
+// in its store reads as empty.
+func TestClosedFoldIsInert(t *testing.T) {
+	evs := corpus(25, 6, 1763800000)
+	f, err := discovery.Open(filepath.Join(t.TempDir(), "discovery.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs[:len(evs)/2] {
+		f.Add(e)
+	}
+	f.Close()
+	for _, e := range evs[len(evs)/2:] {
+		f.Add(e)
+		f.Remove(e)
+	}
+	for _, a := range taskstest.Pool(6) {
+		for _, m := range f.Copresence(a.ID, 1763900000, 30*86400, 100) {
+			for _, c := range m.Contexts {
+				if c.Type != discovery.CtxCapability { // capabilities are in memory
+					t.Fatalf("a closed fold answers from its store: %+v", m)
+				}
+			}
+		}
+	}
+	for _, e := range evs {
+		if by, n := f.CitedBy(e.ID); len(by) != 0 || n != 0 {
+			t.Fatal("a closed fold answers citations")
+		}
+	}
+	if err := f.Snapshot(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}

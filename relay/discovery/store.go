@@ -429,6 +429,13 @@ func (s *store) wrote(n int) {
 	}
 }
 
+// closed reports whether the store was closed (its fold must not be used
+// any more: it then reads as empty and folds nothing).
+func (s *store) closed() bool { return s.tx == nil }
+
+// empty reports whether the store reads as empty: unchecked or closed.
+func (s *store) empty() bool { return s.unchecked || s.closed() }
+
 // check empties a file no Restore has accepted before its first write.
 func (s *store) check() {
 	if s.unchecked {
