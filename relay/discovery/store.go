@@ -41,7 +41,7 @@ const (
 	// changes it is committed marked unsaved (its token cleared, so a
 	// crash before the next save rebuilds the fold), which bounds the
 	// journal the transaction spills to.
-	maxPendingWrites = 65536
+	maxPendingWrites = 16384
 )
 
 // Context types as the store keys them.
