@@ -178,7 +178,8 @@ func parseStatusRSS(status string) (resident, bool) {
 
 // writeFolds appends a gauge per derived view of its entries and bytes in
 // memory (views that report them, state.Sizer) and, for views with saved
-// state, the bytes of their snapshot on disk (disk: view name → bytes).
+// state, the bytes of their snapshot on disk (disk: view name → bytes)
+// plus those of their own store files (state.DiskSizer).
 func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64, resumed int64) {
 	if resumed != noStateDir {
 		gauge(w, "anp2_state_resumed_seq", "Log position the derived state resumed from at start (-1: folded the whole log).", float64(resumed))
@@ -189,13 +190,13 @@ func writeFolds(w io.Writer, sizes []state.FoldSize, disk map[string]int64, resu
 			fmt.Fprintf(w, "anp2_fold_entries{fold=%q} %d\n", z.Name, z.Entries)
 		}
 	}
-	fmt.Fprintf(w, "# HELP anp2_fold_bytes Estimated bytes of a derived view, in memory (heap) or on disk (its saved snapshot).\n# TYPE anp2_fold_bytes gauge\n")
+	fmt.Fprintf(w, "# HELP anp2_fold_bytes Estimated bytes of a derived view, in memory (heap) or on disk (its saved snapshot and its own store files).\n# TYPE anp2_fold_bytes gauge\n")
 	for _, z := range sizes {
 		if z.Sized {
 			fmt.Fprintf(w, "anp2_fold_bytes{fold=%q,where=\"memory\"} %d\n", z.Name, z.Bytes)
 		}
-		if b, ok := disk[z.Name]; ok {
-			fmt.Fprintf(w, "anp2_fold_bytes{fold=%q,where=\"disk\"} %d\n", z.Name, b)
+		if b, ok := disk[z.Name]; ok || z.Disk > 0 {
+			fmt.Fprintf(w, "anp2_fold_bytes{fold=%q,where=\"disk\"} %d\n", z.Name, b+z.Disk)
 		}
 	}
 }

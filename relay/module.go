@@ -40,6 +40,16 @@ type Folder interface {
 	Fold() state.Fold
 }
 
+// A StateOpener is a Folder whose fold keeps part of its state in files
+// of its own beside the saved state (SPEC §2.2). New calls OpenState with
+// the state directory (Config.StateDir) before the fold sees any event or
+// saved state, when there is one; dir "" asks for files of this process
+// only, removed when the module closes. An error stops New.
+type StateOpener interface {
+	Folder
+	OpenState(dir string) error
+}
+
 // A Runner is a Module with background work while the relay serves (a
 // mirror loop, a refresher). Run returns when ctx ends.
 type Runner interface {

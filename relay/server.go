@@ -185,6 +185,15 @@ func New(cfg Config, store eventlog.Log) (*Server, error) {
 	s.bodies = bodies
 	s.byAgent.shared = cfg.AgentRates
 	s.index = reconcile.NewIndex(nil)
+	if cfg.StateDir != "" {
+		for _, m := range cfg.Modules {
+			if o, ok := m.(StateOpener); ok {
+				if err := o.OpenState(cfg.StateDir); err != nil {
+					return nil, fmt.Errorf("module %s: %w", m.Name(), err)
+				}
+			}
+		}
+	}
 	opts := state.Options{Treasury: cfg.Treasury, Moderation: trust.ModerationOptions{OnPublish: s.publishModeration},
 		Folds: Folds(cfg.Modules), Redactors: Redactors(cfg)}
 	st, err := s.buildState(context.Background(), opts)

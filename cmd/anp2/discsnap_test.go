@@ -186,3 +186,74 @@ func TestDiscsnapResumedRoutesEqualFolded(t *testing.T) {
 	}
 	r.stop(t, false)
 }
+
+// TestDiscsnapStoreRefusedRebuilt: a discovery store that does not belong
+// to the saved state — saved again by a later run whose snapshot was then
+// lost (its token is not the one the snapshot names), or truncated — is
+// refused at start: the relay logs the view as not restored, rebuilds it
+// from the log, and answers every discovery route and /state as a relay
+// folding the whole log from empty.
+func TestDiscsnapStoreRefusedRebuilt(t *testing.T) {
+	now := time.Now().Unix()
+	at := now + 10
+	evs := discsnapCorpus(t, 2, now)
+	half := len(evs) / 2
+	for _, damage := range []string{"token", "truncated"} {
+		t.Run(damage, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "relay.db")
+			t.Cleanup(func() {
+				for deadline := time.Now().Add(10 * time.Second); os.RemoveAll(filepath.Dir(db)) != nil && time.Now().Before(deadline); {
+					time.Sleep(50 * time.Millisecond)
+				}
+			})
+			stateDir, store := db+".state", filepath.Join(db+".state", "discovery.db")
+			r := scaleStart(t, db, true)
+			scalePublish(t, r.base(), evs[:half])
+			r.stop(t, true)
+			switch damage {
+			case "token": // a later run saves; its snapshot is lost, the older one put back
+				old := filepath.Join(t.TempDir(), "old-state")
+				if err := os.CopyFS(old, os.DirFS(stateDir)); err != nil {
+					t.Fatal(err)
+				}
+				r = scaleStart(t, db, true)
+				scalePublish(t, r.base(), evs[half:])
+				r.stop(t, true)
+				snaps, _ := filepath.Glob(filepath.Join(stateDir, "snap-*"))
+				for _, s := range snaps {
+					os.RemoveAll(s)
+				}
+				oldSnaps, _ := filepath.Glob(filepath.Join(old, "snap-*"))
+				if len(snaps) != 1 || len(oldSnaps) != 1 {
+					t.Fatalf("snapshots: %v then %v", oldSnaps, snaps)
+				}
+				if err := os.CopyFS(filepath.Join(stateDir, filepath.Base(oldSnaps[0])), os.DirFS(oldSnaps[0])); err != nil {
+					t.Fatal(err)
+				}
+			case "truncated":
+				fi, err := os.Stat(store)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(store, fi.Size()/2); err != nil {
+					t.Fatal(err)
+				}
+				r = scaleStart(t, db, false)
+				scalePublish(t, r.base(), evs[half:])
+				r.stop(t, false)
+			}
+			r = discsnapStart(t, db, now)
+			if lg := r.log.String(); !strings.Contains(lg, "saved state restored") || !strings.Contains(lg, "view=discovery") {
+				t.Fatalf("the discovery store was not refused:\n%s", lg)
+			}
+			rebuilt, routes := scaleDigest(t, r.base(), at), discsnapRoutes(t, r.base(), evs)
+			r.stop(t, false)
+			r = discsnapStart(t, db, now, "--state-dir", "none")
+			scaleSame(t, "rebuilt vs folded from empty", rebuilt, scaleDigest(t, r.base(), at))
+			if folded := discsnapRoutes(t, r.base(), evs); folded != routes {
+				t.Fatalf("discovery answers of the rebuilt view differ from the folded one's")
+			}
+			r.stop(t, false)
+		})
+	}
+}

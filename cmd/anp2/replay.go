@@ -22,7 +22,9 @@ import (
 
 	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
+	"github.com/anp2net/relay/relay"
 	"github.com/anp2net/relay/relay/eventlog"
+	"github.com/anp2net/relay/relay/federation"
 	"github.com/anp2net/relay/relay/offline"
 	"github.com/anp2net/relay/relay/state"
 )
@@ -110,10 +112,23 @@ func (c *replayCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fl, err := folds(gov)
+	mods, err := modules(federation.DefaultOptions(), gov)
 	if err != nil {
 		return err
 	}
+	// A module's own state files (discovery's store) are temporary files,
+	// removed when the replay ends.
+	for _, m := range mods.all {
+		if o, ok := m.(relay.StateOpener); ok {
+			if err := o.OpenState(""); err != nil {
+				return err
+			}
+			if cl, ok := o.(io.Closer); ok {
+				defer cl.Close()
+			}
+		}
+	}
+	fl := relay.Folds(mods.all)
 	rp := &offline.Replayer{Checker: replayChecker(c.powBypass), Now: time.Now().Unix(), Options: state.Options{Treasury: c.treasury, Folds: fl, Redactors: c.redactors},
 		OnProgress: func(s offline.ReplayStats) {
 			c.progress.update("replay: %d events (%.0f/s)", s.Read, float64(s.Read)/time.Since(start).Seconds())

@@ -180,6 +180,19 @@ func (c *serveCmd) Start() error {
 		return err
 	}
 	cfg.Modules, c.fed, c.mods = mods.all, mods.federation, mods.all
+	if stateDir == "" {
+		// No saved state: a module's own state files (discovery's store)
+		// are temporary, removed at Close.
+		for _, m := range mods.all {
+			if o, ok := m.(relay.StateOpener); ok {
+				if err := o.OpenState(""); err != nil {
+					ln.Close()
+					c.Close()
+					return err
+				}
+			}
+		}
+	}
 	var witnesses []tlog.Witness
 	for _, w := range c.tlogWitness {
 		u, k, ok := strings.Cut(w, "=")

@@ -15,14 +15,14 @@ import (
 // benchFold folds agents × posts unsigned events (the fold never checks
 // signatures) over a Zipf vocabulary of 20,000 words and 200 topics, with
 // replies to random earlier posts and one capability per agent.
-func benchFold(agents, posts int) (*discovery.Fold, []string, int64) {
+func benchFold(tb testing.TB, agents, posts int) (*discovery.Fold, []string, int64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(3, 4)), 1.1, 1, 19999)
 	ids := make([]string, agents)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%064x", i+1)
 	}
-	f := discovery.New()
+	f := benchNew(tb)
 	const base = 1763800000
 	var roots []string
 	n := 0
@@ -81,25 +81,25 @@ var (
 )
 
 // shared is the 10,000-agent, 200,000-post fold every query benchmark reads.
-func shared() (*discovery.Fold, []string, int64) {
-	benchOnce.Do(func() { bench.f, bench.ids, bench.now = benchFold(10000, 20) })
+func shared(tb testing.TB) (*discovery.Fold, []string, int64) {
+	benchOnce.Do(func() { bench.f, bench.ids, bench.now = benchFold(tb, 10000, 20) })
 	return bench.f, bench.ids, bench.now
 }
 
 func BenchmarkNeighbors10k(b *testing.B) {
-	f, ids, _ := shared()
+	f, ids, _ := shared(b)
 	measure(b, ids, func(id string) { f.Neighbors(id, 20) })
 }
 
 func BenchmarkCopresence10k(b *testing.B) {
-	f, ids, now := shared()
+	f, ids, now := shared(b)
 	measure(b, ids, func(id string) { f.Copresence(id, now, 7*86400, 50) })
 }
 
 // BenchmarkFoldPost is the cost of folding one post into a fold that holds
 // 1,000 agents' 20,000 posts.
 func BenchmarkFoldPost(b *testing.B) {
-	f, ids, now := benchFold(1000, 20)
+	f, ids, now := benchFold(b, 1000, 20)
 	evs := make([]*protocol.Event, b.N)
 	for i := range evs {
 		evs[i] = &protocol.Event{ID: fmt.Sprintf("%064x", 1<<60+i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,

@@ -1,10 +1,12 @@
 package discovery
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -22,15 +24,9 @@ type Citation struct {
 }
 
 // citations indexes every e tag and kind 5 derived_from reference of the
-// folded (non-DM, content) events.
-type citations struct {
-	incoming map[string]map[string]*Citation // target → citing id → edge
-	outgoing map[string][]*Citation          // citing id → its edges
-}
-
-func newCitations() citations {
-	return citations{incoming: map[string]map[string]*Citation{}, outgoing: map[string][]*Citation{}}
-}
+// folded (non-DM, content) events: the store's cite table, an edge a row
+// keyed by (citing, target) with a secondary index by target.
+type citations struct{ st *store }
 
 var markerRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
@@ -95,37 +91,58 @@ func mayCite(e *protocol.Event) bool {
 }
 
 // apply folds e in or out; refs are its refsOf (nil when it cites
-// nothing).
+// nothing). Callers hold the fold's write lock.
 func (c *citations) apply(e *protocol.Event, refs map[string][]string, add bool) {
+	s := c.st
 	if !add {
-		for _, edge := range c.outgoing[e.ID] {
-			if in := c.incoming[edge.Target]; in != nil {
-				delete(in, e.ID)
-				if len(in) == 0 {
-					delete(c.incoming, edge.Target)
-				}
-			}
+		if mayCite(e) {
+			s.flush()
+			_, err := s.stmts[sCiteDel].Exec(idBlob(e.ID))
+			s.fail(err)
+			s.wrote(len(refs) + 1)
 		}
-		delete(c.outgoing, e.ID)
 		return
 	}
-	if len(refs) == 0 {
-		return
-	}
-	if _, done := c.outgoing[e.ID]; done {
-		return
-	}
-	edges := make([]*Citation, 0, len(refs))
+	citing, agent := string(idBlob(e.ID)), s.agent(e.AgentID)
 	for target, rels := range refs {
-		edge := &Citation{Citing: e.ID, Target: target, AgentID: e.AgentID, Kind: e.Kind, CreatedAt: e.CreatedAt, Relations: rels}
-		edges = append(edges, edge)
-		if c.incoming[target] == nil {
-			c.incoming[target] = map[string]*Citation{}
-		}
-		c.incoming[target][e.ID] = edge
+		s.addCite(citeRow{citing, string(idBlob(target)), agent, e.Kind, e.CreatedAt, strings.Join(rels, ",")})
 	}
-	sort.Slice(edges, func(i, j int) bool { return edges[i].Target < edges[j].Target })
-	c.outgoing[e.ID] = edges
+}
+
+// edges reads the edges a citations statement selects (its first column
+// the other end: citing for incoming, target for outgoing). Callers hold
+// the fold's read lock.
+func (s *store) edges(stmt int, id string, incoming bool, args ...any) []Citation {
+	if s.empty() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flush()
+	rows, err := s.stmts[stmt].Query(append([]any{idBlob(id)}, args...)...)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	defer rows.Close()
+	var out []Citation
+	for rows.Next() {
+		var other []byte
+		var agent, kind, at int64
+		var rels string
+		if err := rows.Scan(&other, &agent, &kind, &at, &rels); err != nil {
+			s.fail(err)
+			return out
+		}
+		c := Citation{Citing: id, Target: hex.EncodeToString(other), AgentID: s.name(agent), Kind: kind, CreatedAt: at,
+			Relations: strings.Split(rels, ",")}
+		if incoming {
+			c.Citing, c.Target = c.Target, id
+		}
+		out = append(out, c)
+	}
+	s.fail(rows.Err())
+	return out
 }
 
 // CitedBy returns the edges into id, newest citing event first (then by
@@ -133,11 +150,12 @@ func (c *citations) apply(e *protocol.Event, refs map[string][]string, add bool)
 func (f *Fold) CitedBy(id string) ([]Citation, int) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	in := f.cites.incoming[id]
-	out := make([]Citation, 0, len(in))
+	out := f.st.edges(sCitedBy, id, true)
+	if out == nil {
+		out = []Citation{}
+	}
 	agents := map[string]bool{}
-	for _, edge := range in {
-		out = append(out, *edge)
+	for _, edge := range out {
 		agents[edge.AgentID] = true
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -153,9 +171,9 @@ func (f *Fold) CitedBy(id string) ([]Citation, int) {
 func (f *Fold) Cites(id string) []Citation {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]Citation, 0, len(f.cites.outgoing[id]))
-	for _, edge := range f.cites.outgoing[id] {
-		out = append(out, *edge)
+	out := f.st.edges(sCites, id, false)
+	if out == nil {
+		out = []Citation{}
 	}
 	return out
 }
@@ -164,11 +182,16 @@ func (f *Fold) Cites(id string) []Citation {
 func (f *Fold) Reach(id, author string) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	agents := map[string]bool{}
-	for _, edge := range f.cites.incoming[id] {
-		if edge.AgentID != author {
-			agents[edge.AgentID] = true
-		}
+	s := f.st
+	if s.empty() {
+		return 0
 	}
-	return len(agents)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flush()
+	var n int
+	if err := s.stmts[sReach].QueryRow(idBlob(id), s.agentOf(author)).Scan(&n); err != nil {
+		s.fail(err)
+	}
+	return n
 }

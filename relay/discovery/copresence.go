@@ -1,6 +1,8 @@
 package discovery
 
 import (
+	"database/sql"
+	"encoding/hex"
 	"math"
 	"slices"
 	"sort"
@@ -23,154 +25,41 @@ const (
 // tenths (summed as integers, so a score never depends on summation order).
 var ContextWeights = map[string]int{CtxThread: 10, CtxCitation: 8, CtxTopic: 5, CtxCapability: 3}
 
-// ctxIndex holds when each agent appeared in each context (sorted times):
-// each context's members with their times, and for each agent where its
-// times are in each of its contexts, so a new time is one insertion and a
-// co-presence query walks a context's members in one array.
-type ctxIndex struct {
-	byAgent map[string]map[string]memberLoc // agent → ref → its entry
-	byRef   map[string]*refMembers          // ref → its members
-}
-
-// memberLoc is where an agent's entry in a context is.
-type memberLoc struct {
-	r   *refMembers
-	pos int
-}
-
-// refMembers lists a context's members, in no order.
-type refMembers struct{ list []member }
-
-// member is when one agent appeared in one context.
-type member struct {
-	agent string
-	times []int64 // sorted
-}
-
-func newIndex() ctxIndex {
-	return ctxIndex{byAgent: map[string]map[string]memberLoc{}, byRef: map[string]*refMembers{}}
-}
-
-func (x ctxIndex) apply(agent, ref string, at int64, add bool) {
-	inner := x.byAgent[agent]
-	loc, ok := inner[ref]
-	if !ok {
-		if !add {
-			return
-		}
-		if inner == nil {
-			inner = map[string]memberLoc{}
-			x.byAgent[agent] = inner
-		}
-		r := x.byRef[ref]
-		if r == nil {
-			r = &refMembers{}
-			x.byRef[ref] = r
-		}
-		loc = memberLoc{r, len(r.list)}
-		r.list = append(r.list, member{agent: agent})
-		inner[ref] = loc
-	}
-	m := &loc.r.list[loc.pos]
-	if n := len(m.times); add && (n == 0 || m.times[n-1] <= at) {
-		m.times = append(m.times, at)
-		return
-	}
-	i, found := slices.BinarySearch(m.times, at)
-	if add {
-		m.times = slices.Insert(m.times, i, at)
-	} else if found {
-		m.times = slices.Delete(m.times, i, i+1)
-	}
-	if len(m.times) > 0 {
-		return
-	}
-	delete(inner, ref)
-	if len(inner) == 0 {
-		delete(x.byAgent, agent)
-	}
-	r, last := loc.r, len(loc.r.list)-1
-	if loc.pos != last {
-		r.list[loc.pos] = r.list[last]
-		x.byAgent[r.list[loc.pos].agent][ref] = loc
-	}
-	r.list[last] = member{}
-	if r.list = r.list[:last]; last == 0 {
-		delete(x.byRef, ref)
-	}
-}
-
-// contexts is the co-presence fold: threads, topics, cited events and
-// declared capabilities, per agent and per context.
+// contexts is the co-presence fold. Threads, topics and cited events are
+// rows of the store's ctx table (context type, ref, time, agent, and how
+// many events put the agent there then): a context's members within a
+// window are one range of its primary key, an agent's contexts one range
+// of ctx_agent. An event rooting its own thread is a member of it like
+// any other (a thread of one agent is no shared context). Declared
+// capabilities grow with agents and stay in memory.
 type contexts struct {
-	thread, topic, cite ctxIndex
-	// roots holds the events that root their own thread (most posts) by
-	// id. Such an event enters the thread index only once its thread has
-	// another event (it is materialised): a thread of one event is no
-	// shared context, so leaving it out changes no answer and spares two
-	// index entries per post.
-	roots      map[string]rootRec
+	st         *store
 	capsOf     map[string][]string
 	capMembers map[string]map[string]bool
 }
 
-// rootRec is an event rooting its own thread: its author, time, how many
-// times it was folded (once, but an index is a multiset) and whether it
-// is in the thread index.
-type rootRec struct {
-	agent string
-	at    int64
-	n     int32
-	in    bool
+func newContexts(st *store) contexts {
+	return contexts{st: st, capsOf: map[string][]string{}, capMembers: map[string]map[string]bool{}}
 }
 
-func newContexts() contexts {
-	return contexts{thread: newIndex(), topic: newIndex(), cite: newIndex(), roots: map[string]rootRec{},
-		capsOf: map[string][]string{}, capMembers: map[string]map[string]bool{}}
-}
-
-// threadApply folds e (in thread r) in or out of the thread index.
-func (c *contexts) threadApply(e *protocol.Event, r string, add bool) {
-	if r != e.ID {
-		if add {
-			c.materialize(r)
-		}
-		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
+// put adds (add) or removes one (context, time, agent) of the multiset.
+// Additions are buffered; a removal writes them first.
+func (c *contexts) put(typ int, ref []byte, agent string, at int64, add bool) {
+	s := c.st
+	if add {
+		s.addCtx(ctxKey{typ, string(ref), at, s.agent(agent)})
 		return
 	}
-	rec, ok := c.roots[r]
-	switch {
-	case add:
-		if !ok {
-			rec = rootRec{agent: e.AgentID, at: e.CreatedAt, in: c.thread.byRef[r] != nil}
-		}
-		rec.n++
-		c.roots[r] = rec
-	case !ok:
-		return
-	case rec.n == 1:
-		delete(c.roots, r)
-	default:
-		rec.n--
-		c.roots[r] = rec
-	}
-	if rec.in {
-		c.thread.apply(e.AgentID, r, e.CreatedAt, add)
-	}
-}
-
-// materialize puts thread r's root into the thread index, before another
-// event of the thread enters it.
-func (c *contexts) materialize(r string) {
-	rec, ok := c.roots[r]
-	if !ok || rec.in {
+	n := s.agentOf(agent)
+	if n < 0 {
 		return
 	}
-	rec.in = true
-	c.roots[r] = rec
-	for range rec.n {
-		c.thread.apply(rec.agent, r, rec.at, true)
-	}
+	s.flush()
+	_, err := s.stmts[sCtxDec].Exec(typ, ref, at, n)
+	s.fail(err)
+	_, err = s.stmts[sCtxDel].Exec(typ, ref, at, n)
+	s.fail(err)
+	s.wrote(2)
 }
 
 // threadOf is the thread root e belongs to: its ["e", id, "root"] tag, else
@@ -198,20 +87,21 @@ func threadOf(e *protocol.Event) string {
 }
 
 // apply folds e in or out; topics and refs are its topicsOf and refsOf.
+// Callers hold the fold's write lock.
 func (c *contexts) apply(e *protocol.Event, topics []string, refs map[string][]string, add bool) {
 	switch e.Kind {
 	case protocol.KindProfile, protocol.KindCapability, protocol.KindSubscribe:
 		return
 	}
 	if r := threadOf(e); r != "" {
-		c.threadApply(e, r, add)
+		c.put(typThread, idBlob(r), e.AgentID, e.CreatedAt, add)
 	}
 	for _, t := range topics {
-		c.topic.apply(e.AgentID, t, e.CreatedAt, add)
+		c.put(typTopic, []byte(t), e.AgentID, e.CreatedAt, add)
 	}
 	for id, rels := range refs {
 		if !slices.Contains(rels, "root") && !slices.Contains(rels, "reply") {
-			c.cite.apply(e.AgentID, id, e.CreatedAt, add)
+			c.put(typCite, idBlob(id), e.AgentID, e.CreatedAt, add)
 		}
 	}
 }
@@ -271,9 +161,20 @@ func (f *Fold) CopresenceScores(agent string, now, window int64, limit int) []Me
 func (f *Fold) copresence(agent string, now, window int64, limit int, contexts bool) []Met {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	// First the scores alone, then the contexts of the rows kept.
+	// The shared contexts are read once: the scores first, then the
+	// contexts of the rows kept (refs only when asked for).
 	score := map[string]int{}
-	f.eachShared(agent, now-window, now, func(other string, c Context) { score[other] += ContextWeights[c.Type] })
+	type pair struct {
+		other string
+		c     Context
+	}
+	var pairs []pair
+	f.eachShared(agent, now-window, now, contexts, func(other string, c Context) {
+		score[other] += ContextWeights[c.Type]
+		if contexts {
+			pairs = append(pairs, pair{other, c})
+		}
+	})
 	out := make([]Met, 0, min(len(score), limit+1))
 	better := func(a, b Met) bool { return a.Score > b.Score || a.Score == b.Score && a.AgentID < b.AgentID }
 	for other, tenths := range score {
@@ -298,11 +199,11 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 	for i, m := range out {
 		row[m.AgentID] = i
 	}
-	f.eachShared(agent, now-window, now, func(other string, c Context) {
-		if i, ok := row[other]; ok {
-			out[i].Contexts = append(out[i].Contexts, c)
+	for _, p := range pairs {
+		if i, ok := row[p.other]; ok {
+			out[i].Contexts = append(out[i].Contexts, p.c)
 		}
-	})
+	}
 	for _, m := range out {
 		sort.Slice(m.Contexts, func(i, j int) bool {
 			a, b := m.Contexts[i], m.Contexts[j]
@@ -313,25 +214,27 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 }
 
 // eachShared calls fn for every (other agent, context) pair agent shares
-// within [lo, hi] (capabilities whatever the time).
-func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Context)) {
-	shared := func(idx ctxIndex, typ string, near func(a, b []int64) bool) {
-		for ref, loc := range idx.byAgent[agent] {
-			mine := loc.r.list[loc.pos].times
-			if !anyIn(mine, lo, hi) {
-				continue
-			}
-			for _, theirs := range loc.r.list {
-				if theirs.agent != agent && near(mine, theirs.times) {
-					fn(theirs.agent, Context{typ, ref})
+// within [lo, hi] (capabilities whatever the time); a context's Ref is
+// set only when refs is true. Callers hold the fold's read lock.
+func (f *Fold) eachShared(agent string, lo, hi int64, refs bool, fn func(other string, c Context)) {
+	if n := f.st.agentOf(agent); n >= 0 && !f.st.empty() {
+		f.st.mu.Lock()
+		f.st.flush()
+		for _, q := range []struct {
+			typ  int
+			name string
+			span int64
+		}{{typThread, CtxThread, 0}, {typCite, CtxCitation, 0}, {typTopic, CtxTopic, TopicSpan}} {
+			f.st.shared(n, q.typ, lo, hi, q.span, func(other int64, ref []byte) {
+				c := Context{Type: q.name}
+				if refs {
+					c.Ref = refText(q.typ, ref)
 				}
-			}
+				fn(f.st.name(other), c)
+			})
 		}
+		f.st.mu.Unlock()
 	}
-	inWindow := func(_, b []int64) bool { return anyIn(b, lo, hi) }
-	shared(f.ctx.thread, CtxThread, inWindow)
-	shared(f.ctx.cite, CtxCitation, inWindow)
-	shared(f.ctx.topic, CtxTopic, func(a, b []int64) bool { return closeIn(a, b, lo, hi, TopicSpan) })
 	for _, n := range f.ctx.capsOf[agent] {
 		for other := range f.ctx.capMembers[n] {
 			if other != agent {
@@ -341,22 +244,49 @@ func (f *Fold) eachShared(agent string, lo, hi int64, fn func(other string, c Co
 	}
 }
 
-// anyIn reports whether sorted times holds a value in [lo, hi].
-func anyIn(times []int64, lo, hi int64) bool {
-	i, _ := slices.BinarySearch(times, lo)
-	return i < len(times) && times[i] <= hi
-}
-
-// closeIn reports whether sorted a and b hold values in [lo, hi] at most
-// span apart.
-func closeIn(a, b []int64, lo, hi, span int64) bool {
-	i, _ := slices.BinarySearch(a, lo)
-	for ; i < len(a) && a[i] <= hi; i++ {
-		if anyIn(b, max(lo, a[i]-span), min(hi, a[i]+span)) {
-			return true
+// shared calls fn once for every (other agent, context of type typ) such
+// that agent me and the other were both in the context within [lo, hi],
+// and, when span > 0, at most span apart: one query per type. Callers
+// hold mu.
+func (s *store) shared(me int64, typ int, lo, hi, span int64, fn func(other int64, ref []byte)) {
+	q := sShared
+	if span > 0 {
+		q = sSharedTopic
+	}
+	rows, err := s.stmts[q].Query(me, typ, lo, hi, span)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	defer rows.Close()
+	met := map[string]map[int64]bool{} // ref → the others met there
+	var ref sql.RawBytes               // valid until the next row
+	for rows.Next() {
+		var other int64
+		if err := rows.Scan(&ref, &other); err != nil {
+			s.fail(err)
+			return
+		}
+		m := met[string(ref)]
+		if m == nil {
+			m = map[int64]bool{}
+			met[string(ref)] = m
+		}
+		if !m[other] {
+			m[other] = true
+			fn(other, ref)
 		}
 	}
-	return false
+	s.fail(rows.Err())
+}
+
+// refText is a context's ref as answers name it: an event id in hex, a
+// topic as it is.
+func refText(typ int, ref []byte) string {
+	if typ != typTopic && len(ref) == 32 {
+		return hex.EncodeToString(ref)
+	}
+	return string(ref)
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 	"strings"
 
@@ -16,23 +17,8 @@ import (
 // query time and are not part of it; at is unused.
 func (f *Fold) Digest(at int64) [32]byte {
 	f.mu.RLock()
-	var cites, subs []string
-	for _, edges := range f.cites.outgoing {
-		for _, e := range edges {
-			b := []byte{'['}
-			b = canonjson.AppendString(b, e.Citing)
-			b = append(b, ',')
-			b = canonjson.AppendString(b, e.Target)
-			b = append(b, ",["...)
-			for i, r := range e.Relations {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = canonjson.AppendString(b, r)
-			}
-			cites = append(cites, string(append(b, "]]"...)))
-		}
-	}
+	cites := f.st.digestEdges()
+	var subs []string
 	for follower, pairs := range f.subs.byFollower {
 		for k, evs := range pairs {
 			fl := decide(follower, k, evs)
@@ -54,4 +40,45 @@ func (f *Fold) Digest(at int64) [32]byte {
 	sort.Strings(subs)
 	doc := `{"citations":[` + strings.Join(cites, ",") + `],"subscriptions":[` + strings.Join(subs, ",") + `]}`
 	return sha256.Sum256([]byte(doc))
+}
+
+// digestEdges returns every citation edge as the digest's JCS text
+// [citing, target, [relations…]], unsorted. Callers hold the fold's read
+// lock.
+func (s *store) digestEdges() []string {
+	if s.empty() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flush()
+	rows, err := s.tx.Query(`SELECT citing, target, rels FROM cite`)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var citing, target []byte
+		var rels string
+		if err := rows.Scan(&citing, &target, &rels); err != nil {
+			s.fail(err)
+			return out
+		}
+		b := []byte{'['}
+		b = canonjson.AppendString(b, hex.EncodeToString(citing))
+		b = append(b, ',')
+		b = canonjson.AppendString(b, hex.EncodeToString(target))
+		b = append(b, ",["...)
+		for i, r := range strings.Split(rels, ",") {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = canonjson.AppendString(b, r)
+		}
+		out = append(out, string(append(b, "]]"...)))
+	}
+	s.fail(rows.Err())
+	return out
 }

@@ -96,10 +96,12 @@ type postRec struct {
 }
 
 type agentVec struct {
-	idx    int32
-	posts  []postRec // oldest first by (created_at, id); the window is the last ProfilePosts
-	counts u32map    // bucket counts over the newest ProfilePosts posts
-	normSq uint64    // Σ weight² over counts
+	idx int32
+	// posts is the agent's window, its newest ProfilePosts posts, oldest
+	// first by (created_at, id); its older posts are in the store.
+	posts  []postRec
+	counts u32map // bucket counts over the newest ProfilePosts posts
+	normSq uint64 // Σ weight² over counts
 }
 
 // window is a's profile posts: its newest ProfilePosts.
@@ -117,6 +119,9 @@ type embeddings struct {
 	names    []string    // idx → agent_id
 	vecs     []*agentVec // idx → its vector (nil once the agent has no post)
 	postings *postingIndex
+	strs     interner // agent ids, copied out of their events
+	// st holds the post records older than each agent's window.
+	st *store
 }
 
 // postingIndex is the inverted index bucket → agent idx → its weight
@@ -248,8 +253,8 @@ func (x *postingIndex) refresh(dim uint32, vecs []*agentVec) {
 	}
 }
 
-func newEmbeddings() embeddings {
-	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex)}
+func newEmbeddings(strs interner) embeddings {
+	return embeddings{agents: map[string]*agentVec{}, postings: new(postingIndex), strs: strs}
 }
 
 func weight(c uint32) uint64 {
@@ -277,44 +282,71 @@ func (m *embeddings) apply(e *protocol.Event, topics []string, add bool) {
 		if !add {
 			return
 		}
-		a = &agentVec{idx: int32(len(m.names))}
-		m.names = append(m.names, e.AgentID)
-		m.vecs = append(m.vecs, a)
-		m.agents[e.AgentID] = a
+		a = m.newAgent(e.AgentID)
 	}
-	// i is the first post after e in (created_at, id) order.
+	// i is the first post after e in (created_at, id) order. Every post
+	// in memory is in the window; the older ones are in the store.
 	n, pre := len(a.posts), idPrefix(e.ID)
 	i := n
 	if n > 0 && postAfter(&a.posts[n-1], e.CreatedAt, pre, e.ID) {
 		i = sort.Search(n, func(i int) bool { return postAfter(&a.posts[i], e.CreatedAt, pre, e.ID) })
 	}
 	exists := i > 0 && a.posts[i-1].pre == pre && a.posts[i-1].id == e.ID
-	// The window is posts[n-ProfilePosts:].
 	switch {
 	case add && !exists:
-		p := postRec{at: e.CreatedAt, pre: pre, id: e.ID, feats: features(e, topics, &m.scratch), topics: topics}
-		a.posts = slices.Insert(a.posts, i, p)
-		if i > n-ProfilePosts { // in the window: fewer than ProfilePosts posts are newer
-			var out []feature
-			if n >= ProfilePosts {
-				out = a.posts[n-ProfilePosts].feats // pushed out of the window
-			}
-			m.change(a, p.feats, out)
+		p := postRec{at: e.CreatedAt, pre: pre, id: cloneString(e.ID), feats: features(e, topics, &m.scratch), topics: topics}
+		if n >= ProfilePosts && i == 0 {
+			m.st.putPost(e.AgentID, &p) // older than the window
+			return
 		}
+		a.posts = slices.Insert(a.posts, i, p)
+		var out []feature
+		if n >= ProfilePosts { // the oldest leaves the window for the store
+			m.st.putPost(e.AgentID, &a.posts[0])
+			out = a.posts[0].feats
+			a.posts = slices.Delete(a.posts, 0, 1)
+		}
+		m.change(a, p.feats, out)
 	case !add && exists:
 		gone := a.posts[i-1]
 		a.posts = slices.Delete(a.posts, i-1, i)
-		if i-1 >= n-ProfilePosts {
-			var back []feature
-			if n > ProfilePosts {
-				back = a.posts[n-1-ProfilePosts].feats // back into the window
+		var back []feature
+		if n >= ProfilePosts {
+			if p := m.st.popPost(e.AgentID, m.strs); p != nil { // back into the window
+				a.posts = slices.Insert(a.posts, 0, *p)
+				back = p.feats
 			}
-			m.change(a, back, gone.feats)
 		}
+		m.change(a, back, gone.feats)
 		if len(a.posts) == 0 {
 			delete(m.agents, e.AgentID) // its slot stays, with no postings
 			m.vecs[a.idx] = nil
 		}
+	case !add && n >= ProfilePosts && i == 0:
+		m.st.delPost(e.AgentID, e.CreatedAt, e.ID) // older than the window
+	}
+}
+
+// newAgent adds agent's vector, empty.
+func (m *embeddings) newAgent(agent string) *agentVec {
+	agent = m.strs.of(agent)
+	a := &agentVec{idx: int32(len(m.names))}
+	m.names = append(m.names, agent)
+	m.vecs = append(m.vecs, a)
+	m.agents[agent] = a
+	return a
+}
+
+// restore adds agent's posts (oldest first), as its saved state lists
+// them, counting its window into its vector.
+func (m *embeddings) restore(agent string, posts []postRec) {
+	a := m.agents[agent]
+	if a == nil {
+		a = m.newAgent(agent)
+	}
+	a.posts = posts
+	for _, p := range a.window() {
+		m.change(a, p.feats, nil)
 	}
 }
 

@@ -10,3 +10,6 @@ func (f *Fold) RecentStubs() int {
 	}
 	return n
 }
+
+// StorePath is the store's file ("" in memory).
+func (f *Fold) StorePath() string { return f.st.path }

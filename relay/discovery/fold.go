@@ -10,6 +10,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -39,24 +40,72 @@ type Fold struct {
 	caps     map[string][]*protocol.Event // every kind 4 revision
 	relays   map[string]int               // non-revoked kind 10 announcements per relay key
 	recent   recentIndex                  // the feed's candidates by author and topic
-	// held is every event folded in and not removed, by id, in its saved
-	// form (snapshot.go), signature included only for the kinds the fold
-	// keeps whole; scratch is hold's encoding buffer.
-	held    map[string]heldEvent
-	scratch []byte
+	strs     interner                     // the agents and topics of the in-memory indexes
+	// st holds the indexes that grow with the events (store.go): the
+	// contexts and the citations.
+	st *store
 	// invite counts the invite_only agents, read without the lock: while
 	// it is 0 the reader rule (§12.8) restricts nothing.
 	invite atomic.Int64
 }
 
-// New returns an empty Fold.
+// New returns an empty Fold whose store is in memory (SQLite's, outside
+// the Go heap): a fold that saves no state (tests, replays).
 func New() *Fold {
-	return &Fold{
-		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: newCitations(),
-		ctx: newContexts(), emb: newEmbeddings(),
-		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
-		relays: map[string]int{}, recent: newRecentIndex(), held: map[string]heldEvent{},
+	st, err := openStore("", false)
+	if err != nil {
+		panic(fmt.Sprintf("discovery: in-memory store: %v", err))
 	}
+	storeCloser(st)
+	return newFold(st)
+}
+
+// Open returns a Fold whose store is the file at path (created when
+// missing; temp: removed at Close). Its content is used only when Restore
+// accepts it: until then the fold reads as empty, and its first event
+// empties the file.
+func Open(path string, temp bool) (*Fold, error) {
+	st, err := openStore(path, temp)
+	if err != nil {
+		return nil, err
+	}
+	storeCloser(st)
+	return newFold(st), nil
+}
+
+func newFold(st *store) *Fold {
+	strs := interner{}
+	emb := newEmbeddings(strs)
+	emb.st = st
+	return &Fold{
+		beacons: map[string]*beacon{}, subs: newSubscriptions(), cites: citations{st},
+		ctx: newContexts(st), emb: emb,
+		profiles: map[string][]*protocol.Event{}, disc: map[string]string{}, caps: map[string][]*protocol.Event{},
+		relays: map[string]int{}, recent: newRecentIndex(strs), strs: strs, st: st,
+	}
+}
+
+// OpenStore replaces the store of a fold that has seen no event with the
+// file at path (see Open).
+func (f *Fold) OpenStore(path string, temp bool) error {
+	st, err := openStore(path, temp)
+	if err != nil {
+		return err
+	}
+	storeCloser(st)
+	f.mu.Lock()
+	old := f.st
+	f.st, f.cites.st, f.ctx.st, f.emb.st = st, st, st, st
+	f.mu.Unlock()
+	return old.close()
+}
+
+// Close closes the store: what no save committed is rolled back (a
+// temporary file is removed). The fold must not be used after.
+func (f *Fold) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.close()
 }
 
 // ignored reports whether e stays out of every discovery view: DMs are
@@ -83,10 +132,14 @@ func (f *Fold) apply(e *protocol.Event, add bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.hold(e, add)
+	if f.st.closed() {
+		return
+	}
+	f.st.check()
 	f.applyKind(e, add)
 	// Each index below reads e's topics and references: parsed once.
 	topics := topicsOf(e)
+	topics = f.strs.all(topics)
 	var refs map[string][]string
 	if mayCite(e) {
 		refs = refsOf(e)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
@@ -75,15 +76,23 @@ func TestStubListOrder(t *testing.T) {
 
 		ids = append(ids, fmt.Sprintf("00000000%x%x", rng.IntN(3), i), fmt.Sprintf("%08x%x", rng.Uint32(), i))
 	}
+	for i, id := range ids { // ids are 64 hex characters: many share their first 8 bytes
+		ids[i] = id + strings.Repeat("0", 64-len(id))
+	}
 	m := map[string]*stubList{}
 	live := map[string]*protocol.Event{}
+	byKey := map[[32]byte]*protocol.Event{}
+	key := func(id string) *[32]byte { k := idKey(id); return &k }
 	for step := range 12000 {
 		e := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
 		if old := live[e.ID]; old != nil {
 			e = old
 		}
 		add := rng.IntN(3) > 0
-		place(m, "k", e, add)
+		place(m, "k", &stub{id: idKey(e.ID)}, e.CreatedAt, add)
+		if add {
+			byKey[idKey(e.ID)] = e
+		}
 		if add {
 			live[e.ID] = e
 		} else {
@@ -91,12 +100,12 @@ func TestStubListOrder(t *testing.T) {
 		}
 		if l := m["k"]; l != nil && rng.IntN(300) == 0 {
 			// The prune: drop the stubs before a key.
-			key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
-			if l.dropBefore(l.search(key.CreatedAt, key.ID)); l.n == 0 {
+			cut := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(4))}
+			if l.dropBefore(l.search(cut.CreatedAt, key(cut.ID))); l.n == 0 {
 				delete(m, "k")
 			}
 			for id, e := range live {
-				if cmpEvents(e, key) < 0 {
+				if cmpEvents(e, cut) < 0 {
 					delete(live, id)
 				}
 			}
@@ -109,7 +118,7 @@ func TestStubListOrder(t *testing.T) {
 		var got []*protocol.Event
 		l := m["k"]
 		if l != nil {
-			l.each(func(r *stubRef) { got = append(got, r.ev) })
+			l.each(func(r *stubRef) { got = append(got, byKey[r.s.id]) })
 			if l.n != len(got) {
 				t.Fatalf("step %d: n = %d, holds %d", step, l.n, len(got))
 			}
@@ -128,20 +137,23 @@ func TestStubListOrder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: list out of order or wrong", step)
 		}
-		key := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
-		first, _ := slices.BinarySearchFunc(want, key, cmpEvents)
+		lo := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
+		first, _ := slices.BinarySearchFunc(want, lo, cmpEvents)
 		if l == nil {
 			continue
 		}
-		if r, w := l.get(l.search(key.CreatedAt, key.ID)), at(want, first); r == nil != (w == nil) || r != nil && r.ev != w {
-			t.Fatalf("step %d: search(%d, %q) is not the first stub at or after it", step, key.CreatedAt, key.ID)
+		if r, w := l.get(l.search(lo.CreatedAt, key(lo.ID))), at(want, first); r == nil != (w == nil) || r != nil && byKey[r.s.id] != w {
+			t.Fatalf("step %d: search(%d, %q) is not the first stub at or after it", step, lo.CreatedAt, lo.ID)
 		}
 		// The newest n of a range, as Recent reads them.
 		hi := &protocol.Event{ID: ids[rng.IntN(len(ids))], CreatedAt: int64(rng.IntN(5)) - 1}
 		last, _ := slices.BinarySearchFunc(want, hi, cmpEvents)
 		n := rng.IntN(300) + 1
 		wantRange := want[max(first, min(last, len(want))-n):max(first, last)]
-		gotRange := l.newest(l.search(key.CreatedAt, key.ID), l.search(hi.CreatedAt, hi.ID), n, nil)
+		var gotRange []*protocol.Event
+		for _, r := range l.newest(l.search(lo.CreatedAt, key(lo.ID)), l.search(hi.CreatedAt, key(hi.ID)), n, nil) {
+			gotRange = append(gotRange, byKey[r.s.id])
+		}
 		slices.SortFunc(gotRange, cmpEvents)
 		if first <= last && !slices.Equal(gotRange, wantRange) {
 			t.Fatalf("step %d: newest %d of [%d, %d) = %d stubs, want %d", step, n, first, last, len(gotRange), len(wantRange))

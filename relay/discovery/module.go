@@ -1,8 +1,11 @@
 package discovery
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,12 +21,53 @@ import (
 type Module struct {
 	fold *Fold
 	core *relay.Server
+	// lock holds a temporary store's file lock while the module uses it
+	// (OpenState with no directory).
+	lock *os.File
 }
 
 var _ relay.Folder = (*Module)(nil)
 
 // NewModule returns the discovery module over an empty fold.
 func NewModule() *Module { return &Module{fold: New()} }
+
+var _ relay.StateOpener = (*Module)(nil)
+
+// StoreFile is the store's file name in the state directory.
+const StoreFile = "discovery.db"
+
+// OpenState puts the fold's store in dir (StoreFile), or, for dir "", in
+// a temporary file removed at Close. It fails when the file cannot be
+// created.
+func (m *Module) OpenState(dir string) error {
+	if dir == "" {
+		path, lock, err := createTemp()
+		if err != nil {
+			return fmt.Errorf("discovery store: %w", err)
+		}
+		if err := m.fold.OpenStore(path, true); err != nil {
+			lock.Close()
+			return err
+		}
+		m.lock = lock
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	return m.fold.OpenStore(filepath.Join(dir, StoreFile), false)
+}
+
+// Close closes the fold's store (what no save committed rolls back; a
+// temporary one is removed).
+func (m *Module) Close() error {
+	err := m.fold.Close()
+	if m.lock != nil {
+		m.lock.Close()
+		m.lock = nil
+	}
+	return err
+}
 
 // Name is "discovery".
 func (m *Module) Name() string { return "discovery" }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"syscall"
@@ -19,13 +20,13 @@ import (
 // the bench's fillLog signs them (kinds 1–3 — the kind 3 DMs stay out of
 // the fold — each with a t tag of 50 topics and a p tag), over six days
 // before now.
-func publishFold(agents int) (*discovery.Fold, []string, int64) {
+func publishFold(tb testing.TB, agents int) (*discovery.Fold, []string, int64) {
 	const now = 1763800000
 	ids := make([]string, agents)
 	for i := range ids {
 		ids[i] = hexID("agent", i)
 	}
-	f := discovery.New()
+	f := benchNew(tb)
 	for i, id := range ids {
 		f.Add(&protocol.Event{ID: hexID("profile", i), AgentID: id, Kind: protocol.KindProfile, CreatedAt: now - 7*86400,
 			Content: fmt.Sprintf(`{"name":"agent %d","about":"bench agent number %d"}`, i, i)})
@@ -51,7 +52,7 @@ func BenchmarkFoldPublish(b *testing.B) {
 			name, perSecond = "one-second", math.MaxInt
 		}
 		b.Run(name, func(b *testing.B) {
-			f, ids, now := publishFold(2000)
+			f, ids, now := publishFold(b, 2000)
 			evs := make([]*protocol.Event, b.N)
 			for i := range evs {
 				evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
@@ -67,7 +68,7 @@ func BenchmarkFoldPublish(b *testing.B) {
 // revisions of their profiles (the fold's 2,000 and new ones, about three
 // revisions each), half of them stating their discoverability.
 func BenchmarkFoldProfile(b *testing.B) {
-	f, ids, now := publishFold(2000)
+	f, ids, now := publishFold(b, 2000)
 	agents := max(len(ids), b.N/3)
 	evs := make([]*protocol.Event, b.N)
 	for i := range evs {
@@ -112,7 +113,7 @@ func hexID(what string, i int) string {
 // BenchmarkRecent10k is the feed's candidate read: an author's and two
 // topics' newest 300 stubs in 7 days.
 func BenchmarkRecent10k(b *testing.B) {
-	f, ids, now := shared()
+	f, ids, now := shared(b)
 	measure(b, ids, func(id string) { f.Recent([]string{id}, []string{"topic7", "topic9"}, now-7*86400, now, 300) })
 }
 
@@ -122,9 +123,11 @@ func BenchmarkFoldHeap(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	f, _, _ := benchFold(10000, 20)
+	f, _, _ := benchFold(b, 10000, 20)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(f)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+	f.Snapshot(io.Discard) // commits the store
+	b.ReportMetric(float64(f.DiskSize())/(1<<20), "store-MiB")
+	runtime.KeepAlive(f)
 }

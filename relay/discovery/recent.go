@@ -1,8 +1,13 @@
 package discovery
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/hex"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/anp2net/relay/protocol"
 )
@@ -26,7 +31,85 @@ type recentIndex struct {
 	byAuthor map[string]*stubList
 	byTopic  map[string]*stubList
 	horizon  int64 // stubs created before it are dropped
+	strs     interner
 }
+
+// stub is a feed event as the index keeps it: its id's bytes, its
+// author, kind and topics (interned strings, copied out of the parsed
+// event, so that the index keeps no event body alive). Its body is read
+// from the log when a feed returns it.
+type stub struct {
+	id     [32]byte
+	agent  string
+	kind   int64
+	topics []string
+}
+
+// event is s's stub event: id, agent_id, created_at, kind and a ["t",
+// topic] tag per topic.
+func (s *stub) event(at int64) *protocol.Event {
+	if len(s.topics) > 1 {
+		e := &protocol.Event{ID: hex.EncodeToString(s.id[:]), AgentID: s.agent, CreatedAt: at, Kind: s.kind}
+		for _, t := range s.topics {
+			e.Tags = append(e.Tags, []string{"t", t})
+		}
+		return e
+	}
+	// One allocation for the event, its id and its one tag (the common
+	// case): a feed reads hundreds of stubs per request.
+	x := &stubEvent{ev: protocol.Event{AgentID: s.agent, CreatedAt: at, Kind: s.kind}}
+	hex.Encode(x.hex[:], s.id[:])
+	x.ev.ID = unsafe.String(&x.hex[0], len(x.hex))
+	if len(s.topics) == 1 {
+		x.tag = [2]string{"t", s.topics[0]}
+		x.tags[0] = x.tag[:]
+		x.ev.Tags = x.tags[:]
+	}
+	return &x.ev
+}
+
+// stubEvent is a stub event with its id's text and one tag in one
+// allocation (the id's bytes are never changed once made).
+type stubEvent struct {
+	ev   protocol.Event
+	hex  [64]byte
+	tags [1][]string
+	tag  [2]string
+}
+
+// interner shares the strings that recur in the fold's in-memory indexes
+// (agents, topics), each copied once out of the event it came from.
+type interner map[string]string
+
+func (in interner) of(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	s = cloneString(s)
+	in[s] = s
+	return s
+}
+
+// all interns every string of list in place.
+func (in interner) all(list []string) []string {
+	for i, s := range list {
+		list[i] = in.of(s)
+	}
+	return list
+}
+
+// idKey is a 64-hex id's bytes ("" and anything else: zero, before every
+// id).
+func idKey(id string) (k [32]byte) {
+	if len(id) == 64 {
+		hex.Decode(k[:], []byte(id))
+	}
+	return k
+}
+
+// keyPrefix is k's first 8 bytes as a big-endian number: keys in that
+// order are in id order.
+func keyPrefix(k *[32]byte) uint64 { return binary.BigEndian.Uint64(k[:8]) }
 
 // stubList is one author's or topic's stubs, oldest first, in chunks of
 // at most chunkStubs (a busy topic's stubs of one second arrive in random
@@ -53,16 +136,16 @@ const chunkStubs = 128
 
 type stubRef struct {
 	at  int64
-	pre uint64 // idPrefix(ev.ID)
-	ev  *protocol.Event
+	pre uint64 // keyPrefix(&s.id)
+	s   *stub
 }
 
 // stubPos is a place in a stubList: offset i of chunk c (i may be the
 // chunk's length: the place before the next chunk's first stub).
 type stubPos struct{ c, i int }
 
-// idPrefix is id's first 8 bytes as a big-endian number (zero-padded):
-// ids in that order are in string order.
+// idPrefix is id's first 8 bytes (characters) as a big-endian number
+// (zero-padded): ids in that order are in string order.
 func idPrefix(id string) uint64 {
 	var p uint64
 	for i := range 8 {
@@ -77,8 +160,8 @@ func idPrefix(id string) uint64 {
 // search is the place of the first stub at or after (at, id), in the
 // last chunk whose first stub is not after (at, id) (the first chunk
 // when there is none).
-func (l *stubList) search(at int64, id string) stubPos {
-	pre := idPrefix(id)
+func (l *stubList) search(at int64, id *[32]byte) stubPos {
+	pre := keyPrefix(id)
 	// A new stub is most often the newest, or near the end: the last
 	// chunk is tried before the binary search.
 	c := len(l.chunks) - 1
@@ -99,14 +182,14 @@ func (l *stubList) search(at int64, id string) stubPos {
 
 // firstAfter reports whether chunk c's first stub comes after (at, id);
 // pre is idPrefix(id).
-func (l *stubList) firstAfter(c int, at int64, pre uint64, id string) bool {
+func (l *stubList) firstAfter(c int, at int64, pre uint64, id *[32]byte) bool {
 	switch k := l.firsts[c]; {
 	case k.at != at:
 		return k.at > at
 	case k.pre != pre:
 		return k.pre > pre
 	}
-	return l.chunks[c].list[0].ev.ID > id
+	return string(l.chunks[c].list[0].s.id[:]) > string(id[:])
 }
 
 // key is r's key.
@@ -195,16 +278,14 @@ func (l *stubList) dropBefore(p stubPos) {
 }
 
 // newest appends to out the last (at most) n stubs' events of [lo, hi).
-func (l *stubList) newest(lo, hi stubPos, n int, out []*protocol.Event) []*protocol.Event {
+func (l *stubList) newest(lo, hi stubPos, n int, out []stubRef) []stubRef {
 	for c, i := hi.c, hi.i; n > 0 && c >= lo.c && c < len(l.chunks); {
 		from := 0
 		if c == lo.c {
 			from = lo.i
 		}
 		if i > from {
-			for _, r := range l.chunks[c].list[max(from, i-n):i] {
-				out = append(out, r.ev)
-			}
+			out = append(out, l.chunks[c].list[max(from, i-n):i]...)
 			n -= i - max(from, i-n)
 		}
 		if c--; c >= 0 {
@@ -224,25 +305,14 @@ func (l *stubList) each(f func(*stubRef)) {
 }
 
 // before reports whether r comes before (at, id); pre is idPrefix(id).
-func (r *stubRef) before(at int64, pre uint64, id string) bool {
+func (r *stubRef) before(at int64, pre uint64, id *[32]byte) bool {
 	if r.at != at {
 		return r.at < at
 	}
 	if r.pre != pre {
 		return r.pre < pre
 	}
-	return r.ev.ID < id
-}
-
-// after reports whether r comes after (at, id); pre is idPrefix(id).
-func (r *stubRef) after(at int64, pre uint64, id string) bool {
-	if r.at != at {
-		return r.at > at
-	}
-	if r.pre != pre {
-		return r.pre > pre
-	}
-	return r.ev.ID > id
+	return string(r.s.id[:]) < string(id[:])
 }
 
 // maxFeedWindow is the widest feed window (ParseWindow's 90 d); prunePeriod
@@ -252,8 +322,8 @@ const (
 	prunePeriod   = 3600
 )
 
-func newRecentIndex() recentIndex {
-	return recentIndex{byAuthor: map[string]*stubList{}, byTopic: map[string]*stubList{}}
+func newRecentIndex(strs interner) recentIndex {
+	return recentIndex{byAuthor: map[string]*stubList{}, byTopic: map[string]*stubList{}, strs: strs}
 }
 
 func feedKind(k int64) bool { return slices.Contains(FeedKinds, k) }
@@ -263,34 +333,18 @@ func (x *recentIndex) apply(e *protocol.Event, topics []string, add bool) {
 	if !feedKind(e.Kind) || add && e.CreatedAt < x.horizon {
 		return
 	}
-	stub := newStub(e, topics)
-	place(x.byAuthor, e.AgentID, stub, add)
-	for _, t := range topics {
-		place(x.byTopic, t, stub, add)
-	}
+	x.put(&stub{id: idKey(e.ID), agent: e.AgentID, kind: e.Kind, topics: topics}, e.CreatedAt, add)
 }
 
-// stub1 is a stub with one t tag, allocated at once.
-type stub1 struct {
-	ev   protocol.Event
-	tags [1][]string
-	tag  [2]string
-}
-
-// newStub is e's stub: its id, author, time, kind and a ["t", topic] tag
-// per topic (no tags when none).
-func newStub(e *protocol.Event, topics []string) *protocol.Event {
-	if len(topics) == 1 {
-		s := &stub1{ev: protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}, tag: [2]string{"t", topics[0]}}
-		s.tags[0] = s.tag[:]
-		s.ev.Tags = s.tags[:]
-		return &s.ev
+// put adds or removes s, created at at, interning its strings when added.
+func (x *recentIndex) put(s *stub, at int64, add bool) {
+	if add {
+		s.agent, s.topics = x.strs.of(s.agent), x.strs.all(slices.Clone(s.topics))
 	}
-	stub := &protocol.Event{ID: e.ID, AgentID: e.AgentID, CreatedAt: e.CreatedAt, Kind: e.Kind}
-	for _, t := range topics {
-		stub.Tags = append(stub.Tags, []string{"t", t})
+	place(x.byAuthor, s.agent, s, at, add)
+	for _, t := range s.topics {
+		place(x.byTopic, t, s, at, add)
 	}
-	return stub
 }
 
 // prune drops the stubs created before horizon (copying the lists kept,
@@ -299,7 +353,7 @@ func (x *recentIndex) prune(horizon int64) {
 	x.horizon = horizon
 	for _, m := range []map[string]*stubList{x.byAuthor, x.byTopic} {
 		for k, l := range m {
-			if p := l.search(horizon, ""); p != (stubPos{}) {
+			if p := l.search(horizon, &[32]byte{}); p != (stubPos{}) {
 				if l.dropBefore(p); l.n == 0 {
 					delete(m, k)
 				}
@@ -341,7 +395,7 @@ func cmpEvents(a, b *protocol.Event) int {
 	return 0
 }
 
-func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
+func place(m map[string]*stubList, key string, s *stub, at int64, add bool) {
 	l := m[key]
 	if l == nil {
 		if !add {
@@ -350,12 +404,12 @@ func place(m map[string]*stubList, key string, e *protocol.Event, add bool) {
 		l = &stubList{}
 		m[key] = l
 	}
-	p, pre := l.search(e.CreatedAt, e.ID), idPrefix(e.ID)
+	p, pre := l.search(at, &s.id), keyPrefix(&s.id)
 	r := l.get(p)
-	found := r != nil && r.at == e.CreatedAt && r.pre == pre && r.ev.ID == e.ID
+	found := r != nil && r.at == at && r.pre == pre && r.s.id == s.id
 	switch {
 	case add && !found:
-		l.insert(p, stubRef{e.CreatedAt, pre, e})
+		l.insert(p, stubRef{at, pre, s})
 	case !add && found:
 		if l.delete(p); l.n == 0 {
 			delete(m, key)
@@ -373,12 +427,12 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 	f.pruneRecent(until)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []*protocol.Event
+	var refs []stubRef
 	take := func(l *stubList) {
 		if l == nil {
 			return
 		}
-		out = l.newest(l.search(since, ""), l.search(until+1, ""), n, out)
+		refs = l.newest(l.search(since, &[32]byte{}), l.search(until+1, &[32]byte{}), n, refs)
 	}
 	for _, a := range authors {
 		take(f.recent.byAuthor[a])
@@ -386,7 +440,13 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 	for _, t := range topics {
 		take(f.recent.byTopic[t])
 	}
-	slices.SortFunc(out, func(a, b *protocol.Event) int { return cmpEvents(b, a) })
-	out = slices.CompactFunc(out, func(a, b *protocol.Event) bool { return a.ID == b.ID })
-	return out[:min(len(out), n)]
+	slices.SortFunc(refs, func(a, b stubRef) int {
+		return cmp.Or(cmp.Compare(b.at, a.at), bytes.Compare(b.s.id[:], a.s.id[:]))
+	})
+	refs = slices.CompactFunc(refs, func(a, b stubRef) bool { return a.s.id == b.s.id })
+	out := make([]*protocol.Event, 0, min(len(refs), n))
+	for _, r := range refs[:min(len(refs), n)] {
+		out = append(out, r.s.event(r.at))
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package discovery_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -195,29 +197,43 @@ func report(b *testing.B, mean, p99 time.Duration) {
 }
 
 // BenchmarkScaleFold folds the whole corpus into an empty discovery fold
-// (the fold alone: no signature check, no storage) and reports the cost
-// per event; then it measures /neighbors (k=20) and /copresence (7 d, 50)
-// as fold queries while another goroutine keeps folding new posts (the
-// fold's writer lock contended as on a publishing relay).
+// over a store file (the fold alone: no signature check, no log) and
+// reports the cost per event, the heap and the store's size; then it
+// measures /neighbors (k=20), /copresence (7 d, 50), /citations (an
+// event's incoming and outgoing edges) and the feed's candidate read (an
+// author's and two topics' 300 newest stubs in 7 days) as fold queries
+// while another goroutine keeps folding new posts (the fold's writer lock
+// contended as on a publishing relay); last it saves the fold (capture
+// and encoding), closes it and restores a fold over the same store from
+// what was saved, timing each.
 func BenchmarkScaleFold(b *testing.B) {
 	c := scaleCorpusFor(b)
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
-	f := discovery.New()
-	t0 := time.Now()
+	f := benchNew(b)
+	t0, cpu0 := time.Now(), cpuTime()
 	for _, e := range c.evs {
 		f.Add(e)
 	}
-	took := time.Since(t0)
+	took, cpu := time.Since(t0), cpuTime()-cpu0
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
-	fmt.Fprintf(os.Stderr, "scale fold: %.2f µs per event, heap %d MiB\n",
-		float64(took.Nanoseconds())/float64(len(c.evs))/1000, (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+	fmt.Fprintf(os.Stderr, "scale fold: %.2f µs per event (%.2f µs of CPU), heap %d MiB\n",
+		float64(took.Nanoseconds())/float64(len(c.evs))/1000, float64(cpu.Nanoseconds())/float64(len(c.evs))/1000,
+		(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+	if p := os.Getenv("ANP2_BENCH_HEAPPROFILE"); p != "" { // the live heap after the fold, for go tool pprof
+		if fh, err := os.Create(p); err == nil {
+			pprof.WriteHeapProfile(fh)
+			fh.Close()
+		}
+	}
 
 	stop := make(chan struct{})
 	var folded atomic.Int64
+	bg := make(chan struct{})
 	go func() { // background publishing: a new post folded every 200 µs at most
+		defer close(bg)
 		r := rand.New(rand.NewPCG(9, 9))
 		for i := 0; ; i++ {
 			select {
@@ -232,7 +248,6 @@ func BenchmarkScaleFold(b *testing.B) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
-	defer close(stop)
 	b.ResetTimer()
 	b.Run("neighbors", func(b *testing.B) {
 		mean, p99 := measureP99(c.ids, b.N, func(id string) { f.Neighbors(id, 20) })
@@ -242,7 +257,59 @@ func BenchmarkScaleFold(b *testing.B) {
 		mean, p99 := measureP99(c.ids, b.N, func(id string) { f.Copresence(id, c.now, 7*86400, 50) })
 		report(b, mean, p99)
 	})
+	evIDs := make([]string, 0, len(c.evs))
+	for _, e := range c.evs {
+		evIDs = append(evIDs, e.ID)
+	}
+	b.Run("citations", func(b *testing.B) {
+		mean, p99 := measureP99(evIDs, b.N, func(id string) { f.CitedBy(id); f.Cites(id) })
+		report(b, mean, p99)
+	})
+	b.Run("feed-candidates", func(b *testing.B) {
+		mean, p99 := measureP99(c.ids, b.N, func(id string) {
+			f.Recent([]string{id}, []string{"topic3", "topic7"}, c.now-7*86400, c.now, 300)
+		})
+		report(b, mean, p99)
+	})
+	close(stop)
+	<-bg
+	b.StopTimer()
 	fmt.Fprintf(os.Stderr, "scale fold: %d events in %s; %d posts folded in the background\n", len(c.evs), took.Round(time.Millisecond), folded.Load())
+	saveRestore(b, f)
+}
+
+// saveRestore saves f, closes it, and restores a fold over the same store
+// from what was saved, reporting the time of each step and the sizes.
+func saveRestore(b *testing.B, f *discovery.Fold) {
+	path := f.StorePath()
+	t0 := time.Now()
+	encode := f.CaptureSnapshot()
+	captured := time.Since(t0)
+	var saved bytes.Buffer
+	if err := encode(&saved); err != nil {
+		b.Fatal(err)
+	}
+	encoded := time.Since(t0) - captured
+	disk := f.DiskSize()
+	f.Close()
+	runtime.GC()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	t0, cpu0 := time.Now(), cpuTime()
+	g, err := discovery.Open(path, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Restore(bytes.NewReader(saved.Bytes()), nil); err != nil {
+		b.Fatal(err)
+	}
+	restored, cpu := time.Since(t0), cpuTime()-cpu0
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	fmt.Fprintf(os.Stderr, "scale fold: capture %s, encode %s (%d KiB saved), store %d MiB; restore %s (%s of CPU), restored heap %d MiB\n",
+		captured.Round(time.Millisecond), encoded.Round(time.Millisecond), saved.Len()>>10, disk>>20,
+		restored.Round(time.Millisecond), cpu.Round(time.Millisecond), (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>20)
+	g.Close()
 }
 
 // BenchmarkScaleHTTP stores the signed corpus in a real SQLite log (bulk

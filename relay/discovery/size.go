@@ -1,12 +1,15 @@
 package discovery
 
-import "unsafe"
+import (
+	"os"
+	"unsafe"
+)
 
-// Size returns the number of posts and citations f holds and an estimate
-// of the heap bytes of its post records, citation edges and held saved
-// forms, the parts that grow with the number of events (for /metrics);
-// the other indexes
-// grow with agents, topics and threads and are left out of the estimate.
+// Size returns the number of post records and feed stubs f holds in
+// memory and an estimate of their heap bytes, the in-memory parts that
+// grow with the events (for /metrics). The citations and contexts are on
+// disk (DiskSize); the other indexes grow with agents and topics and are
+// left out of the estimate.
 func (f *Fold) Size() (entries, bytes int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -17,15 +20,29 @@ func (f *Fold) Size() (entries, bytes int64) {
 		}
 		bytes += int64(len(a.counts.slots)) * int64(unsafe.Sizeof(u32slot{}))
 	}
-	for id, edges := range f.cites.outgoing {
-		bytes += int64(len(id)) + 24 + 16
-		for _, c := range edges {
-			entries++
-			bytes += 2*int64(unsafe.Sizeof(*c)) + int64(len(c.Citing)+len(c.Target)+len(c.AgentID)) + 64
-		}
+	for _, l := range f.recent.byAuthor {
+		entries += int64(l.n)
+		bytes += int64(l.n) * int64(unsafe.Sizeof(stub{})+unsafe.Sizeof(stubRef{})+16)
 	}
-	for id, h := range f.held {
-		bytes += int64(len(id)) + int64(cap(h.rest)) + 80 // map entry: key, times, author, slice
+	for _, l := range f.recent.byTopic {
+		bytes += int64(l.n) * int64(unsafe.Sizeof(stubRef{}))
 	}
 	return entries, bytes
+}
+
+// DiskSize returns the bytes of the store's files (0 in memory): the
+// citations and contexts on disk, with the write-ahead log.
+func (f *Fold) DiskSize() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.st.path == "" {
+		return 0
+	}
+	var n int64
+	for _, p := range []string{f.st.path, f.st.path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 
@@ -17,114 +18,177 @@ import (
 
 var _ state.Capturer = (*Fold)(nil)
 
-// snapshotVersion names the Fold's saved form (SPEC §2.2): the feed
-// index's horizon, then every event the fold holds in (created_at, id)
-// order, in binary — kind, created_at, id, agent_id, sig, content and
-// tags — with short lowercase hex (ids, keys, signatures) as its bytes. Restore
-// folds them into a fresh Fold: no JSON to decode and no log to read.
-const snapshotVersion = "discovery.events/1"
+// snapshotVersion names the Fold's saved form (SPEC §2.2): the store's
+// token (store.go), the feed index's horizon, the events of the kinds the
+// fold keeps whole (profiles, capabilities, beacons, subscriptions), the
+// relays' announcement counts, every agent's post records (time, id,
+// topics, features) and the feed index's stubs, in binary with short
+// lowercase hex (ids, keys, signatures) as its bytes. The contexts and
+// citations are the store's, committed at the capture under the token.
+const snapshotVersion = "discovery.state/2"
 
 // SnapshotVersion names the Fold's saved form.
 func (f *Fold) SnapshotVersion() string { return snapshotVersion }
 
-// keptWhole reports whether the fold keeps events of kind k themselves
-// (profiles, capabilities, beacons, subscriptions), signature included:
-// their saved form is the event; of the others it drops the signature,
-// which no discovery answer carries.
-func keptWhole(k int64) bool {
-	switch k {
-	case protocol.KindProfile, protocol.KindCapability, protocol.KindBeacon, protocol.KindSubscribe:
-		return true
-	}
-	return false
-}
-
-// heldEvent is a held event as its saved form needs it. Holding the
-// encoded tail (signature, content, tags) rather than the parsed event
-// lets the event's content and tag slices, which no index reads, be
-// collected; the author string is the one the indexes share.
-type heldEvent struct {
-	at, kind int64
-	agent    string
-	rest     []byte // appendRest
-}
-
-// hold records e as folded in (add) or withdrawn. Callers hold mu.
-func (f *Fold) hold(e *protocol.Event, add bool) {
-	if !add {
-		delete(f.held, e.ID)
-		return
-	}
-	f.scratch = appendRest(f.scratch[:0], e)
-	f.held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, bytes.Clone(f.scratch)}
-}
-
-// appendRest appends the end of e's saved form: the signature for the
-// kinds kept whole (else an empty one), content and tags.
-func appendRest(b []byte, e *protocol.Event) []byte {
-	sig := ""
-	if keptWhole(e.Kind) {
-		sig = e.Sig
-	}
-	b = appendText(b, sig)
-	b = appendText(b, e.Content)
-	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
-	for _, t := range e.Tags {
-		b = binary.AppendUvarint(b, uint64(len(t)))
-		for _, s := range t {
-			b = appendText(b, s)
-		}
-	}
-	return b
-}
-
-// Snapshot writes the horizon and every held event to w.
+// Snapshot commits the store and writes the rest of the fold to w.
 func (f *Fold) Snapshot(w io.Writer) error { return f.CaptureSnapshot()(w) }
 
-// CaptureSnapshot copies the horizon and the set of held events (their
-// saved forms are never changed once held) and returns the function that
-// encodes them: it may run while events are added and removed.
+// saved is what a capture copies of the in-memory indexes: the events
+// kept whole, the relays, the post records (never changed once made: a
+// slice of an agent's posts is copied, the records shared) and the stubs.
+type saved struct {
+	token   string
+	horizon int64
+	whole   []*protocol.Event
+	relays  map[string]int
+	posts   []agentPosts
+	stubs   []stubAt
+	err     error
+}
+
+type agentPosts struct {
+	agent string
+	posts []postRec
+}
+
+type stubAt struct {
+	at int64
+	s  *stub
+}
+
+// CaptureSnapshot commits the store with a fresh token and copies the
+// in-memory indexes; the function it returns encodes the copy, and may
+// run while events are added and removed. A store that failed saves no
+// token: the next start rebuilds the fold.
 func (f *Fold) CaptureSnapshot() func(w io.Writer) error {
-	f.mu.RLock()
-	evs := make([]heldID, 0, len(f.held))
-	for id, h := range f.held {
-		evs = append(evs, heldID{id, h})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sv := &saved{horizon: f.recent.horizon, relays: maps.Clone(f.relays)}
+	if f.st.failed.Load() == nil && !f.st.closed() {
+		token := newToken()
+		if err := f.st.commit(token); err != nil {
+			f.st.fail(err)
+		} else {
+			sv.token = token
+		}
 	}
-	horizon := f.recent.horizon
-	f.mu.RUnlock()
-	return func(w io.Writer) error { return encodeHeld(w, horizon, evs) }
+	seen := map[*protocol.Event]bool{}
+	keep := func(e *protocol.Event) {
+		if !seen[e] {
+			seen[e] = true
+			sv.whole = append(sv.whole, e)
+		}
+	}
+	for _, m := range []map[string][]*protocol.Event{f.profiles, f.caps} {
+		for _, list := range m {
+			for _, e := range list {
+				keep(e)
+			}
+		}
+	}
+	for _, b := range f.beacons {
+		keep(b.ev)
+	}
+	for _, pairs := range f.subs.byFollower {
+		for _, list := range pairs {
+			for _, e := range list {
+				keep(e)
+			}
+		}
+	}
+	for agent, a := range f.emb.agents {
+		sv.posts = append(sv.posts, agentPosts{agent, slices.Clone(a.posts)})
+	}
+	for _, l := range f.recent.byAuthor {
+		l.each(func(r *stubRef) { sv.stubs = append(sv.stubs, stubAt{r.at, r.s}) })
+	}
+	return sv.encode
 }
 
-// heldID is a held event and its id.
-type heldID struct {
-	id string
-	heldEvent
-}
-
-// encodeHeld writes the horizon and evs, sorted in place, to w.
-func encodeHeld(w io.Writer, horizon int64, evs []heldID) error {
-	// Folding in time order at restore appends to the time-ordered
-	// indexes instead of inserting into them.
-	slices.SortFunc(evs, func(a, b heldID) int {
-		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
+// encode writes sv, its lists sorted (so that a fold saves alike
+// whatever its maps' order), to w.
+func (sv *saved) encode(w io.Writer) error {
+	slices.SortFunc(sv.whole, func(a, b *protocol.Event) int { return cmpEvents(a, b) })
+	slices.SortFunc(sv.posts, func(a, b agentPosts) int { return cmp.Compare(a.agent, b.agent) })
+	slices.SortFunc(sv.stubs, func(a, b stubAt) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), bytes.Compare(a.s.id[:], b.s.id[:]))
 	})
-	b := binary.AppendVarint(nil, horizon)
-	b = binary.AppendUvarint(b, uint64(len(evs)))
-	for _, e := range evs {
-		b = binary.AppendVarint(b, e.kind)
-		b = binary.AppendVarint(b, e.at)
-		b = appendText(b, e.id)
-		b = appendText(b, e.agent)
-		b = append(b, e.rest...)
-		if len(b) >= 1<<20 {
-			if _, err := w.Write(b); err != nil {
+	relays := slices.Sorted(maps.Keys(sv.relays))
+	b := appendText(nil, sv.token)
+	b = binary.AppendVarint(b, sv.horizon)
+	b = binary.AppendUvarint(b, uint64(len(sv.whole)))
+	for _, e := range sv.whole {
+		b = appendEvent(b, e)
+	}
+	b = binary.AppendUvarint(b, uint64(len(relays)))
+	for _, r := range relays {
+		b = appendText(b, r)
+		b = binary.AppendUvarint(b, uint64(sv.relays[r]))
+	}
+	flush := func() error {
+		if len(b) < 1<<20 {
+			return nil
+		}
+		_, err := w.Write(b)
+		b = b[:0]
+		return err
+	}
+	b = binary.AppendUvarint(b, uint64(len(sv.posts)))
+	for _, a := range sv.posts {
+		b = appendText(b, a.agent)
+		b = binary.AppendUvarint(b, uint64(len(a.posts)))
+		for _, p := range a.posts {
+			b = binary.AppendVarint(b, p.at)
+			b = appendText(b, p.id)
+			b = appendTexts(b, p.topics)
+			b = binary.AppendUvarint(b, uint64(len(p.feats)))
+			for _, ft := range p.feats {
+				b = binary.AppendUvarint(b, uint64(ft.dim))
+				b = binary.AppendUvarint(b, uint64(ft.w))
+			}
+			if err := flush(); err != nil {
 				return err
 			}
-			b = b[:0]
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(sv.stubs)))
+	for _, st := range sv.stubs {
+		b = binary.AppendVarint(b, st.at)
+		b = append(b, st.s.id[:]...)
+		b = appendText(b, st.s.agent)
+		b = binary.AppendVarint(b, st.s.kind)
+		b = appendTexts(b, st.s.topics)
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	_, err := w.Write(b)
 	return err
+}
+
+// appendEvent appends e whole: kind, created_at, id, agent_id, sig,
+// content and tags.
+func appendEvent(b []byte, e *protocol.Event) []byte {
+	b = binary.AppendVarint(b, e.Kind)
+	b = binary.AppendVarint(b, e.CreatedAt)
+	b = appendText(b, e.ID)
+	b = appendText(b, e.AgentID)
+	b = appendText(b, e.Sig)
+	b = appendText(b, e.Content)
+	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+	for _, t := range e.Tags {
+		b = appendTexts(b, t)
+	}
+	return b
+}
+
+// appendTexts appends a count and each text.
+func appendTexts(b []byte, list []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(list)))
+	for _, s := range list {
+		b = appendText(b, s)
+	}
+	return b
 }
 
 // appendText appends s: a uvarint 2n+1 and n bytes for lowercase hex of
@@ -216,131 +280,169 @@ func (r *savedReader) text(interned bool) string {
 	var s string
 	if h&1 == 1 {
 		s = hex.EncodeToString(raw)
+		if v, ok := r.intern[s]; interned && ok {
+			return v
+		}
 	} else {
 		s = string(raw)
 	}
-	if interned && h&1 == 0 {
+	if interned {
 		r.intern[s] = s
 	}
 	return s
 }
 
-// Restore replaces f's state with the fold of the events Snapshot wrote;
-// the saved events are checked for the shape every stored event has. On
-// an error f is unchanged.
+// texts reads one appendTexts (interned).
+func (r *savedReader) texts() []string {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.text(true)
+	}
+	return out
+}
+
+// event reads one appendEvent, checked for the shape every stored event
+// has.
+func (r *savedReader) event() *protocol.Event {
+	e := &protocol.Event{Kind: r.varint(), CreatedAt: r.varint(), ID: r.text(false), AgentID: r.text(true), Sig: r.text(false),
+		Content: r.text(false)}
+	if nt := r.count(); nt > 0 {
+		e.Tags = make([][]string, nt)
+		for i := range e.Tags {
+			e.Tags[i] = r.texts()
+			if e.Tags[i] == nil {
+				e.Tags[i] = []string{}
+			}
+		}
+	}
+	if r.err == nil && !validSaved(e.ID, e.AgentID, e.CreatedAt, e.Kind) {
+		r.err = fmt.Errorf("%w: event %s", errSaved, e.ID)
+	}
+	return e
+}
+
+func validSaved(id, agent string, at, kind int64) bool {
+	return protocol.IsHex64(id) && protocol.IsHex64(agent) && at >= 0 && at <= protocol.MaxSafeInteger &&
+		kind >= 0 && kind <= protocol.MaxSafeInteger
+}
+
+// Restore replaces the state of f, which has seen no event, with what
+// Snapshot wrote: the store is adopted when its committed token is the
+// saved one (else it is emptied and Restore fails: the relay then folds
+// the log into the fold), and the in-memory indexes are rebuilt from the
+// saved records, with no event to parse and no read of the log. On an
+// error f reads as empty.
 func (f *Fold) Restore(rd io.Reader, _ func(id string) *protocol.Event) error {
 	data, err := io.ReadAll(rd)
 	if err != nil {
 		return err
 	}
-	r := &savedReader{b: data, intern: map[string]string{}}
-	agents := map[string]string{}
-	horizon := r.varint()
-	n := r.count()
-	evs := make([]*protocol.Event, 0, n)
-	rests := make([][2]int, 0, n) // each event's appendRest, as offsets in data
-	for range n {
-		e := &protocol.Event{Kind: r.varint(), CreatedAt: r.varint(), ID: r.text(false)}
-		agent := r.text(false)
-		if a, ok := agents[agent]; ok {
-			agent = a
-		} else {
-			agents[agent] = agent
-		}
-		start := len(data) - len(r.b)
-		e.AgentID, e.Sig, e.Content = agent, r.text(false), r.text(false)
-		if nt := r.count(); nt > 0 {
-			e.Tags = make([][]string, nt)
-			for i := range e.Tags {
-				t := make([]string, r.count())
-				for j := range t {
-					// Tag names and topics recur.
-					t[j] = r.text(j == 0 || j == 1 && t[0] == "t")
-				}
-				e.Tags[i] = t
-			}
-		}
-		if r.err != nil {
-			return r.err
-		}
-		if !protocol.IsHex64(e.ID) || !protocol.IsHex64(e.AgentID) || ignored(e) ||
-			e.CreatedAt < 0 || e.CreatedAt > protocol.MaxSafeInteger || e.Kind < 0 || e.Kind > protocol.MaxSafeInteger {
-			return fmt.Errorf("%w: event %d", errSaved, len(evs))
-		}
-		evs = append(evs, e)
-		rests = append(rests, [2]int{start, len(data) - len(r.b)})
-	}
-	if r.err != nil || len(r.b) != 0 {
-		return errSaved
-	}
-	g := New()
-	g.replay(evs)
-	g.recent.horizon, g.held = horizon, heldOf(evs, rests, data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.beacons, f.subs, f.cites, f.ctx, f.emb = g.beacons, g.subs, g.cites, g.ctx, g.emb
-	f.profiles, f.disc, f.caps, f.relays, f.recent, f.held = g.profiles, g.disc, g.caps, g.relays, g.recent, g.held
+	g := newFold(f.st)
+	r := &savedReader{b: data, intern: map[string]string(g.strs)}
+	token := r.text(false)
+	g.recent.horizon = r.varint()
+	var windows []agentPosts
+	var stubs []stubAt
+	for range r.count() {
+		if e := r.event(); r.err == nil {
+			if e.Kind != protocol.KindProfile && e.Kind != protocol.KindCapability && e.Kind != protocol.KindBeacon &&
+				e.Kind != protocol.KindSubscribe {
+				r.err = fmt.Errorf("%w: kind %d kept whole", errSaved, e.Kind)
+				break
+			}
+			g.applyKind(e, true)
+		}
+	}
+	for range r.count() {
+		agent := r.text(true)
+		if n := r.uvarint(); r.err == nil && n > 0 && protocol.IsHex64(agent) {
+			g.relays[agent] = int(n)
+		} else if r.err == nil {
+			r.err = errSaved
+		}
+	}
+	for range r.count() {
+		if r.err != nil {
+			break
+		}
+		agent := r.text(true)
+		posts := make([]postRec, r.count())
+		for i := range posts {
+			p := postRec{at: r.varint(), id: r.text(false), topics: r.texts(), feats: make([]feature, r.count())}
+			for j := range p.feats {
+				p.feats[j] = feature{uint32(r.uvarint()), float32(r.uvarint())}
+			}
+			p.pre = idPrefix(p.id)
+			if r.err == nil && (!validSaved(p.id, agent, p.at, 0) || !sortedFeatures(p.feats) ||
+				i > 0 && !postAfter(&p, posts[i-1].at, posts[i-1].pre, posts[i-1].id)) {
+				r.err = fmt.Errorf("%w: post %s", errSaved, p.id)
+			}
+			posts[i] = p
+		}
+		if r.err == nil && len(posts) > 0 {
+			windows = append(windows, agentPosts{agent, posts})
+		}
+	}
+	for range r.count() {
+		at := r.varint()
+		s := &stub{}
+		if len(r.b) < 32 {
+			r.err = errSaved
+			break
+		}
+		copy(s.id[:], r.b)
+		r.b = r.b[32:]
+		s.agent, s.kind, s.topics = r.text(true), r.varint(), r.texts()
+		if r.err == nil && (!validSaved(hex.EncodeToString(s.id[:]), s.agent, at, s.kind) || !feedKind(s.kind)) {
+			r.err = fmt.Errorf("%w: stub", errSaved)
+		}
+		if r.err != nil {
+			break
+		}
+		stubs = append(stubs, stubAt{at, s})
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errSaved
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if err := f.st.adopt(token); err != nil {
+		return err
+	}
+	// The neighbour vectors and the feed index share nothing but strings
+	// interned already (read only now): built side by side.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, w := range windows {
+			g.emb.restore(w.agent, w.posts)
+		}
+	}()
+	for _, st := range stubs {
+		g.recent.put(st.s, st.at, true)
+	}
+	wg.Wait()
+	f.beacons, f.subs, f.ctx, f.emb = g.beacons, g.subs, g.ctx, g.emb
+	f.profiles, f.disc, f.caps, f.relays, f.recent, f.strs = g.profiles, g.disc, g.caps, g.relays, g.recent, g.strs
 	f.invite.Store(g.invite.Load())
 	return nil
 }
 
-// heldOf returns the held form of evs, whose appendRest bytes are at
-// rests in data: copied into one buffer, so that data can be collected.
-func heldOf(evs []*protocol.Event, rests [][2]int, data []byte) map[string]heldEvent {
-	n := 0
-	for _, r := range rests {
-		n += r[1] - r[0]
-	}
-	buf := make([]byte, 0, n)
-	held := make(map[string]heldEvent, len(evs))
-	for i, e := range evs {
-		k := len(buf)
-		buf = append(buf, data[rests[i][0]:rests[i][1]]...)
-		held[e.ID] = heldEvent{e.CreatedAt, e.Kind, e.AgentID, buf[k:len(buf):len(buf)]}
-	}
-	return held
-}
-
-// replay folds evs into g, which no one else sees yet, as Add would. The
-// indexes share nothing but the events, so the thread, topic and citation
-// contexts, the neighbour embedding and the feed index are built on
-// goroutines of their own (a capability's change of an agent's contexts,
-// setCaps, touches only its own two maps).
-func (g *Fold) replay(evs []*protocol.Event) {
-	var wg sync.WaitGroup
-	each := func(fn func(e *protocol.Event)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, e := range evs {
-				fn(e)
-			}
-		}()
-	}
-	each(func(e *protocol.Event) {
-		if isPost(e) {
-			g.emb.apply(e, topicsOf(e), true)
-		}
-	})
-	each(func(e *protocol.Event) {
-		if feedKind(e.Kind) {
-			g.recent.apply(e, topicsOf(e), true)
-		}
-	})
-	each(func(e *protocol.Event) {
-		var refs map[string][]string
-		if mayCite(e) {
-			refs = refsOf(e)
-		}
-		g.ctx.apply(e, topicsOf(e), refs, true)
-	})
-	for _, e := range evs {
-		g.applyKind(e, true)
-		if mayCite(e) {
-			g.cites.apply(e, refsOf(e), true)
-		} else {
-			g.cites.apply(e, nil, true)
+// sortedFeatures reports whether a post's features are by bucket, each
+// in range and counted.
+func sortedFeatures(fs []feature) bool {
+	for i, ft := range fs {
+		if ft.dim >= EmbeddingDims || ft.w < 1 || i > 0 && fs[i-1].dim >= ft.dim {
+			return false
 		}
 	}
-	wg.Wait()
+	return true
 }

@@ -32,11 +32,15 @@ var (
 
 // everyViewState returns a State with every saved module fold beside the
 // built-in views, and its directory (a view outside /state's digest).
-func everyViewState() (*state.State, *directory.Directory) {
+// Its discovery fold's store is in memory, or disc when given.
+func everyViewState(disc ...*discovery.Fold) (*state.State, *directory.Directory) {
 	d := directory.New()
+	if len(disc) == 0 {
+		disc = append(disc, discovery.New())
+	}
 	return state.New(state.Options{Folds: []state.NamedFold{
 		{Name: "directory", Fold: d},
-		{Name: "discovery", Fold: discovery.New()},
+		{Name: "discovery", Fold: disc[0]},
 		{Name: "funding", Fold: funding.NewFold()},
 		{Name: "branches", Fold: branches.NewFold()},
 		{Name: "governance", Fold: governance.NewFold(governance.Options{})},
@@ -71,7 +75,14 @@ func TestCaptureWhileAddingEqualsFold(t *testing.T) {
 		want := full.Digest(base + 700)
 		cut := len(evs) / 2
 		seen = map[string]*protocol.Event{}
-		live, _ := everyViewState()
+		// Discovery keeps its per-event indexes in a store file, which
+		// the resumed state reopens (as a restarted relay does).
+		store := filepath.Join(t.TempDir(), "discovery.db")
+		liveDisc, err := discovery.Open(store, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, _ := everyViewState(liveDisc)
 		for i, e := range evs[:cut] {
 			add(live, i+1, e)
 		}
@@ -90,6 +101,7 @@ func TestCaptureWhileAddingEqualsFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		liveDisc.Close() // the relay stops: what no save committed rolls back
 		if c.Seq != int64(cut) || len(c.Unsaved) != 0 {
 			t.Fatalf("capture at seq %d (want %d), unsaved %v", c.Seq, cut, c.Unsaved)
 		}
@@ -109,7 +121,12 @@ func TestCaptureWhileAddingEqualsFold(t *testing.T) {
 		for _, e := range evs[:cut] {
 			seen[e.ID] = e
 		}
-		got, gotDir := everyViewState()
+		gotDisc, err := discovery.Open(store, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gotDisc.Close()
+		got, gotDir := everyViewState(gotDisc)
 		restored, why, err := got.Resume(sv, lookup)
 		if err != nil || len(why) != 0 {
 			t.Fatalf("resume: %v, not restored %v", err, why)

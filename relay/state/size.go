@@ -7,12 +7,20 @@ type Sizer interface {
 	Size() (entries, bytes int64)
 }
 
+// DiskSizer is a Fold that keeps part of its state in files of its own
+// (beside its saved snapshot): DiskSize is their bytes, for /metrics.
+type DiskSizer interface {
+	DiskSize() int64
+}
+
 // FoldSize is one view's figures in memory; Sized is false for a fold that
-// does not report them (not a Sizer).
+// does not report them (not a Sizer). Disk is the bytes of the fold's own
+// files (a DiskSizer), its snapshot not included.
 type FoldSize struct {
 	Name           string
 	Entries, Bytes int64
 	Sized          bool
+	Disk           int64
 }
 
 // Sizes returns the figures of every view: the built-in ones (trust,
@@ -35,9 +43,13 @@ func (s *State) Sizes() []FoldSize {
 }
 
 func sizeOf(name string, v any) FoldSize {
+	out := FoldSize{Name: name}
 	if z, ok := v.(Sizer); ok {
-		e, b := z.Size()
-		return FoldSize{Name: name, Entries: e, Bytes: b, Sized: true}
+		out.Entries, out.Bytes = z.Size()
+		out.Sized = true
 	}
-	return FoldSize{Name: name}
+	if d, ok := v.(DiskSizer); ok {
+		out.Disk = d.DiskSize()
+	}
+	return out
 }

@@ -1,0 +1,628 @@
+package discovery
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+// The store holds the fold's indexes that grow with the number of events
+// (SPEC §2.2): the co-presence contexts and the citation edges, in an
+// embedded SQLite file beside the saved state. Every write goes into one
+// open transaction, which CaptureSnapshot commits with a fresh random
+// token that the saved state names; a restart adopts the file only when
+// its committed token is the snapshot's (a kill -9 rolls the open
+// transaction back to the last save's), and otherwise empties it and the
+// relay folds the log into the fold again.
+const (
+	// storeFormat names the file's tables; a file of another format is
+	// never adopted.
+	storeFormat = "discovery.store/1"
+	// StoreCacheBytes is the store's page cache (SQLite's, outside the Go
+	// heap).
+	StoreCacheBytes = 24 << 20
+	// storeMapBytes is the most of the file read through a memory map.
+	storeMapBytes = 1 << 30
+	// maxPendingWrites bounds the open transaction: past that many row
+	// changes it is committed marked unsaved (its token cleared, so a
+	// crash before the next save rebuilds the fold), which bounds the
+	// journal the transaction spills to.
+	maxPendingWrites = 16384
+)
+
+// Context types as the store keys them.
+const (
+	typThread = 1
+	typTopic  = 2
+	typCite   = 3
+)
+
+var storeSchema = []string{
+	`CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS agents (n INTEGER PRIMARY KEY, id TEXT NOT NULL)`,
+	// ctx is the multiset of (context, time, agent): n counts the events.
+	`CREATE TABLE IF NOT EXISTS ctx (typ INTEGER NOT NULL, ref BLOB NOT NULL, at INTEGER NOT NULL, agent INTEGER NOT NULL,
+		n INTEGER NOT NULL, PRIMARY KEY (typ, ref, at, agent)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS ctx_agent ON ctx (agent, typ, at, ref)`,
+	`CREATE TABLE IF NOT EXISTS cite (citing BLOB NOT NULL, target BLOB NOT NULL, agent INTEGER NOT NULL, kind INTEGER NOT NULL,
+		at INTEGER NOT NULL, rels TEXT NOT NULL, PRIMARY KEY (citing, target)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`,
+	// posts holds each agent's post records older than its newest
+	// ProfilePosts (the neighbour window, in memory): rec is the topics
+	// and features (postRecBytes).
+	`CREATE TABLE IF NOT EXISTS posts (agent INTEGER NOT NULL, at INTEGER NOT NULL, id BLOB NOT NULL, rec BLOB NOT NULL,
+		PRIMARY KEY (agent, at, id)) WITHOUT ROWID`,
+}
+
+// The statements of the open transaction, by index in stmtSQL.
+const (
+	sCtxAdd = iota
+	sCtxDec
+	sCtxDel
+	sCiteAdd
+	sCiteDel
+	sAgentAdd
+	sShared
+	sSharedTopic
+	sPostPut
+	sPostDel
+	sPostNewest
+	sCitedBy
+	sCites
+	sReach
+	nStmts
+)
+
+var stmtSQL = [nStmts]string{
+	sCtxAdd:   `INSERT INTO ctx (typ, ref, at, agent, n) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+	sCtxDec:   `UPDATE ctx SET n = n - 1 WHERE typ = ? AND ref = ? AND at = ? AND agent = ?`,
+	sCtxDel:   `DELETE FROM ctx WHERE typ = ? AND ref = ? AND at = ? AND agent = ? AND n <= 0`,
+	sCiteAdd:  `INSERT OR IGNORE INTO cite (citing, target, agent, kind, at, rels) VALUES (?, ?, ?, ?, ?, ?)`,
+	sCiteDel:  `DELETE FROM cite WHERE citing = ?`,
+	sAgentAdd: `INSERT INTO agents (n, id) VALUES (?, ?)`,
+	// The other agents of each context of type ?2 agent ?1 was in within
+	// [?3, ?4], also within [?3, ?4] (an agent may come once per time it
+	// has there).
+	sShared: `WITH mine AS (SELECT DISTINCT ref FROM ctx WHERE agent = ?1 AND typ = ?2 AND at BETWEEN ?3 AND ?4)
+		SELECT mine.ref, o.agent FROM mine JOIN ctx o ON o.typ = ?2 AND o.ref = mine.ref AND o.at BETWEEN ?3 AND ?4
+		WHERE o.agent != ?1`,
+	// The same for topics, whose other posts must be within ?5 seconds of
+	// one of the agent's (once per pair of times).
+	sSharedTopic: `SELECT m.ref, o.agent FROM ctx m JOIN ctx o ON o.typ = m.typ AND o.ref = m.ref
+		AND o.at BETWEEN max(?3, m.at - ?5) AND min(?4, m.at + ?5)
+		WHERE m.agent = ?1 AND m.typ = ?2 AND m.at BETWEEN ?3 AND ?4 AND o.agent != ?1`,
+	sPostPut:    `INSERT OR IGNORE INTO posts (agent, at, id, rec) VALUES (?, ?, ?, ?)`,
+	sPostDel:    `DELETE FROM posts WHERE agent = ? AND at = ? AND id = ?`,
+	sPostNewest: `SELECT at, id, rec FROM posts WHERE agent = ? ORDER BY at DESC, id DESC LIMIT 1`,
+	sCitedBy:    `SELECT citing, agent, kind, at, rels FROM cite WHERE target = ?`,
+	sCites:      `SELECT target, agent, kind, at, rels FROM cite WHERE citing = ? ORDER BY target`,
+	sReach:      `SELECT count(DISTINCT agent) FROM cite WHERE target = ? AND agent != ?`,
+}
+
+// store is the fold's SQLite file. Its methods are called with the fold's
+// lock held (writes: the write lock); mu serialises the statements, which
+// readers under the read lock share.
+type store struct {
+	path string // "" in memory
+	temp bool   // a file of this process's only, removed at close
+
+	mu    sync.Mutex
+	db    *sql.DB
+	tx    *sql.Tx
+	stmts [nStmts]*sql.Stmt
+	// pending counts the row changes of the open transaction.
+	pending int
+	// committed is the token of the file's last commit ("" unsaved);
+	// unchecked reports a file opened with content that no Restore has
+	// accepted yet: it reads as empty, and the first write empties it.
+	committed string
+	unchecked bool
+	// agents interns the agents of the rows: id → n and n → id.
+	agentN map[string]int64
+	names  []string
+	// ctxAdds and citeAdds are the additions not yet written (flush),
+	// written in key order in batches: readers flush them first, and a
+	// removal flushes them before it runs.
+	ctxAdds  map[ctxKey]int64
+	citeAdds []citeRow
+	postAdds []postRow
+	// failed is the first error of a write or read: the next capture
+	// saves no token, so the next start rebuilds the store.
+	failed atomic.Pointer[error]
+}
+
+// ctxKey is a ctx row's key.
+type ctxKey struct {
+	typ   int
+	ref   string
+	at    int64
+	agent int64
+}
+
+// citeRow is a cite row.
+type citeRow struct {
+	citing, target  string // bytes
+	agent, kind, at int64
+	rels            string
+}
+
+// postRow is a posts row.
+type postRow struct {
+	agent, at int64
+	id, rec   []byte
+}
+
+// maxBuffered is how many additions wait for a flush at most.
+const maxBuffered = 4096
+
+// addCtx buffers one (context, time, agent) more. Callers hold the fold's
+// write lock.
+func (s *store) addCtx(k ctxKey) {
+	if s.ctxAdds == nil {
+		s.ctxAdds = map[ctxKey]int64{}
+	}
+	s.ctxAdds[k]++
+	if s.buffered() >= maxBuffered {
+		s.flush()
+	}
+}
+
+// buffered is the number of additions waiting.
+func (s *store) buffered() int { return len(s.ctxAdds) + len(s.citeAdds) + len(s.postAdds) }
+
+// addCite buffers one citation edge. Callers hold the fold's write lock.
+func (s *store) addCite(r citeRow) {
+	s.citeAdds = append(s.citeAdds, r)
+	if s.buffered() >= maxBuffered {
+		s.flush()
+	}
+}
+
+// flush writes the buffered additions, in key order. Callers hold the
+// fold's write lock, or its read lock and mu (no writer runs then).
+func (s *store) flush() {
+	if s.buffered() == 0 {
+		return
+	}
+	keys := make([]ctxKey, 0, len(s.ctxAdds))
+	for k := range s.ctxAdds {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b ctxKey) int {
+		return cmp.Or(cmp.Compare(a.typ, b.typ), cmp.Compare(a.ref, b.ref), cmp.Compare(a.at, b.at), cmp.Compare(a.agent, b.agent))
+	})
+	for _, k := range keys {
+		_, err := s.stmts[sCtxAdd].Exec(k.typ, []byte(k.ref), k.at, k.agent, s.ctxAdds[k])
+		s.fail(err)
+	}
+	slices.SortStableFunc(s.citeAdds, func(a, b citeRow) int { return cmp.Compare(a.citing, b.citing) })
+	for _, r := range s.citeAdds {
+		_, err := s.stmts[sCiteAdd].Exec([]byte(r.citing), []byte(r.target), r.agent, r.kind, r.at, r.rels)
+		s.fail(err)
+	}
+	slices.SortFunc(s.postAdds, func(a, b postRow) int {
+		return cmp.Or(cmp.Compare(a.agent, b.agent), cmp.Compare(a.at, b.at), bytes.Compare(a.id, b.id))
+	})
+	for _, r := range s.postAdds {
+		_, err := s.stmts[sPostPut].Exec(r.agent, r.at, r.id, r.rec)
+		s.fail(err)
+	}
+	n := len(keys) + len(s.citeAdds) + len(s.postAdds)
+	clear(s.ctxAdds)
+	s.citeAdds, s.postAdds = s.citeAdds[:0], s.postAdds[:0]
+	s.wrote(n)
+}
+
+// putPost writes p, a post record of agent that left its window (or
+// never entered it). Callers hold the fold's write lock.
+func (s *store) putPost(agent string, p *postRec) {
+	rec := appendTexts(nil, p.topics)
+	rec = binary.AppendUvarint(rec, uint64(len(p.feats)))
+	for _, ft := range p.feats {
+		rec = binary.AppendUvarint(rec, uint64(ft.dim))
+		rec = binary.AppendUvarint(rec, uint64(ft.w))
+	}
+	s.postAdds = append(s.postAdds, postRow{s.agent(agent), p.at, idBlob(p.id), rec})
+	if s.buffered() >= maxBuffered {
+		s.flush()
+	}
+}
+
+// delPost deletes agent's post record (at, id), if stored. Callers hold
+// the fold's write lock.
+func (s *store) delPost(agent string, at int64, id string) {
+	if n := s.agentOf(agent); n >= 0 {
+		s.flush()
+		_, err := s.stmts[sPostDel].Exec(n, at, idBlob(id))
+		s.fail(err)
+		s.wrote(1)
+	}
+}
+
+// popPost takes agent's newest stored post record out of the store (nil
+// when it has none). Callers hold the fold's write lock.
+func (s *store) popPost(agent string, strs interner) *postRec {
+	n := s.agentOf(agent)
+	if n < 0 {
+		return nil
+	}
+	s.flush()
+	var at int64
+	var id, rec []byte
+	switch err := s.stmts[sPostNewest].QueryRow(n).Scan(&at, &id, &rec); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		s.fail(err)
+		return nil
+	}
+	r := &savedReader{b: rec, intern: map[string]string(strs)}
+	p := &postRec{at: at, id: hex.EncodeToString(id), topics: r.texts(), feats: make([]feature, r.count())}
+	for i := range p.feats {
+		p.feats[i] = feature{uint32(r.uvarint()), float32(r.uvarint())}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		s.fail(fmt.Errorf("discovery store: damaged post record %s", p.id))
+		return nil
+	}
+	p.pre = idPrefix(p.id)
+	_, err := s.stmts[sPostDel].Exec(n, at, id)
+	s.fail(err)
+	s.wrote(1)
+	return p
+}
+
+// memSeq numbers in-memory stores (each its own database).
+var memSeq atomic.Int64
+
+// openStore opens the store at path ("" in memory; temp: removed at
+// close) and begins its write transaction.
+func openStore(path string, temp bool) (*store, error) {
+	s := &store{path: path, temp: temp}
+	if err := s.open(); err != nil {
+		if path == "" {
+			return nil, err
+		}
+		// A file that does not open as a store of this format is
+		// replaced: it is derived state, and the log rebuilds it.
+		slog.Warn("discovery store unusable: starting it anew", "path", path, "err", err)
+		if s.db != nil {
+			s.db.Close()
+		}
+		removeStoreFiles(path)
+		if err := s.open(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *store) dsn() string {
+	q := url.Values{}
+	if s.path != "" {
+		q.Add("_pragma", "journal_mode(WAL)")
+		// Durability comes from the token, not from fsync: a commit that
+		// a power loss takes back leaves a token no snapshot names.
+		q.Add("_pragma", "synchronous(NORMAL)")
+		// Pages are read through a memory map of the file (the kernel's
+		// page cache, reclaimable) rather than copied in with a pread
+		// each past the page cache.
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", storeMapBytes))
+	}
+	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -StoreCacheBytes/1024))
+	q.Add("_pragma", "temp_store(MEMORY)")
+	if s.path == "" {
+		return fmt.Sprintf("file:anp2-discovery-%d?mode=memory&", memSeq.Add(1)) + q.Encode()
+	}
+	return "file:" + s.path + "?" + q.Encode()
+}
+
+// open opens the file, creates its tables, reads its token and agents and
+// begins the write transaction.
+func (s *store) open() error {
+	db, err := sql.Open("sqlite", s.dsn())
+	if err != nil {
+		return err
+	}
+	// One connection: the transaction's, which every read shares so that
+	// it sees the writes not yet committed.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	s.db = db
+	for _, q := range storeSchema {
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: %w", err)
+		}
+	}
+	meta := map[string]string{}
+	rows, err := db.Query(`SELECT k, v FROM meta`)
+	if err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return fmt.Errorf("discovery store: %w", err)
+		}
+		meta[k] = v
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	var any int
+	if err := db.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM agents LIMIT 1)`).Scan(&any); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	if f := meta["format"]; f != "" && f != storeFormat {
+		return fmt.Errorf("discovery store: format %q, want %q", f, storeFormat)
+	}
+	s.committed, s.unchecked = meta["token"], any > 0 || meta["token"] != ""
+	s.agentN, s.names = map[string]int64{}, nil
+	s.failed.Store(nil)
+	return s.begin()
+}
+
+// begin opens the write transaction and prepares its statements.
+func (s *store) begin() error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("discovery store: begin: %w", err)
+	}
+	s.tx, s.pending = tx, 0
+	for i, q := range stmtSQL {
+		if q == "" {
+			return fmt.Errorf("discovery store: statement %d has no SQL", i)
+		}
+		if s.stmts[i], err = tx.Prepare(q); err != nil {
+			return fmt.Errorf("discovery store: prepare: %w", err)
+		}
+	}
+	return nil
+}
+
+// commit commits the open transaction with token (the saved state's, or
+// "" while no save names it) and begins the next.
+func (s *store) commit(token string) error {
+	s.flush()
+	if _, err := s.tx.Exec(`INSERT INTO meta (k, v) VALUES ('token', ?), ('format', ?)
+		ON CONFLICT DO UPDATE SET v = excluded.v`, token, storeFormat); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	if err := s.tx.Commit(); err != nil {
+		return fmt.Errorf("discovery store: commit: %w", err)
+	}
+	s.committed = token
+	return s.begin()
+}
+
+// fail records err (the first one) and logs it.
+func (s *store) fail(err error) {
+	if err == nil {
+		return
+	}
+	if s.failed.CompareAndSwap(nil, &err) {
+		slog.Error("discovery store failed: the fold is rebuilt from the log at the next start", "path", s.path, "err", err)
+	}
+}
+
+// wrote counts n row changes; past maxPendingWrites the transaction is
+// committed as unsaved.
+func (s *store) wrote(n int) {
+	if s.pending += n; s.pending >= maxPendingWrites {
+		s.fail(s.commit(""))
+	}
+}
+
+// closed reports whether the store was closed (its fold must not be used
+// any more: it then reads as empty and folds nothing).
+func (s *store) closed() bool { return s.tx == nil }
+
+// empty reports whether the store reads as empty: unchecked or closed.
+func (s *store) empty() bool { return s.unchecked || s.closed() }
+
+// check empties a file no Restore has accepted before its first write.
+func (s *store) check() {
+	if s.unchecked {
+		s.fail(s.wipe())
+	}
+}
+
+// adopt accepts the file when its committed token is token and its
+// format the current one, loading its agents; otherwise it empties it.
+func (s *store) adopt(token string) error {
+	if token == "" || token != s.committed {
+		err := fmt.Errorf("discovery store: token %q, the saved state names %q", s.committed, token)
+		s.fail(s.wipe())
+		return err
+	}
+	if err := s.sizeOK(); err != nil {
+		s.fail(s.wipe())
+		return err
+	}
+	rows, err := s.tx.Query(`SELECT n, id FROM agents ORDER BY n`)
+	if err != nil {
+		s.fail(s.wipe())
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	names := []string{}
+	for rows.Next() {
+		var n int64
+		var id string
+		if err = rows.Scan(&n, &id); err != nil || n != int64(len(names)) {
+			err = errors.Join(err, fmt.Errorf("discovery store: agents out of sequence"))
+			break
+		}
+		names = append(names, id)
+	}
+	err = errors.Join(err, rows.Close())
+	if err != nil {
+		s.fail(s.wipe())
+		return err
+	}
+	s.names, s.agentN, s.unchecked = names, make(map[string]int64, len(names)), false
+	for i, id := range names {
+		s.agentN[id] = int64(i)
+	}
+	return nil
+}
+
+// sizeOK refuses a file shorter than its pages (truncated): a quick check
+// that reads no page. Pages still in the write-ahead log are not in the
+// file yet, so the check is skipped while one holds frames.
+func (s *store) sizeOK() error {
+	if s.path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	var pages, size int64
+	if err := s.tx.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	if err := s.tx.QueryRow(`PRAGMA page_size`).Scan(&size); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	if fi.Size() < pages*size {
+		return fmt.Errorf("discovery store: file of %d bytes holds %d pages of %d bytes (truncated)", fi.Size(), pages, size)
+	}
+	return nil
+}
+
+// wipe empties the store: the file is closed, removed and created anew.
+func (s *store) wipe() error {
+	s.closeDB()
+	if s.path != "" {
+		removeStoreFiles(s.path)
+	}
+	if err := s.open(); err != nil {
+		return err
+	}
+	s.unchecked = false
+	return nil
+}
+
+// closeDB rolls the open transaction back and closes the database.
+func (s *store) closeDB() {
+	clear(s.ctxAdds)
+	s.citeAdds, s.postAdds = nil, nil
+	for i, st := range s.stmts {
+		if st != nil {
+			st.Close()
+			s.stmts[i] = nil
+		}
+	}
+	if s.tx != nil {
+		s.tx.Rollback()
+		s.tx = nil
+	}
+	if s.db != nil {
+		s.db.Close()
+		s.db = nil
+	}
+}
+
+// close rolls back what no save committed and closes the file (removing
+// a temporary one).
+func (s *store) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	s.closeDB()
+	if s.temp {
+		removeStoreFiles(s.path)
+	}
+	return nil
+}
+
+func removeStoreFiles(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		os.Remove(p)
+	}
+}
+
+// newToken is a fresh random token.
+func newToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// agent returns id's number, interning it (a row of agents) when new.
+// Callers hold the fold's write lock.
+func (s *store) agent(id string) int64 {
+	if n, ok := s.agentN[id]; ok {
+		return n
+	}
+	n := int64(len(s.names))
+	id = cloneString(id)
+	if _, err := s.stmts[sAgentAdd].Exec(n, id); err != nil {
+		s.fail(err)
+	}
+	s.wrote(1)
+	s.agentN[id] = n
+	s.names = append(s.names, id)
+	return n
+}
+
+// agentOf returns id's number, or -1 when it has none.
+func (s *store) agentOf(id string) int64 {
+	if n, ok := s.agentN[id]; ok {
+		return n
+	}
+	return -1
+}
+
+// name is agent n's id.
+func (s *store) name(n int64) string {
+	if n < 0 || n >= int64(len(s.names)) {
+		return ""
+	}
+	return s.names[n]
+}
+
+// idBlob is a 64-hex id as its 32 bytes (other text as it is).
+func idBlob(id string) []byte {
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != 32 {
+		return []byte(id)
+	}
+	return b
+}
+
+// cloneString copies s, so that it does not keep the parsed event whose
+// body it was cut from alive.
+func cloneString(s string) string {
+	if s == "" {
+		return ""
+	}
+	return string(append([]byte(nil), s...))
+}
+
+// storeCloser closes a fold's store once the fold is unreachable (a fold
+// nobody closed: tests, replays, branch folds).
+func storeCloser(s *store) {
+	runtime.SetFinalizer(s, func(s *store) { s.close() })
+}
