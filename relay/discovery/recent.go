@@ -444,6 +444,9 @@ func (f *Fold) Recent(authors, topics []string, since, until int64, n int) []*pr
 		return cmp.Or(cmp.Compare(b.at, a.at), bytes.Compare(b.s.id[:], a.s.id[:]))
 	})
 	refs = slices.CompactFunc(refs, func(a, b stubRef) bool { return a.s.id == b.s.id })
+	if len(refs) == 0 {
+		return nil // as before the stubs were compact: no candidate is nil, not an empty list
+	}
 	out := make([]*protocol.Event, 0, min(len(refs), n))
 	for _, r := range refs[:min(len(refs), n)] {
 		out = append(out, r.s.event(r.at))
