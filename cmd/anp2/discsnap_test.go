@@ -12,6 +12,7 @@ import (
 
 	"path/filepath"
 
+	"github.com/anp2net/relay/client"
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
@@ -256,4 +257,78 @@ func TestDiscsnapStoreRefusedRebuilt(t *testing.T) {
 			r.stop(t, false)
 		})
 	}
+}
+
+// TestDiscsnapKill9AfterCommits: a relay process resumed from a save
+// folds enough events that discovery's store commits its open
+// transaction (keeping the save's token, the changes in its undo
+// journal), then is killed with SIGKILL. The next start adopts the store
+// after taking those changes back — discovery restored, not refolded —
+// folds the log's tail, and answers /state and the discovery routes as a
+// relay folding the whole log from empty.
+func TestDiscsnapKill9AfterCommits(t *testing.T) {
+	now := time.Now().Unix()
+	at := now + 10
+	db := filepath.Join(t.TempDir(), "relay.db")
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(10 * time.Second); os.RemoveAll(filepath.Dir(db)) != nil && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	evs := discsnapCorpus(t, 3, now)
+	r := scaleStart(t, db, true)
+	scalePublish(t, r.base(), evs)
+	r.stop(t, true)
+
+	// The tail: posts on eight of 2,000 topics each, citing earlier ones, then
+	// their authors revoke some: well past 16,384 row changes of the
+	// store, so its transaction is committed before the kill.
+	pool := taskstest.Pool(6)
+	rng := rand.New(rand.NewPCG(3, 77))
+	var tail []*protocol.Event
+	for i := range 2500 {
+		a := pool[rng.IntN(len(pool))]
+		tags := [][]string{}
+		for _, k := range rng.Perm(2000)[:8] { // topics of few posts each: co-presence stays cheap to ask
+			tags = append(tags, []string{"t", fmt.Sprintf("topic%d", k)})
+		}
+		if len(tail) > 0 {
+			tags = append(tags, []string{"e", tail[rng.IntN(len(tail))].ID, "reply"})
+		}
+		tail = append(tail, a.Sign(protocol.KindPost, now-3000+int64(i), fmt.Sprintf("post %d", i), tags...))
+	}
+	for _, v := range tail[100:200] { // committed before the kill: taken back, then folded again with their revocations
+		for _, a := range pool {
+			if a.ID == v.AgentID {
+				tail = append(tail, a.Sign(protocol.KindRevoke, now-200, "", []string{"e", v.ID}))
+			}
+		}
+	}
+	p := startProc(t, db, "--rate-agent", "0", "--rate-ip", "0", "--state-every", "0", "--public-base-url", "http://relay.test")
+	cl := client.New(p.base)
+	for i := 0; i < len(tail); i += 100 {
+		if _, err := cl.PublishBatch(context.Background(), tail[i:min(len(tail), i+100)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.cmd.Process.Kill() // SIGKILL
+	p.cmd.Wait()
+
+	r = discsnapStart(t, db, now)
+	lg := r.log.String()
+	if !strings.Contains(lg, "saved state restored") || strings.Contains(lg, "view=discovery") {
+		t.Fatalf("discovery not restored from the save after the kill:\n%s", lg)
+	}
+	sample := append(append([]*protocol.Event{}, evs...), tail[80:220]...)
+	resumed, routes := scaleDigest(t, r.base(), at), discsnapRoutes(t, r.base(), sample)
+	r.stop(t, false)
+	if resumed.Events < int64(len(evs)+len(tail)) {
+		t.Fatalf("the log holds %d events, want %d", resumed.Events, len(evs)+len(tail))
+	}
+	r = discsnapStart(t, db, now, "--state-dir", "none")
+	scaleSame(t, "resumed after kill -9 vs folded from empty", resumed, scaleDigest(t, r.base(), at))
+	if folded := discsnapRoutes(t, r.base(), sample); folded != routes {
+		t.Fatalf("discovery answers after kill -9 differ from a fold from empty:%s", scaleDiff(routes, folded))
+	}
+	r.stop(t, false)
 }

@@ -13,3 +13,11 @@ func (f *Fold) RecentStubs() int {
 
 // StorePath is the store's file ("" in memory).
 func (f *Fold) StorePath() string { return f.st.path }
+
+// SetStoreBounds sets the open transaction's and the undo journal's
+// bounds (row changes) until the returned function restores them.
+func SetStoreBounds(pending, undo int) (restore func()) {
+	p, u := maxPendingWrites, maxUndoRows
+	maxPendingWrites, maxUndoRows = pending, undo
+	return func() { maxPendingWrites, maxUndoRows = p, u }
+}

@@ -51,16 +51,27 @@ func BenchmarkFoldPublish(b *testing.B) {
 		if perSecond == 0 {
 			name, perSecond = "one-second", math.MaxInt
 		}
-		b.Run(name, func(b *testing.B) {
-			f, ids, now := publishFold(b, 2000)
-			evs := make([]*protocol.Event, b.N)
-			for i := range evs {
-				evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
-					CreatedAt: now + int64(i/perSecond), Content: fmt.Sprintf("bench full event %d at %d", i, now),
-					Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+		for _, saved := range []bool{false, true} {
+			sub := name
+			if saved {
+				sub += "/after-a-save" // the store's undo journal on
 			}
-			foldAll(b, f, evs)
-		})
+			b.Run(sub, func(b *testing.B) {
+				f, ids, now := publishFold(b, 2000)
+				if saved {
+					if err := f.CaptureSnapshot()(io.Discard); err != nil {
+						b.Fatal(err)
+					}
+				}
+				evs := make([]*protocol.Event, b.N)
+				for i := range evs {
+					evs[i] = &protocol.Event{ID: hexID("post", i), AgentID: ids[i%len(ids)], Kind: protocol.KindPost,
+						CreatedAt: now + int64(i/perSecond), Content: fmt.Sprintf("bench full event %d at %d", i, now),
+						Tags: [][]string{{"t", fmt.Sprint("topic", i%50)}}}
+				}
+				foldAll(b, f, evs)
+			})
+		}
 	}
 }
 

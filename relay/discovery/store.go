@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -31,18 +33,78 @@ import (
 const (
 	// storeFormat names the file's tables; a file of another format is
 	// never adopted.
-	storeFormat = "discovery.store/1"
+	storeFormat = "discovery.store/2"
 	// StoreCacheBytes is the store's page cache (SQLite's, outside the Go
 	// heap).
 	StoreCacheBytes = 24 << 20
 	// storeMapBytes is the most of the file read through a memory map.
 	storeMapBytes = 1 << 30
-	// maxPendingWrites bounds the open transaction: past that many row
-	// changes it is committed marked unsaved (its token cleared, so a
-	// crash before the next save rebuilds the fold), which bounds the
-	// journal the transaction spills to.
-	maxPendingWrites = 16384
+	// defaultMaxPendingWrites bounds the open transaction: past that many row
+	// changes it is committed, which bounds the journal the transaction
+	// spills to. The commit keeps the last save's token: every row
+	// change since that save is in the undo journal (undoSchema), which
+	// a restart from that save plays backwards first.
+	defaultMaxPendingWrites = 16384
+	// defaultMaxUndoRows bounds the undo journal: past it the store is
+	// committed marked unsaved (its token cleared, the journal dropped),
+	// so a crash before the next save rebuilds the fold.
+	defaultMaxUndoRows = 4 << 20
 )
+
+// The bounds in force (tests lower them).
+var maxPendingWrites, maxUndoRows = defaultMaxPendingWrites, defaultMaxUndoRows
+
+// undoSchema is the undo journal: while the file's committed token names
+// a save, every row change records how to take it back, so a restart
+// from that save returns the file to it (rollBack) even after commits
+// made since. The triggers are TEMP (this connection's only, dropped
+// with it): on only while there is a save to return to.
+var undoSchema = []string{
+	`CREATE TABLE IF NOT EXISTS undo (n INTEGER PRIMARY KEY, op INTEGER NOT NULL, a, b, c, d, e, f)`,
+}
+
+// The undo journal's operations: what takes a row change back.
+const (
+	undoCtxDel   = 1 // a ctx row was inserted: delete it
+	undoCtxSetN  = 2 // a ctx row's n changed: set it back
+	undoCtxIns   = 3 // a ctx row was deleted: insert it
+	undoCiteDel  = 4
+	undoCiteIns  = 5
+	undoPostDel  = 6
+	undoPostIns  = 7
+	undoAgentDel = 8
+)
+
+var undoTriggers = []string{
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_ctx_i AFTER INSERT ON main.ctx BEGIN
+		INSERT INTO undo (op, a, b, c, d) VALUES (1, NEW.typ, NEW.ref, NEW.at, NEW.agent); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_ctx_u AFTER UPDATE ON main.ctx BEGIN
+		INSERT INTO undo (op, a, b, c, d, e) VALUES (2, OLD.typ, OLD.ref, OLD.at, OLD.agent, OLD.n); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_ctx_d AFTER DELETE ON main.ctx BEGIN
+		INSERT INTO undo (op, a, b, c, d, e) VALUES (3, OLD.typ, OLD.ref, OLD.at, OLD.agent, OLD.n); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_cite_i AFTER INSERT ON main.cite BEGIN
+		INSERT INTO undo (op, a, b) VALUES (4, NEW.citing, NEW.target); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_cite_d AFTER DELETE ON main.cite BEGIN
+		INSERT INTO undo (op, a, b, c, d, e, f) VALUES (5, OLD.citing, OLD.target, OLD.agent, OLD.kind, OLD.at, OLD.rels); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_posts_i AFTER INSERT ON main.posts BEGIN
+		INSERT INTO undo (op, a, b, c) VALUES (6, NEW.agent, NEW.at, NEW.id); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_posts_d AFTER DELETE ON main.posts BEGIN
+		INSERT INTO undo (op, a, b, c, d) VALUES (7, OLD.agent, OLD.at, OLD.id, OLD.rec); END`,
+	`CREATE TEMP TRIGGER IF NOT EXISTS undo_agents_i AFTER INSERT ON main.agents BEGIN
+		INSERT INTO undo (op, a) VALUES (8, NEW.n); END`,
+}
+
+// undoSQL takes one journal entry back, by operation.
+var undoSQL = map[int64]string{
+	undoCtxDel:   `DELETE FROM ctx WHERE typ = ?1 AND ref = ?2 AND at = ?3 AND agent = ?4`,
+	undoCtxSetN:  `UPDATE ctx SET n = ?5 WHERE typ = ?1 AND ref = ?2 AND at = ?3 AND agent = ?4`,
+	undoCtxIns:   `INSERT INTO ctx (typ, ref, at, agent, n) VALUES (?1, ?2, ?3, ?4, ?5)`,
+	undoCiteDel:  `DELETE FROM cite WHERE citing = ?1 AND target = ?2`,
+	undoCiteIns:  `INSERT INTO cite (citing, target, agent, kind, at, rels) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	undoPostDel:  `DELETE FROM posts WHERE agent = ?1 AND at = ?2 AND id = ?3`,
+	undoPostIns:  `INSERT INTO posts (agent, at, id, rec) VALUES (?1, ?2, ?3, ?4)`,
+	undoAgentDel: `DELETE FROM agents WHERE n = ?1`,
+}
 
 // Context types as the store keys them.
 const (
@@ -66,6 +128,7 @@ var storeSchema = []string{
 	// and features (postRecBytes).
 	`CREATE TABLE IF NOT EXISTS posts (agent INTEGER NOT NULL, at INTEGER NOT NULL, id BLOB NOT NULL, rec BLOB NOT NULL,
 		PRIMARY KEY (agent, at, id)) WITHOUT ROWID`,
+	undoSchema[0],
 }
 
 // The statements of the open transaction, by index in stmtSQL.
@@ -124,8 +187,12 @@ type store struct {
 	db    *sql.DB
 	tx    *sql.Tx
 	stmts [nStmts]*sql.Stmt
-	// pending counts the row changes of the open transaction.
-	pending int
+	// pending counts the row changes of the open transaction; undoRows
+	// the entries of the undo journal (an estimate: row changes since
+	// the save), journaling whether its triggers are on.
+	pending    int
+	undoRows   int
+	journaling bool
 	// committed is the token of the file's last commit ("" unsaved);
 	// unchecked reports a file opened with content that no Restore has
 	// accepted yet: it reads as empty, and the first write empties it.
@@ -374,6 +441,7 @@ func (s *store) open() error {
 	}
 	s.committed, s.unchecked = meta["token"], any > 0 || meta["token"] != ""
 	s.agentN, s.names = map[string]int64{}, nil
+	s.journaling, s.undoRows = false, 0 // a new connection: no TEMP trigger
 	s.failed.Store(nil)
 	return s.begin()
 }
@@ -396,10 +464,22 @@ func (s *store) begin() error {
 	return nil
 }
 
-// commit commits the open transaction with token (the saved state's, or
-// "" while no save names it) and begins the next.
+// commit commits the open transaction with token (a new save's, or ""
+// while no save names the file) and begins the next. A save's commit
+// empties the undo journal: the file is now at that save.
 func (s *store) commit(token string) error {
 	s.flush()
+	if _, err := s.tx.Exec(`DELETE FROM undo`); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	s.undoRows = 0
+	return s.commitAs(token)
+}
+
+// commitAs commits the open transaction with token as the file's, the
+// undo journal left as it is, and begins the next transaction, with the
+// journal on while the token names a save.
+func (s *store) commitAs(token string) error {
 	if _, err := s.tx.Exec(`INSERT INTO meta (k, v) VALUES ('token', ?), ('format', ?)
 		ON CONFLICT DO UPDATE SET v = excluded.v`, token, storeFormat); err != nil {
 		return fmt.Errorf("discovery store: %w", err)
@@ -408,7 +488,84 @@ func (s *store) commit(token string) error {
 		return fmt.Errorf("discovery store: commit: %w", err)
 	}
 	s.committed = token
-	return s.begin()
+	if err := s.begin(); err != nil {
+		return err
+	}
+	return s.journal(token != "")
+}
+
+// journal turns the undo journal's triggers on or off.
+func (s *store) journal(on bool) error {
+	if on == s.journaling {
+		return nil
+	}
+	for i, q := range undoTriggers {
+		if !on {
+			q = "DROP TRIGGER IF EXISTS temp." + strings.Fields(q)[6]
+		}
+		if _, err := s.tx.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: undo journal (%d): %w", i, err)
+		}
+	}
+	s.journaling = on
+	return nil
+}
+
+// rollBack plays the undo journal backwards, newest entry first, and
+// empties it: the file returns to the save its token names. The
+// triggers are off meanwhile (they are on only after it).
+func (s *store) rollBack() (int, error) {
+	stmts := map[int64]*sql.Stmt{}
+	defer func() {
+		for _, st := range stmts {
+			st.Close()
+		}
+	}()
+	n, last := 0, int64(math.MaxInt64)
+	for {
+		rows, err := s.tx.Query(`SELECT n, op, a, b, c, d, e, f FROM undo WHERE n < ? ORDER BY n DESC LIMIT 8192`, last)
+		if err != nil {
+			return n, err
+		}
+		type entry struct {
+			op   int64
+			args [6]any
+		}
+		var batch []entry
+		for rows.Next() {
+			var e entry
+			if err := rows.Scan(&last, &e.op, &e.args[0], &e.args[1], &e.args[2], &e.args[3], &e.args[4], &e.args[5]); err != nil {
+				rows.Close()
+				return n, err
+			}
+			batch = append(batch, e)
+		}
+		if err := rows.Close(); err != nil {
+			return n, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, e := range batch {
+			st := stmts[e.op]
+			if st == nil {
+				q, ok := undoSQL[e.op]
+				if !ok {
+					return n, fmt.Errorf("undo journal: unknown operation %d", e.op)
+				}
+				if st, err = s.tx.Prepare(q); err != nil {
+					return n, err
+				}
+				stmts[e.op] = st
+			}
+			if _, err := st.Exec(e.args[:]...); err != nil {
+				return n, fmt.Errorf("undo journal: operation %d: %w", e.op, err)
+			}
+			n++
+		}
+	}
+	_, err := s.tx.Exec(`DELETE FROM undo`)
+	return n, err
 }
 
 // fail records err (the first one) and logs it.
@@ -422,11 +579,20 @@ func (s *store) fail(err error) {
 }
 
 // wrote counts n row changes; past maxPendingWrites the transaction is
-// committed as unsaved.
+// committed, keeping the token of the last save (whose undo journal
+// holds these changes), or unsaved once the journal passes maxUndoRows.
 func (s *store) wrote(n int) {
-	if s.pending += n; s.pending >= maxPendingWrites {
-		s.fail(s.commit(""))
+	if s.journaling {
+		s.undoRows += n
 	}
+	if s.pending += n; s.pending < maxPendingWrites {
+		return
+	}
+	if s.undoRows < maxUndoRows {
+		s.fail(s.commitAs(s.committed))
+		return
+	}
+	s.fail(s.commit(""))
 }
 
 // closed reports whether the store was closed (its fold must not be used
@@ -455,6 +621,12 @@ func (s *store) adopt(token string) error {
 		s.fail(s.wipe())
 		return err
 	}
+	if n, err := s.rollBack(); err != nil {
+		s.fail(s.wipe())
+		return fmt.Errorf("discovery store: undo journal: %w", err)
+	} else if n > 0 {
+		slog.Info("discovery store: row changes since the save taken back", "path", s.path, "changes", n)
+	}
 	rows, err := s.tx.Query(`SELECT n, id FROM agents ORDER BY n`)
 	if err != nil {
 		s.fail(s.wipe())
@@ -478,6 +650,9 @@ func (s *store) adopt(token string) error {
 	s.names, s.agentN, s.unchecked = names, make(map[string]int64, len(names)), false
 	for i, id := range names {
 		s.agentN[id] = int64(i)
+	}
+	if err := s.journal(true); err != nil {
+		s.fail(err)
 	}
 	return nil
 }
