@@ -42,6 +42,12 @@ const (
 	// crash before the next save rebuilds the fold), which bounds the
 	// journal the transaction spills to.
 	maxPendingWrites = 16384
+	// BulkBufferBytes bounds the additions waiting for a flush while the
+	// store is filled from empty (bulk mode, below): a flush of that
+	// many rows in key order touches each leaf page about once.
+	BulkBufferBytes = 64 << 20
+	// BulkCacheBytes is the page cache in bulk mode.
+	BulkCacheBytes = 128 << 20
 )
 
 // Context types as the store keys them.
@@ -140,6 +146,14 @@ type store struct {
 	ctxAdds  map[ctxKey]int64
 	citeAdds []citeRow
 	postAdds []postRow
+	// bufBytes estimates the bytes of the buffered additions.
+	bufBytes int
+	// bulk reports a store being filled from empty (a file created or
+	// emptied, with no token yet): no rollback journal, no fsync, no
+	// bound on the open transaction, BulkBufferBytes of buffer and
+	// BulkCacheBytes of cache. A file store leaves it at its first save
+	// (leaveBulk); a temporary one never does.
+	bulk bool
 	// failed is the first error of a write or read: the next capture
 	// saves no token, so the next start rebuilds the store.
 	failed atomic.Pointer[error]
@@ -166,8 +180,25 @@ type postRow struct {
 	id, rec   []byte
 }
 
-// maxBuffered is how many additions wait for a flush at most.
+// maxBuffered is how many additions wait for a flush at most, out of
+// bulk mode.
 const maxBuffered = 4096
+
+// Estimated heap bytes of one buffered addition besides its strings and
+// slices' bytes (struct, map or slice slot, headers).
+const (
+	ctxAddBytes  = 96
+	citeAddBytes = 112
+	postAddBytes = 96
+)
+
+// full reports whether the buffered additions are to be written.
+func (s *store) full() bool {
+	if s.bulk {
+		return s.bufBytes >= BulkBufferBytes
+	}
+	return s.buffered() >= maxBuffered
+}
 
 // addCtx buffers one (context, time, agent) more. Callers hold the fold's
 // write lock.
@@ -175,8 +206,10 @@ func (s *store) addCtx(k ctxKey) {
 	if s.ctxAdds == nil {
 		s.ctxAdds = map[ctxKey]int64{}
 	}
-	s.ctxAdds[k]++
-	if s.buffered() >= maxBuffered {
+	if s.ctxAdds[k]++; s.ctxAdds[k] == 1 {
+		s.bufBytes += ctxAddBytes + len(k.ref)
+	}
+	if s.full() {
 		s.flush()
 	}
 }
@@ -187,7 +220,8 @@ func (s *store) buffered() int { return len(s.ctxAdds) + len(s.citeAdds) + len(s
 // addCite buffers one citation edge. Callers hold the fold's write lock.
 func (s *store) addCite(r citeRow) {
 	s.citeAdds = append(s.citeAdds, r)
-	if s.buffered() >= maxBuffered {
+	s.bufBytes += citeAddBytes + len(r.citing) + len(r.target) + len(r.rels)
+	if s.full() {
 		s.flush()
 	}
 }
@@ -224,6 +258,11 @@ func (s *store) flush() {
 	n := len(keys) + len(s.citeAdds) + len(s.postAdds)
 	clear(s.ctxAdds)
 	s.citeAdds, s.postAdds = s.citeAdds[:0], s.postAdds[:0]
+	if s.bulk {
+		// Give the buffer's memory back rather than keep its peak.
+		s.ctxAdds, s.citeAdds, s.postAdds = nil, nil, nil
+	}
+	s.bufBytes = 0
 	s.wrote(n)
 }
 
@@ -237,7 +276,8 @@ func (s *store) putPost(agent string, p *postRec) {
 		rec = binary.AppendUvarint(rec, uint64(ft.w))
 	}
 	s.postAdds = append(s.postAdds, postRow{s.agent(agent), p.at, idBlob(p.id), rec})
-	if s.buffered() >= maxBuffered {
+	s.bufBytes += postAddBytes + 32 + len(rec)
+	if s.full() {
 		s.flush()
 	}
 }
@@ -313,7 +353,13 @@ func openStore(path string, temp bool) (*store, error) {
 
 func (s *store) dsn() string {
 	q := url.Values{}
-	if s.path != "" {
+	if s.temp {
+		// Nothing to protect in a file of this process's only: a crash
+		// leaves it to the sweep (tempstore), never to a reader.
+		q.Add("_pragma", "journal_mode(OFF)")
+		q.Add("_pragma", "synchronous(OFF)")
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", storeMapBytes))
+	} else if s.path != "" {
 		q.Add("_pragma", "journal_mode(WAL)")
 		// Durability comes from the token, not from fsync: a commit that
 		// a power loss takes back leaves a token no snapshot names.
@@ -375,6 +421,11 @@ func (s *store) open() error {
 	s.committed, s.unchecked = meta["token"], any > 0 || meta["token"] != ""
 	s.agentN, s.names = map[string]int64{}, nil
 	s.failed.Store(nil)
+	if s.path != "" && !s.unchecked {
+		if err := s.enterBulk(); err != nil {
+			return err
+		}
+	}
 	return s.begin()
 }
 
@@ -396,9 +447,78 @@ func (s *store) begin() error {
 	return nil
 }
 
+// enterBulk puts an empty file store in bulk mode (see store.bulk):
+// until its first save commits a token, a crash leaves a file whose token
+// no snapshot names, which the next start empties whatever its pages
+// hold (or replaces, when it does not open), so the rollback journal and
+// the fsyncs protect nothing the log does not rebuild.
+func (s *store) enterBulk() error {
+	for _, q := range []string{`PRAGMA journal_mode=OFF`, `PRAGMA synchronous=OFF`,
+		fmt.Sprintf(`PRAGMA cache_size=%d`, -BulkCacheBytes/1024)} {
+		if _, err := s.db.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: bulk: %w", err)
+		}
+	}
+	s.bulk = true
+	return nil
+}
+
+// leaveBulk ends a file store's bulk mode before its first token is
+// committed: it commits what the fill wrote, fsyncs the file (those pages
+// went there with no journal and no fsync; the token must not reach the
+// disk before them), and returns the file to its write-ahead log,
+// synchronous=NORMAL and StoreCacheBytes of cache, then begins the next
+// transaction. A temporary store stays in bulk mode.
+func (s *store) leaveBulk() error {
+	if !s.bulk || s.temp {
+		return nil
+	}
+	s.flush()
+	if err := s.tx.Commit(); err != nil {
+		return fmt.Errorf("discovery store: commit: %w", err)
+	}
+	s.tx = nil
+	for i, st := range s.stmts {
+		if st != nil {
+			st.Close()
+			s.stmts[i] = nil
+		}
+	}
+	if err := syncFile(s.path); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode=WAL`).Scan(&mode); err != nil || mode != "wal" {
+		return fmt.Errorf("discovery store: journal mode %q: %w", mode, err)
+	}
+	for _, q := range []string{`PRAGMA synchronous=NORMAL`, fmt.Sprintf(`PRAGMA cache_size=%d`, -StoreCacheBytes/1024)} {
+		if _, err := s.db.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: %w", err)
+		}
+	}
+	s.bulk = false
+	return s.begin()
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
 // commit commits the open transaction with token (the saved state's, or
-// "" while no save names it) and begins the next.
+// "" while no save names it) and begins the next. A token ends bulk mode
+// first (leaveBulk).
 func (s *store) commit(token string) error {
+	if token != "" {
+		if err := s.leaveBulk(); err != nil {
+			return err
+		}
+	}
 	s.flush()
 	if _, err := s.tx.Exec(`INSERT INTO meta (k, v) VALUES ('token', ?), ('format', ?)
 		ON CONFLICT DO UPDATE SET v = excluded.v`, token, storeFormat); err != nil {
@@ -424,7 +544,7 @@ func (s *store) fail(err error) {
 // wrote counts n row changes; past maxPendingWrites the transaction is
 // committed as unsaved.
 func (s *store) wrote(n int) {
-	if s.pending += n; s.pending >= maxPendingWrites {
+	if s.pending += n; s.pending >= maxPendingWrites && !s.bulk {
 		s.fail(s.commit(""))
 	}
 }
@@ -533,9 +653,13 @@ func (s *store) closeDB() {
 		}
 	}
 	if s.tx != nil {
+		// Without a journal (bulk mode) the pages spilled to the file
+		// stay there: the file then holds no token, and is emptied
+		// before it is read again.
 		s.tx.Rollback()
 		s.tx = nil
 	}
+	s.bufBytes, s.bulk = 0, false
 	if s.db != nil {
 		s.db.Close()
 		s.db = nil
