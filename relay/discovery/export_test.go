@@ -13,3 +13,14 @@ func (f *Fold) RecentStubs() int {
 
 // StorePath is the store's file ("" in memory).
 func (f *Fold) StorePath() string { return f.st.path }
+
+// StoreMode is the store's journal mode and whether it is in bulk mode.
+func (f *Fold) StoreMode() (journal string, bulk bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.flush()
+	if err := f.st.tx.QueryRow(`PRAGMA journal_mode`).Scan(&journal); err != nil {
+		return err.Error(), f.st.bulk
+	}
+	return journal, f.st.bulk
+}
