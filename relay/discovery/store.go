@@ -484,6 +484,15 @@ func (s *store) leaveBulk() error {
 			s.stmts[i] = nil
 		}
 	}
+	// The transaction begins again whatever fails: the failure is
+	// recorded (no token is saved after it) and the fold goes on.
+	err := s.toWAL()
+	return errors.Join(err, s.begin())
+}
+
+// toWAL fsyncs the file and returns it to its write-ahead log,
+// synchronous=NORMAL and StoreCacheBytes of cache (leaveBulk).
+func (s *store) toWAL() error {
 	if err := syncFile(s.path); err != nil {
 		return fmt.Errorf("discovery store: %w", err)
 	}
@@ -497,7 +506,7 @@ func (s *store) leaveBulk() error {
 		}
 	}
 	s.bulk = false
-	return s.begin()
+	return nil
 }
 
 // syncFile fsyncs the file at path.
