@@ -57,16 +57,24 @@ const (
 	typCite   = 3
 )
 
+// The secondary indexes, which bulk mode builds only when a query or the
+// end of bulk mode needs them (ensureIndexes): one sort of the rows
+// rather than an insert per row.
+const (
+	idxCtxAgent   = `CREATE INDEX IF NOT EXISTS ctx_agent ON ctx (agent, typ, at, ref)`
+	idxCiteTarget = `CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`
+)
+
 var storeSchema = []string{
 	`CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS agents (n INTEGER PRIMARY KEY, id TEXT NOT NULL)`,
 	// ctx is the multiset of (context, time, agent): n counts the events.
 	`CREATE TABLE IF NOT EXISTS ctx (typ INTEGER NOT NULL, ref BLOB NOT NULL, at INTEGER NOT NULL, agent INTEGER NOT NULL,
 		n INTEGER NOT NULL, PRIMARY KEY (typ, ref, at, agent)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS ctx_agent ON ctx (agent, typ, at, ref)`,
+	idxCtxAgent,
 	`CREATE TABLE IF NOT EXISTS cite (citing BLOB NOT NULL, target BLOB NOT NULL, agent INTEGER NOT NULL, kind INTEGER NOT NULL,
 		at INTEGER NOT NULL, rels TEXT NOT NULL, PRIMARY KEY (citing, target)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`,
+	idxCiteTarget,
 	// posts holds each agent's post records older than its newest
 	// ProfilePosts (the neighbour window, in memory): rec is the topics
 	// and features (postRecBytes).
@@ -154,6 +162,9 @@ type store struct {
 	// BulkCacheBytes of cache. A file store leaves it at its first save
 	// (leaveBulk); a temporary one never does.
 	bulk bool
+	// unindexed reports a bulk store whose secondary indexes are not
+	// built yet (ensureIndexes).
+	unindexed bool
 	// failed is the first error of a write or read: the next capture
 	// saves no token, so the next start rebuilds the store.
 	failed atomic.Pointer[error]
@@ -454,13 +465,28 @@ func (s *store) begin() error {
 // the fsyncs protect nothing the log does not rebuild.
 func (s *store) enterBulk() error {
 	for _, q := range []string{`PRAGMA journal_mode=OFF`, `PRAGMA synchronous=OFF`,
-		fmt.Sprintf(`PRAGMA cache_size=%d`, -BulkCacheBytes/1024)} {
+		fmt.Sprintf(`PRAGMA cache_size=%d`, -BulkCacheBytes/1024),
+		`DROP INDEX IF EXISTS ctx_agent`, `DROP INDEX IF EXISTS cite_target`} {
 		if _, err := s.db.Exec(q); err != nil {
 			return fmt.Errorf("discovery store: bulk: %w", err)
 		}
 	}
-	s.bulk = true
+	s.bulk, s.unindexed = true, true
 	return nil
+}
+
+// ensureIndexes builds the secondary indexes a bulk fill left out, after
+// writing the buffer. Callers hold mu or the fold's write lock.
+func (s *store) ensureIndexes() {
+	if !s.unindexed {
+		return
+	}
+	s.flush()
+	for _, q := range []string{idxCtxAgent, idxCiteTarget} {
+		_, err := s.tx.Exec(q)
+		s.fail(err)
+	}
+	s.unindexed = false
 }
 
 // leaveBulk ends a file store's bulk mode before its first token is
@@ -473,7 +499,7 @@ func (s *store) leaveBulk() error {
 	if !s.bulk || s.temp {
 		return nil
 	}
-	s.flush()
+	s.ensureIndexes()
 	if err := s.tx.Commit(); err != nil {
 		return fmt.Errorf("discovery store: commit: %w", err)
 	}
@@ -668,7 +694,7 @@ func (s *store) closeDB() {
 		s.tx.Rollback()
 		s.tx = nil
 	}
-	s.bufBytes, s.bulk = 0, false
+	s.bufBytes, s.bulk, s.unindexed = 0, false, false
 	if s.db != nil {
 		s.db.Close()
 		s.db = nil
