@@ -24,3 +24,10 @@ func (f *Fold) StoreMode() (journal string, bulk bool) {
 	}
 	return journal, f.st.bulk
 }
+
+// FlushStore writes the store's buffered additions (no index is built).
+func (f *Fold) FlushStore() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.flush()
+}
