@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -499,6 +500,10 @@ func (s *store) leaveBulk() error {
 	if !s.bulk || s.temp {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() {
+		slog.Info("discovery store: bulk fill ended", "path", s.path, "seconds", time.Since(t0).Seconds())
+	}()
 	s.ensureIndexes()
 	if err := s.tx.Commit(); err != nil {
 		return fmt.Errorf("discovery store: commit: %w", err)
