@@ -118,6 +118,7 @@ func (s *store) edges(stmt int, id string, incoming bool, args ...any) []Citatio
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ensureIndexes()
 	s.flush()
 	rows, err := s.stmts[stmt].Query(append([]any{idBlob(id)}, args...)...)
 	if err != nil {
@@ -188,6 +189,7 @@ func (f *Fold) Reach(id, author string) int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ensureIndexes()
 	s.flush()
 	var n int
 	if err := s.stmts[sReach].QueryRow(idBlob(id), s.agentOf(author)).Scan(&n); err != nil {

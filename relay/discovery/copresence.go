@@ -219,6 +219,7 @@ func (f *Fold) copresence(agent string, now, window int64, limit int, contexts b
 func (f *Fold) eachShared(agent string, lo, hi int64, refs bool, fn func(other string, c Context)) {
 	if n := f.st.agentOf(agent); n >= 0 && !f.st.empty() {
 		f.st.mu.Lock()
+		f.st.ensureIndexes()
 		f.st.flush()
 		for _, q := range []struct {
 			typ  int

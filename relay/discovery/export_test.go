@@ -21,3 +21,21 @@ func SetStoreBounds(pending, undo int) (restore func()) {
 	maxPendingWrites, maxUndoRows = pending, undo
 	return func() { maxPendingWrites, maxUndoRows = p, u }
 }
+
+// StoreMode is the store's journal mode and whether it is in bulk mode.
+func (f *Fold) StoreMode() (journal string, bulk bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.flush()
+	if err := f.st.tx.QueryRow(`PRAGMA journal_mode`).Scan(&journal); err != nil {
+		return err.Error(), f.st.bulk
+	}
+	return journal, f.st.bulk
+}
+
+// FlushStore writes the store's buffered additions (no index is built).
+func (f *Fold) FlushStore() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.flush()
+}

@@ -56,6 +56,28 @@ type stubAt struct {
 	s  *stub
 }
 
+var _ state.Preparer = (*Fold)(nil)
+
+// PrepareSnapshot does before the composition's lock what the capture's
+// commit would do under it: it ends bulk mode (its fsync and the switch
+// to the write-ahead log) and commits the open transaction as the
+// transaction's bound does (keeping the last save's token, its changes in
+// the undo journal), so that the commit under the lock writes only what
+// is folded in between. A failure is recorded like any store failure:
+// the capture then saves no token.
+func (f *Fold) PrepareSnapshot() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.st.failed.Load() != nil || f.st.closed() || f.st.empty() {
+		return
+	}
+	f.st.fail(f.st.leaveBulk())
+	if !f.st.closed() && f.st.pending > 0 {
+		f.st.flush()
+		f.st.fail(f.st.commitAs(f.st.committed))
+	}
+}
+
 // CaptureSnapshot commits the store with a fresh token and copies the
 // in-memory indexes; the function it returns encodes the copy, and may
 // run while events are added and removed. A store that failed saves no

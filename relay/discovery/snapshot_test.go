@@ -162,7 +162,13 @@ func testSnapshotResume(t *testing.T, refused bool) {
 			for i, e := range evs[:cut] {
 				add(saved, i+1, e)
 			}
+			if mode, bulk := sf.StoreMode(); mode != "off" || !bulk {
+				t.Fatalf("a fold from empty fills its store with journal %q, bulk %v", mode, bulk)
+			}
 			sv := saveState(t, saved)
+			if mode, bulk := sf.StoreMode(); mode != "wal" || bulk {
+				t.Fatalf("after its first save the store has journal %q, bulk %v", mode, bulk)
+			}
 			for i, e := range evs[cut:] { // folded, never saved
 				add(saved, cut+i+1, e)
 			}
@@ -223,7 +229,7 @@ func TestSnapshotStoreNeverTrusted(t *testing.T) {
 	}
 	want, wantDigest := snapViews(ff, pool, evs, now), full.Digest(now)
 	cut := len(evs) / 2
-	for _, damage := range []string{"token", "truncated", "header", "missing"} {
+	for _, damage := range []string{"token", "truncated", "header", "missing", "bulk"} {
 		path := filepath.Join(t.TempDir(), "discovery.db")
 		saved, sf := fileState(t, path)
 		for i, e := range evs[:cut] {
@@ -257,6 +263,28 @@ func TestSnapshotStoreNeverTrusted(t *testing.T) {
 		case "missing":
 			sf.Close()
 			os.Remove(path)
+		case "bulk": // a kill -9 while a refold filled the emptied file
+			sf.Close()
+			g, err := discovery.Open(path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				g.Add(e)
+			}
+			if mode, bulk := g.StoreMode(); mode != "off" || !bulk {
+				t.Fatalf("a refold fills its store with journal %q, bulk %v", mode, bulk)
+			}
+			// The file as the disk holds it at the kill: what bulk mode
+			// wrote there, without its cache.
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Close()
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		got, gf := fileState(t, path)
 		restored, why, err := got.Resume(sv, lookup)

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -49,6 +50,12 @@ const (
 	// committed marked unsaved (its token cleared, the journal dropped),
 	// so a crash before the next save rebuilds the fold.
 	defaultMaxUndoRows = 4 << 20
+	// BulkBufferBytes bounds the additions waiting for a flush while the
+	// store is filled from empty (bulk mode, below): a flush of that
+	// many rows in key order touches each leaf page about once.
+	BulkBufferBytes = 64 << 20
+	// BulkCacheBytes is the page cache in bulk mode.
+	BulkCacheBytes = 128 << 20
 )
 
 // The bounds in force (tests lower them).
@@ -113,16 +120,24 @@ const (
 	typCite   = 3
 )
 
+// The secondary indexes, which bulk mode builds only when a query or the
+// end of bulk mode needs them (ensureIndexes): one sort of the rows
+// rather than an insert per row.
+const (
+	idxCtxAgent   = `CREATE INDEX IF NOT EXISTS ctx_agent ON ctx (agent, typ, at, ref)`
+	idxCiteTarget = `CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`
+)
+
 var storeSchema = []string{
 	`CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS agents (n INTEGER PRIMARY KEY, id TEXT NOT NULL)`,
 	// ctx is the multiset of (context, time, agent): n counts the events.
 	`CREATE TABLE IF NOT EXISTS ctx (typ INTEGER NOT NULL, ref BLOB NOT NULL, at INTEGER NOT NULL, agent INTEGER NOT NULL,
 		n INTEGER NOT NULL, PRIMARY KEY (typ, ref, at, agent)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS ctx_agent ON ctx (agent, typ, at, ref)`,
+	idxCtxAgent,
 	`CREATE TABLE IF NOT EXISTS cite (citing BLOB NOT NULL, target BLOB NOT NULL, agent INTEGER NOT NULL, kind INTEGER NOT NULL,
 		at INTEGER NOT NULL, rels TEXT NOT NULL, PRIMARY KEY (citing, target)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS cite_target ON cite (target)`,
+	idxCiteTarget,
 	// posts holds each agent's post records older than its newest
 	// ProfilePosts (the neighbour window, in memory): rec is the topics
 	// and features (postRecBytes).
@@ -207,6 +222,17 @@ type store struct {
 	ctxAdds  map[ctxKey]int64
 	citeAdds []citeRow
 	postAdds []postRow
+	// bufBytes estimates the bytes of the buffered additions.
+	bufBytes int
+	// bulk reports a store being filled from empty (a file created or
+	// emptied, with no token yet): no rollback journal, no fsync, no
+	// bound on the open transaction, BulkBufferBytes of buffer and
+	// BulkCacheBytes of cache. A file store leaves it at its first save
+	// (leaveBulk); a temporary one never does.
+	bulk bool
+	// unindexed reports a bulk store whose secondary indexes are not
+	// built yet (ensureIndexes).
+	unindexed bool
 	// failed is the first error of a write or read: the next capture
 	// saves no token, so the next start rebuilds the store.
 	failed atomic.Pointer[error]
@@ -233,8 +259,25 @@ type postRow struct {
 	id, rec   []byte
 }
 
-// maxBuffered is how many additions wait for a flush at most.
+// maxBuffered is how many additions wait for a flush at most, out of
+// bulk mode.
 const maxBuffered = 4096
+
+// Estimated heap bytes of one buffered addition besides its strings and
+// slices' bytes (struct, map or slice slot, headers).
+const (
+	ctxAddBytes  = 96
+	citeAddBytes = 112
+	postAddBytes = 96
+)
+
+// full reports whether the buffered additions are to be written.
+func (s *store) full() bool {
+	if s.bulk {
+		return s.bufBytes >= BulkBufferBytes
+	}
+	return s.buffered() >= maxBuffered
+}
 
 // addCtx buffers one (context, time, agent) more. Callers hold the fold's
 // write lock.
@@ -242,8 +285,10 @@ func (s *store) addCtx(k ctxKey) {
 	if s.ctxAdds == nil {
 		s.ctxAdds = map[ctxKey]int64{}
 	}
-	s.ctxAdds[k]++
-	if s.buffered() >= maxBuffered {
+	if s.ctxAdds[k]++; s.ctxAdds[k] == 1 {
+		s.bufBytes += ctxAddBytes + len(k.ref)
+	}
+	if s.full() {
 		s.flush()
 	}
 }
@@ -254,7 +299,8 @@ func (s *store) buffered() int { return len(s.ctxAdds) + len(s.citeAdds) + len(s
 // addCite buffers one citation edge. Callers hold the fold's write lock.
 func (s *store) addCite(r citeRow) {
 	s.citeAdds = append(s.citeAdds, r)
-	if s.buffered() >= maxBuffered {
+	s.bufBytes += citeAddBytes + len(r.citing) + len(r.target) + len(r.rels)
+	if s.full() {
 		s.flush()
 	}
 }
@@ -291,6 +337,11 @@ func (s *store) flush() {
 	n := len(keys) + len(s.citeAdds) + len(s.postAdds)
 	clear(s.ctxAdds)
 	s.citeAdds, s.postAdds = s.citeAdds[:0], s.postAdds[:0]
+	if s.bulk {
+		// Give the buffer's memory back rather than keep its peak.
+		s.ctxAdds, s.citeAdds, s.postAdds = nil, nil, nil
+	}
+	s.bufBytes = 0
 	s.wrote(n)
 }
 
@@ -304,7 +355,8 @@ func (s *store) putPost(agent string, p *postRec) {
 		rec = binary.AppendUvarint(rec, uint64(ft.w))
 	}
 	s.postAdds = append(s.postAdds, postRow{s.agent(agent), p.at, idBlob(p.id), rec})
-	if s.buffered() >= maxBuffered {
+	s.bufBytes += postAddBytes + 32 + len(rec)
+	if s.full() {
 		s.flush()
 	}
 }
@@ -380,7 +432,13 @@ func openStore(path string, temp bool) (*store, error) {
 
 func (s *store) dsn() string {
 	q := url.Values{}
-	if s.path != "" {
+	if s.temp {
+		// Nothing to protect in a file of this process's only: a crash
+		// leaves it to the sweep (tempstore), never to a reader.
+		q.Add("_pragma", "journal_mode(OFF)")
+		q.Add("_pragma", "synchronous(OFF)")
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", storeMapBytes))
+	} else if s.path != "" {
 		q.Add("_pragma", "journal_mode(WAL)")
 		// Durability comes from the token, not from fsync: a commit that
 		// a power loss takes back leaves a token no snapshot names.
@@ -443,6 +501,11 @@ func (s *store) open() error {
 	s.agentN, s.names = map[string]int64{}, nil
 	s.journaling, s.undoRows = false, 0 // a new connection: no TEMP trigger
 	s.failed.Store(nil)
+	if s.path != "" && !s.unchecked {
+		if err := s.enterBulk(); err != nil {
+			return err
+		}
+	}
 	return s.begin()
 }
 
@@ -464,10 +527,107 @@ func (s *store) begin() error {
 	return nil
 }
 
+// enterBulk puts an empty file store in bulk mode (see store.bulk):
+// until its first save commits a token, a crash leaves a file whose token
+// no snapshot names, which the next start empties whatever its pages
+// hold (or replaces, when it does not open), so the rollback journal and
+// the fsyncs protect nothing the log does not rebuild.
+func (s *store) enterBulk() error {
+	for _, q := range []string{`PRAGMA journal_mode=OFF`, `PRAGMA synchronous=OFF`,
+		fmt.Sprintf(`PRAGMA cache_size=%d`, -BulkCacheBytes/1024),
+		`DROP INDEX IF EXISTS ctx_agent`, `DROP INDEX IF EXISTS cite_target`} {
+		if _, err := s.db.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: bulk: %w", err)
+		}
+	}
+	s.bulk, s.unindexed = true, true
+	return nil
+}
+
+// ensureIndexes builds the secondary indexes a bulk fill left out, after
+// writing the buffer. Callers hold mu or the fold's write lock.
+func (s *store) ensureIndexes() {
+	if !s.unindexed {
+		return
+	}
+	s.flush()
+	for _, q := range []string{idxCtxAgent, idxCiteTarget} {
+		_, err := s.tx.Exec(q)
+		s.fail(err)
+	}
+	s.unindexed = false
+}
+
+// leaveBulk ends a file store's bulk mode before its first token is
+// committed: it commits what the fill wrote, fsyncs the file (those pages
+// went there with no journal and no fsync; the token must not reach the
+// disk before them), and returns the file to its write-ahead log,
+// synchronous=NORMAL and StoreCacheBytes of cache, then begins the next
+// transaction. A temporary store stays in bulk mode.
+func (s *store) leaveBulk() error {
+	if !s.bulk || s.temp {
+		return nil
+	}
+	t0 := time.Now()
+	defer func() {
+		slog.Info("discovery store: bulk fill ended", "path", s.path, "seconds", time.Since(t0).Seconds())
+	}()
+	s.ensureIndexes()
+	if err := s.tx.Commit(); err != nil {
+		return fmt.Errorf("discovery store: commit: %w", err)
+	}
+	s.tx = nil
+	for i, st := range s.stmts {
+		if st != nil {
+			st.Close()
+			s.stmts[i] = nil
+		}
+	}
+	// The transaction begins again whatever fails: the failure is
+	// recorded (no token is saved after it) and the fold goes on.
+	err := s.toWAL()
+	return errors.Join(err, s.begin())
+}
+
+// toWAL fsyncs the file and returns it to its write-ahead log,
+// synchronous=NORMAL and StoreCacheBytes of cache (leaveBulk).
+func (s *store) toWAL() error {
+	if err := syncFile(s.path); err != nil {
+		return fmt.Errorf("discovery store: %w", err)
+	}
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode=WAL`).Scan(&mode); err != nil || mode != "wal" {
+		return fmt.Errorf("discovery store: journal mode %q: %w", mode, err)
+	}
+	for _, q := range []string{`PRAGMA synchronous=NORMAL`, fmt.Sprintf(`PRAGMA cache_size=%d`, -StoreCacheBytes/1024)} {
+		if _, err := s.db.Exec(q); err != nil {
+			return fmt.Errorf("discovery store: %w", err)
+		}
+	}
+	s.bulk = false
+	return nil
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
 // commit commits the open transaction with token (a new save's, or ""
-// while no save names the file) and begins the next. A save's commit
-// empties the undo journal: the file is now at that save.
+// while no save names the file) and begins the next. A token ends bulk
+// mode first (leaveBulk). A save's commit empties the undo journal: the
+// file is now at that save.
 func (s *store) commit(token string) error {
+	if token != "" {
+		if err := s.leaveBulk(); err != nil {
+			return err
+		}
+	}
 	s.flush()
 	if _, err := s.tx.Exec(`DELETE FROM undo`); err != nil {
 		return fmt.Errorf("discovery store: %w", err)
@@ -585,8 +745,8 @@ func (s *store) wrote(n int) {
 	if s.journaling {
 		s.undoRows += n
 	}
-	if s.pending += n; s.pending < maxPendingWrites {
-		return
+	if s.pending += n; s.pending < maxPendingWrites || s.bulk {
+		return // bulk mode: no bound (see store.bulk)
 	}
 	if s.undoRows < maxUndoRows {
 		s.fail(s.commitAs(s.committed))
@@ -708,9 +868,13 @@ func (s *store) closeDB() {
 		}
 	}
 	if s.tx != nil {
+		// Without a journal (bulk mode) the pages spilled to the file
+		// stay there: the file then holds no token, and is emptied
+		// before it is read again.
 		s.tx.Rollback()
 		s.tx = nil
 	}
+	s.bufBytes, s.bulk, s.unindexed = 0, false, false
 	if s.db != nil {
 		s.db.Close()
 		s.db = nil

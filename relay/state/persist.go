@@ -95,6 +95,15 @@ type Capturer interface {
 	CaptureSnapshot() func(w io.Writer) error
 }
 
+// Preparer is a Capturer with work of its own to do before a capture
+// (discovery commits its store's open transaction): PrepareSnapshot runs
+// before the composition's lock is taken, while Add and Remove go on, so
+// that CaptureSnapshot has less to do under it. Its effect must not
+// change what the capture saves.
+type Preparer interface {
+	PrepareSnapshot()
+}
+
 // Capture saves the composition and every Snapshotter view at one log
 // position: under the composition's lock it copies the composition's
 // bookkeeping and each Capturer view's state (a Snapshotter that is not a
@@ -106,6 +115,11 @@ func (s *State) Capture() (*Capture, error) { return s.captureThen(nil) }
 // captureThen is Capture with between, when not nil, run after the lock
 // is released and before the copies are encoded (tests).
 func (s *State) captureThen(between func()) (*Capture, error) {
+	for _, v := range s.views() {
+		if p, ok := v.Fold.(Preparer); ok {
+			p.PrepareSnapshot()
+		}
+	}
 	c, encoders, err := s.capture()
 	if err != nil {
 		return nil, err
