@@ -12,7 +12,15 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 work=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
+# The relay writes its state and index files as it stops: wait for it to
+# exit before removing the directory it writes them in.
+cleanup() {
+	if [ -n "$pid" ]; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
 trap cleanup EXIT
 (cd ../../.. && go build -o "$work/anp2" ./cmd/anp2)
 # Installed in the scratch directory, so no node_modules lands in the tree.
