@@ -16,6 +16,7 @@ import (
 	"github.com/anp2net/relay/protocol"
 	"github.com/anp2net/relay/relay/discovery"
 	"github.com/anp2net/relay/relay/state"
+	"github.com/anp2net/relay/relay/state/statetest"
 	"github.com/anp2net/relay/tasks/taskstest"
 )
 
@@ -84,28 +85,6 @@ func fileState(t *testing.T, path string) (*state.State, *discovery.Fold) {
 	return state.New(state.Options{Folds: []state.NamedFold{{Name: "discovery", Fold: f}}}), f
 }
 
-// saveState captures s and saves it in a fresh state directory, returning
-// what a restart reads back.
-func saveState(t *testing.T, s *state.State) *state.Saved {
-	t.Helper()
-	c, err := s.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := state.OpenDir(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dir.Save(c); err != nil {
-		t.Fatal(err)
-	}
-	sv, err := dir.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sv
-}
-
 // TestSnapshotResumeEqualsFold saves a relay-like state (events in arrival
 // order, revocations withdrawing earlier targets through a lookup) at
 // several cuts of a random corpus, goes on folding the rest into the
@@ -165,7 +144,7 @@ func testSnapshotResume(t *testing.T, refused bool) {
 			if mode, bulk := sf.StoreMode(); mode != "off" || !bulk {
 				t.Fatalf("a fold from empty fills its store with journal %q, bulk %v", mode, bulk)
 			}
-			sv := saveState(t, saved)
+			sv := statetest.SaveLatest(t, saved)
 			if mode, bulk := sf.StoreMode(); mode != "wal" || bulk {
 				t.Fatalf("after its first save the store has journal %q, bulk %v", mode, bulk)
 			}
@@ -235,7 +214,7 @@ func TestSnapshotStoreNeverTrusted(t *testing.T) {
 		for i, e := range evs[:cut] {
 			saved.Add(int64(i+1), e, lookup)
 		}
-		sv := saveState(t, saved)
+		sv := statetest.SaveLatest(t, saved)
 		switch damage {
 		case "token": // a later save whose snapshot was lost
 			saved.Add(int64(cut+1), evs[cut], lookup)

@@ -43,21 +43,7 @@ func TestResumeEqualsFold(t *testing.T) {
 			for i, e := range evs[:cut] {
 				add(saved, i+1, e)
 			}
-			c, err := saved.Capture()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir, err := state.OpenDir(filepath.Join(t.TempDir(), "state"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := dir.Save(c); err != nil {
-				t.Fatal(err)
-			}
-			sv, err := dir.Latest()
-			if err != nil {
-				t.Fatal(err)
-			}
+			sv := statetest.SaveLatest(t, saved)
 			got := persistSetup()
 			restored, why, err := got.Resume(sv, lookup)
 			if err != nil {

@@ -2,7 +2,6 @@ package state_test
 
 import (
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/anp2net/relay/protocol"
@@ -41,21 +40,7 @@ func viewsCorpus(seed uint64) []*protocol.Event {
 // back and resumes a new viewsState from it; every view must restore.
 func saveResume(t *testing.T, s *state.State, lookup state.Lookup) *state.State {
 	t.Helper()
-	c, err := s.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := state.OpenDir(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dir.Save(c); err != nil {
-		t.Fatal(err)
-	}
-	sv, err := dir.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sv := statetest.SaveLatest(t, s)
 	got := viewsState()
 	restored, why, err := got.Resume(sv, lookup)
 	if err != nil {
