@@ -81,9 +81,6 @@ func NewReader(b []byte, magic string) *Reader {
 // Err returns the first error met, nil when every read succeeded.
 func (r *Reader) Err() error { return r.err }
 
-// Remaining returns the bytes not read yet.
-func (r *Reader) Remaining() int { return len(r.b) }
-
 // Done reports an error when bytes remain after the last field.
 func (r *Reader) Done() error {
 	if r.err == nil && len(r.b) != 0 {

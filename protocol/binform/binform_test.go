@@ -58,7 +58,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops, b []byte) {
 		r := &Reader{b: b}
 		for _, op := range ops {
-			left := r.Remaining()
+			left := len(r.b) // the bytes not read yet
 			switch op % 12 {
 			case 0:
 				if n := r.Count(int(op/12) + 1); n > left {
