@@ -166,15 +166,7 @@ func (m *Module) getFlags(c echo.Context) error {
 }
 
 func (m *Module) getTask(c echo.Context) error {
-	v, err := httpx.Params(c, "branch")
-	if err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "task_id")
-	if err != nil {
-		return err
-	}
-	st, err := m.viewState(c, v)
+	id, st, err := m.hexView(c, "task_id")
 	if err != nil {
 		return err
 	}
@@ -225,15 +217,7 @@ func (m *Module) getTasks(c echo.Context) error {
 }
 
 func (m *Module) getCredit(c echo.Context) error {
-	v, err := httpx.Params(c, "branch")
-	if err != nil {
-		return err
-	}
-	id, err := httpx.HexParam(c, "agent_id")
-	if err != nil {
-		return err
-	}
-	st, err := m.viewState(c, v)
+	id, st, err := m.hexView(c, "agent_id")
 	if err != nil {
 		return err
 	}
@@ -304,4 +288,19 @@ func (m *Module) taskEvents(ctx context.Context, t tasks.TaskView) (taskEventsBy
 		}
 	}
 	return out, nil
+}
+
+// hexView reads the 64-hex path parameter name and the view the request's
+// branch parameter names (the live state without one).
+func (m *Module) hexView(c echo.Context, name string) (string, *state.State, error) {
+	v, err := httpx.Params(c, "branch")
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := httpx.HexParam(c, name)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := m.viewState(c, v)
+	return id, st, err
 }
